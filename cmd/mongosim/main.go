@@ -1,0 +1,102 @@
+// Command mongosim is a simulated mongod. It takes mongod's flags
+// (--port --replSet --dbpath --bind_ip --setParameter k=v) so the local
+// target can launch it exactly like a mongod binary; flags that only the
+// simulator has start with --sim.
+//
+// Its answers come from a model, not a real server: buildInfo and
+// serverStatus say so in their "mongosim" section.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/qmlsab/qmlsab/mongosim"
+)
+
+type setParams map[string]string
+
+func (p setParams) String() string { return fmt.Sprint(map[string]string(p)) }
+func (p setParams) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || k == "" {
+		return errors.New("expected name=value")
+	}
+	p[k] = val
+	return nil
+}
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("mongosim", flag.ContinueOnError)
+	port := fs.Int("port", 27017, "port to listen on")
+	bindIP := fs.String("bind_ip", "127.0.0.1", "address to listen on")
+	replSet := fs.String("replSet", "", "replica set name (empty: standalone)")
+	dbpath := fs.String("dbpath", "", "directory for the member's durable state (empty: in memory)")
+	logpath := fs.String("logpath", "", "log file (default: standard output)")
+	memLimit := fs.Int64("simMemLimitMB", 32768, "simulated memory limit of the member, MiB")
+	params := setParams{}
+	fs.Var(params, "setParameter", "server parameter name=value (repeatable)")
+	fs.Bool("fork", false, "ignored (mongosim never forks)")
+	fs.Bool("quiet", false, "ignored")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: mongosim [flags]   (a simulated mongod: its figures come from a model)")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(normalizeArgs(args)); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	out := os.Stdout
+	if *logpath != "" {
+		f, err := os.OpenFile(*logpath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "mongosim: --logpath %s: %v\n", *logpath, err)
+			return 1
+		}
+		defer f.Close()
+		out = f
+	}
+	logger := slog.New(slog.NewJSONHandler(out, nil))
+	var store mongosim.Storage
+	if *dbpath != "" {
+		store = &mongosim.DirStorage{Dir: *dbpath}
+	}
+	srv, err := mongosim.Start(mongosim.Options{BindIP: *bindIP, Port: *port, ReplSet: *replSet, Storage: store,
+		Parameters: params, MemLimitMB: *memLimit, Logger: logger})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "mongosim: %v\n", err)
+		return 1
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	select {
+	case s := <-sig:
+		logger.Info("shutting down", "signal", s.String())
+	case <-srv.Done():
+	}
+	srv.Kill()
+	return 0
+}
+
+// normalizeArgs accepts mongod's "--setParameter=k=v" and "--flag value"
+// spellings (the flag package already does) and mongod's dashed aliases.
+func normalizeArgs(args []string) []string {
+	out := make([]string, 0, len(args))
+	for _, a := range args {
+		a = strings.Replace(a, "--bind-ip", "--bind_ip", 1)
+		out = append(out, a)
+	}
+	return out
+}

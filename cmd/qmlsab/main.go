@@ -1,0 +1,93 @@
+// Command qmlsab is the A/B harness for MongoDB query memory load shedding.
+// This file only wires subcommands; each lives in its own package.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/qmlsab/qmlsab/mongosim"
+)
+
+// version is set by -ldflags "-X main.version=..."; otherwise it comes from
+// the module's build info.
+var version = ""
+
+func toolVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+func main() {
+	app := &cli.App{
+		Name:    "qmlsab",
+		Usage:   "A/B-test MongoDB query memory load shedding",
+		Version: toolVersion(),
+		Commands: []*cli.Command{
+			{
+				Name:  "version",
+				Usage: "print the tool version",
+				Action: func(c *cli.Context) error {
+					fmt.Fprintf(c.App.Writer, "qmlsab %s (mongosim %s, wire %d)\n", toolVersion(), mongosim.Version, mongosim.MaxWireVersion)
+					return nil
+				},
+			},
+			simCommand(),
+		},
+	}
+	if err := app.Run(os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "qmlsab:", err)
+		os.Exit(1)
+	}
+}
+
+// simCommand starts the embedded simulator as a replica set on loopback and
+// keeps it up until interrupted, so any client can be pointed at it.
+func simCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "sim",
+		Usage: "run an in-process mongosim replica set (a simulation, not a real mongod) until Ctrl-C",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "members", Value: 3, Usage: "number of members"},
+			&cli.DurationFlag{Name: "election-timeout", Value: 10 * time.Second, Usage: "settings.electionTimeoutMillis"},
+			&cli.DurationFlag{Name: "for", Usage: "stop after this long (default: until interrupted)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.Int("members") < 1 || c.Int("members") > 7 {
+				return cli.Exit("qmlsab sim: --members must be between 1 and 7", 1)
+			}
+			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if d := c.Duration("for"); d > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, d)
+				defer cancel()
+			}
+			start, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			rs, err := mongosim.StartReplicaSet(start, mongosim.ReplicaSetOptions{Members: c.Int("members"), ElectionTimeout: c.Duration("election-timeout")})
+			if err != nil {
+				return fmt.Errorf("starting mongosim: %w", err)
+			}
+			defer rs.Close()
+			fmt.Fprintf(c.App.Writer, "mongosim replica set (SIMULATED mongod %s) is up; primary is member %d\n", mongosim.Version, rs.Primary())
+			fmt.Fprintf(c.App.Writer, "  %s\n", rs.URI())
+			fmt.Fprintf(c.App.Writer, "  members: %s\n", strings.Join(rs.Hosts(), " "))
+			<-ctx.Done()
+			return nil
+		},
+	}
+}

@@ -1,0 +1,21 @@
+module github.com/qmlsab/qmlsab
+
+go 1.26.0
+
+require (
+	github.com/urfave/cli/v2 v2.27.7
+	go.mongodb.org/mongo-driver/v2 v2.10.0
+)
+
+require (
+	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
+	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/russross/blackfriday/v2 v2.1.0 // indirect
+	github.com/xdg-go/scram v1.4.0 // indirect
+	github.com/xdg-go/stringprep v1.0.4 // indirect
+	github.com/xrash/smetrics v0.0.0-20240521201337-686a1a2994c1 // indirect
+	github.com/youmark/pkcs8 v0.0.0-20240726163527-a2c0da244d78 // indirect
+	golang.org/x/crypto v0.54.0 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
+)

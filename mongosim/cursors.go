@@ -1,0 +1,127 @@
+package mongosim
+
+import (
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/qmlsab/qmlsab/mongosim/mongoerr"
+)
+
+// cursor holds the rest of a result set between getMores.
+type cursor struct {
+	id      int64
+	ns      string
+	docs    []bson.Raw
+	created time.Time
+}
+
+type cursorTable struct {
+	mu sync.Mutex
+	m  map[int64]*cursor
+}
+
+func newCursorTable() *cursorTable { return &cursorTable{m: map[int64]*cursor{}} }
+
+func (t *cursorTable) open(ns string, docs []bson.Raw) *cursor {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := &cursor{ns: ns, docs: docs, created: time.Now()}
+	for c.id == 0 || t.m[c.id] != nil {
+		c.id = rand.Int64N(1<<62) + 1
+	}
+	t.m[c.id] = c
+	return c
+}
+
+// take removes the cursor while a getMore uses it (a cursor is pinned to
+// one operation at a time).
+func (t *cursorTable) take(id int64) *cursor {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := t.m[id]
+	delete(t.m, id)
+	return c
+}
+
+func (t *cursorTable) put(c *cursor) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.m[c.id] = c
+}
+
+func (t *cursorTable) count() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.m)
+}
+
+// batch splits off the first n documents (n <= 0: all), keeping the reply
+// under the 16 MiB document limit.
+func batch(docs []bson.Raw, n int) (first, rest []bson.Raw) {
+	size := 0
+	for i, d := range docs {
+		if (n > 0 && i >= n) || (i > 0 && size+len(d) > 16*1000*1000) {
+			return docs[:i], docs[i:]
+		}
+		size += len(d)
+	}
+	return docs, nil
+}
+
+// replyWithCursor returns the first batch and opens a cursor for the rest.
+func (s *Server) replyWithCursor(ns string, docs []bson.Raw, batchSize int, single bool) bson.D {
+	first, rest := batch(docs, batchSize)
+	var id int64
+	if len(rest) > 0 && !single {
+		id = s.cursor.open(ns, rest).id
+	}
+	return cursorReply(ns, id, first, "firstBatch")
+}
+
+func (s *Server) cmdGetMore(r *request) (bson.D, error) {
+	id, ok := r.body.Lookup("getMore").Int64OK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'getMore.getMore' is the wrong type, expected type 'long'")
+	}
+	coll := r.str("collection")
+	c := s.cursor.take(id)
+	if c == nil {
+		return nil, mongoerr.New(mongoerr.CursorNotFound, "cursor id %d not found", id)
+	}
+	if c.ns != r.db+"."+coll {
+		s.cursor.put(c)
+		return nil, mongoerr.New(mongoerr.Unauthorized, "Requested getMore on namespace '%s.%s', but cursor belongs to a different namespace %s", r.db, coll, c.ns)
+	}
+	s.counters.getmore.Add(1)
+	if err := r.op.CheckForInterrupt(); err != nil {
+		return nil, err // a killed getMore destroys its cursor
+	}
+	n, _ := r.body.Lookup("batchSize").AsInt64OK()
+	next, rest := batch(c.docs, int(n))
+	if len(rest) > 0 {
+		c.docs = rest
+		s.cursor.put(c)
+	} else {
+		id = 0
+	}
+	return cursorReply(c.ns, id, next, "nextBatch"), nil
+}
+
+func (s *Server) cmdKillCursors(r *request) (bson.D, error) {
+	arr, _ := r.body.Lookup("cursors").ArrayOK()
+	vals, _ := arr.Values()
+	killed, notFound := bson.A{}, bson.A{}
+	for _, v := range vals {
+		id, _ := v.AsInt64OK()
+		if s.cursor.take(id) != nil {
+			killed = append(killed, id)
+		} else {
+			notFound = append(notFound, id)
+		}
+	}
+	return bson.D{{Key: "cursorsKilled", Value: killed}, {Key: "cursorsNotFound", Value: notFound},
+		{Key: "cursorsAlive", Value: bson.A{}}, {Key: "cursorsUnknown", Value: bson.A{}}}, nil
+}

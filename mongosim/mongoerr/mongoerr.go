@@ -1,0 +1,106 @@
+// Package mongoerr holds the server error codes mongosim replies with, named
+// and numbered as mongod's error_codes.yml names them, so clients classify
+// mongosim's failures exactly as they classify mongod's.
+package mongoerr
+
+import "fmt"
+
+// Codes used by the simulator. Values are mongod's.
+const (
+	BadValue                        = 2
+	Unauthorized                    = 13
+	FailedToParse                   = 9
+	TypeMismatch                    = 14
+	IllegalOperation                = 20
+	NamespaceNotFound               = 26
+	InvalidNamespace                = 73
+	CursorNotFound                  = 43
+	MaxTimeMSExpired                = 50
+	CommandNotFound                 = 59
+	WriteConcernFailed              = 64
+	InvalidOptions                  = 72
+	InvalidReplicaSetConfig         = 93
+	NotYetInitialized               = 94
+	NoSuchKey                       = 4
+	InvalidPipelineOperator         = 168
+	ExceededTimeLimit               = 262
+	ShutdownInProgress              = 91
+	PrimarySteppedDown              = 189
+	Interrupted                     = 11601
+	InterruptedDueToReplStateChange = 11602
+	DuplicateKey                    = 11000
+	NotWritablePrimary              = 10107
+	NotPrimaryNoSecondaryOk         = 13435
+	NotPrimaryOrSecondary           = 13436
+	AlreadyInitialized              = 23
+	NodeNotFound                    = 74
+	UnrecognizedPipelineStage       = 40324
+	ExceededMemoryLimit             = 146
+)
+
+// names maps a code to its codeName. Codes absent from mongod's named list
+// (such as the location code of an unknown pipeline stage) are named
+// "Location<code>", as mongod names them.
+var names = map[int32]string{
+	BadValue:                        "BadValue",
+	Unauthorized:                    "Unauthorized",
+	FailedToParse:                   "FailedToParse",
+	TypeMismatch:                    "TypeMismatch",
+	IllegalOperation:                "IllegalOperation",
+	NamespaceNotFound:               "NamespaceNotFound",
+	InvalidNamespace:                "InvalidNamespace",
+	CursorNotFound:                  "CursorNotFound",
+	MaxTimeMSExpired:                "MaxTimeMSExpired",
+	CommandNotFound:                 "CommandNotFound",
+	WriteConcernFailed:              "WriteConcernFailed",
+	InvalidOptions:                  "InvalidOptions",
+	InvalidReplicaSetConfig:         "InvalidReplicaSetConfig",
+	NotYetInitialized:               "NotYetInitialized",
+	NoSuchKey:                       "NoSuchKey",
+	InvalidPipelineOperator:         "InvalidPipelineOperator",
+	ExceededTimeLimit:               "ExceededTimeLimit",
+	ShutdownInProgress:              "ShutdownInProgress",
+	PrimarySteppedDown:              "PrimarySteppedDown",
+	Interrupted:                     "Interrupted",
+	InterruptedDueToReplStateChange: "InterruptedDueToReplStateChange",
+	DuplicateKey:                    "DuplicateKey",
+	NotWritablePrimary:              "NotWritablePrimary",
+	NotPrimaryNoSecondaryOk:         "NotPrimaryNoSecondaryOk",
+	NotPrimaryOrSecondary:           "NotPrimaryOrSecondary",
+	AlreadyInitialized:              "AlreadyInitialized",
+	NodeNotFound:                    "NodeNotFound",
+	ExceededMemoryLimit:             "ExceededMemoryLimit",
+}
+
+// Name returns mongod's codeName for code.
+func Name(code int32) string {
+	if n, ok := names[code]; ok {
+		return n
+	}
+	return fmt.Sprintf("Location%d", code)
+}
+
+// Error is a command failure as mongod reports it: {ok:0, errmsg, code,
+// codeName, errorLabels}.
+type Error struct {
+	Code   int32
+	Msg    string
+	Labels []string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("(%s) %s", Name(e.Code), e.Msg) }
+
+// CodeName is the error's codeName.
+func (e *Error) CodeName() string { return Name(e.Code) }
+
+// New returns an error with code and a formatted message.
+func New(code int32, format string, args ...any) *Error {
+	return &Error{Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// WithLabels returns a copy of e carrying the given error labels.
+func (e *Error) WithLabels(labels ...string) *Error {
+	c := *e
+	c.Labels = append(append([]string(nil), e.Labels...), labels...)
+	return &c
+}

@@ -1,0 +1,267 @@
+package mongosim
+
+import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/qmlsab/qmlsab/mongosim/mongoerr"
+	"github.com/qmlsab/qmlsab/mongosim/query"
+)
+
+// Op is one running operation: what currentOp lists and killOp interrupts.
+type Op struct {
+	ID      int32
+	conn    *conn
+	Command string
+	NS      string
+	body    bson.Raw
+	Started time.Time
+
+	killCode atomic.Int32
+	killed   chan struct{}
+	once     sync.Once
+}
+
+// Kill marks the op killed with code; it fails at its next interrupt check.
+// The first kill wins.
+func (o *Op) Kill(code int32) {
+	o.once.Do(func() {
+		o.killCode.Store(code)
+		close(o.killed)
+	})
+}
+
+// Killed is closed when the op is killed, so waits can be interruptible.
+func (o *Op) Killed() <-chan struct{} { return o.killed }
+
+// CheckForInterrupt returns the error a killed op fails with, or nil.
+func (o *Op) CheckForInterrupt() error {
+	if o == nil {
+		return nil
+	}
+	select {
+	case <-o.killed:
+		return killError(o.killCode.Load())
+	default:
+		return nil
+	}
+}
+
+func killError(code int32) error {
+	switch code {
+	case mongoerr.Interrupted:
+		return mongoerr.New(code, "operation was interrupted")
+	case mongoerr.InterruptedDueToReplStateChange:
+		return mongoerr.New(code, "operation was interrupted because a node stepped down")
+	case mongoerr.MaxTimeMSExpired:
+		return mongoerr.New(code, "operation exceeded time limit")
+	case 0:
+		return mongoerr.New(mongoerr.ShutdownInProgress, "The server is in quiesce mode and will shut down")
+	}
+	return mongoerr.New(code, "operation was interrupted")
+}
+
+// opTable is the member's registry of running operations.
+type opTable struct {
+	mu   sync.Mutex
+	next int32
+	ops  map[int32]*Op
+}
+
+func newOpTable() *opTable { return &opTable{ops: map[int32]*Op{}} }
+
+func (t *opTable) register(r *request) *Op {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.next++
+	if t.next <= 0 {
+		t.next = 1
+	}
+	op := &Op{ID: t.next, conn: r.conn, Command: r.name, body: r.body, Started: time.Now(), killed: make(chan struct{})}
+	if coll, ok := r.body.Lookup(r.name).StringValueOK(); ok {
+		op.NS = r.db + "." + coll
+	} else {
+		op.NS = r.db + ".$cmd"
+	}
+	t.ops[op.ID] = op
+	return op
+}
+
+func (t *opTable) unregister(op *Op) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.ops, op.ID)
+}
+
+func (t *opTable) get(id int32) *Op {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ops[id]
+}
+
+func (t *opTable) snapshot() []*Op {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]*Op, 0, len(t.ops))
+	for _, o := range t.ops {
+		out = append(out, o)
+	}
+	return out
+}
+
+// killConn kills the ops of a connection that went away.
+func (t *opTable) killConn(c *conn) {
+	for _, o := range t.snapshot() {
+		if o.conn == c {
+			o.Kill(279) // ClientDisconnect
+		}
+	}
+}
+
+// killAll kills every op with code (0 = shutdown).
+func (t *opTable) killAll(code int32) {
+	for _, o := range t.snapshot() {
+		o.Kill(code)
+	}
+}
+
+// currentOpDoc renders an op in currentOp's shape.
+func (s *Server) currentOpDoc(o *Op, now time.Time) bson.D {
+	client, appName := o.conn.metadata()
+	running := now.Sub(o.Started)
+	cmd := o.body
+	if len(cmd) > 1000 {
+		cmd, _ = bson.Marshal(bson.D{{Key: "$truncated", Value: cmd.String()[:min(len(cmd.String()), 900)]}})
+	}
+	d := bson.D{
+		{Key: "type", Value: "op"},
+		{Key: "host", Value: s.addr},
+		{Key: "desc", Value: "conn" + itoa(o.conn.id)},
+		{Key: "connectionId", Value: int32(o.conn.id)},
+		{Key: "client", Value: o.conn.remote},
+	}
+	if appName != "" {
+		d = append(d, bson.E{Key: "appName", Value: appName})
+	}
+	if client != nil {
+		d = append(d, bson.E{Key: "clientMetadata", Value: client})
+	}
+	d = append(d,
+		bson.E{Key: "active", Value: true},
+		bson.E{Key: "currentOpTime", Value: now.Format("2006-01-02T15:04:05.000-07:00")},
+		bson.E{Key: "isFromUserConnection", Value: true},
+		bson.E{Key: "threaded", Value: true},
+		bson.E{Key: "opid", Value: o.ID},
+	)
+	select {
+	case <-o.killed:
+		d = append(d, bson.E{Key: "killPending", Value: true})
+	default:
+	}
+	if lsid := o.body.Lookup("lsid"); lsid.Type != 0 {
+		d = append(d, bson.E{Key: "lsid", Value: lsid})
+	}
+	d = append(d,
+		bson.E{Key: "secs_running", Value: int64(running / time.Second)},
+		bson.E{Key: "microsecs_running", Value: int64(running / time.Microsecond)},
+		bson.E{Key: "op", Value: "command"},
+		bson.E{Key: "ns", Value: o.NS},
+		bson.E{Key: "redacted", Value: false},
+		bson.E{Key: "command", Value: cmd},
+		bson.E{Key: "numYields", Value: int32(0)},
+		bson.E{Key: "queues", Value: bson.D{
+			{Key: "ingress", Value: bson.D{{Key: "admissions", Value: int32(1)}, {Key: "totalTimeQueuedMicros", Value: int64(0)}}},
+			{Key: "execution", Value: bson.D{{Key: "admissions", Value: int32(1)}, {Key: "totalTimeQueuedMicros", Value: int64(0)}, {Key: "isHoldingTicket", Value: true}}},
+		}},
+		bson.E{Key: "currentQueue", Value: nil},
+		bson.E{Key: "locks", Value: bson.D{}},
+		bson.E{Key: "waitingForLock", Value: false},
+	)
+	return d
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// currentOps lists active ops, filtered by a currentOp-style filter.
+func (s *Server) currentOps(filter bson.Raw) ([]bson.Raw, error) {
+	f, err := query.CompileFilter(filter)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	var out []bson.Raw
+	for _, o := range s.ops.snapshot() {
+		b, err := bson.Marshal(s.currentOpDoc(o, now))
+		if err != nil {
+			return nil, err
+		}
+		if f.Match(b) {
+			out = append(out, b)
+		}
+	}
+	return out, nil
+}
+
+func (s *Server) cmdCurrentOp(r *request) (bson.D, error) {
+	// The command's own fields other than the flags are a filter.
+	var keys []string
+	var vals []bson.RawValue
+	elems, _ := r.body.Elements()
+	for _, e := range elems {
+		k := e.Key()
+		if k == "currentOp" || k == "$all" || k == "$ownOps" || genericArguments[k] {
+			continue
+		}
+		keys, vals = append(keys, k), append(vals, e.Value())
+	}
+	ops, err := s.currentOps(query.Build(keys, vals))
+	if err != nil {
+		return nil, err
+	}
+	arr := bson.A{}
+	for _, o := range ops {
+		arr = append(arr, o)
+	}
+	return bson.D{{Key: "inprog", Value: arr}}, nil
+}
+
+func (s *Server) cmdKillOp(r *request) (bson.D, error) {
+	if r.db != "admin" {
+		return nil, mongoerr.New(mongoerr.Unauthorized, "killOp may only be run against the admin database.")
+	}
+	v := r.body.Lookup("op")
+	id, ok := v.AsInt64OK()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "Did not provide \"op\" field")
+	}
+	if op := s.ops.get(int32(id)); op != nil {
+		s.log.Info("going to kill op", "opid", id)
+		op.Kill(mongoerr.Interrupted)
+	}
+	return bson.D{{Key: "info", Value: "attempting to kill op"}}, nil
+}
+
+// cmdSleep is mongod's test command: it holds its thread for millis (or
+// secs) and is interruptible by killOp.
+func (s *Server) cmdSleep(r *request) (bson.D, error) {
+	d := 100 * time.Millisecond
+	if ms, ok := r.body.Lookup("millis").AsInt64OK(); ok {
+		d = time.Duration(ms) * time.Millisecond
+	} else if secs, ok := r.body.Lookup("secs").AsInt64OK(); ok {
+		d = time.Duration(secs) * time.Second
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return bson.D{}, nil
+	case <-r.op.Killed():
+		return nil, r.op.CheckForInterrupt()
+	case <-s.ctx.Done():
+		return nil, killError(0)
+	}
+}

@@ -1,0 +1,184 @@
+package mongosim
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/qmlsab/qmlsab/mongosim/wire"
+)
+
+// ReplicaSetOptions configure an in-process replica set.
+type ReplicaSetOptions struct {
+	Name    string // default "rs0"
+	Members int    // default 3
+	// ElectionTimeout is settings.electionTimeoutMillis (default 10 s).
+	ElectionTimeout time.Duration
+	// HeartbeatInterval is settings.heartbeatIntervalMillis (default 2 s).
+	HeartbeatInterval time.Duration
+	Parameters        map[string]string
+	MemLimitMB        int64
+	Logger            *slog.Logger
+}
+
+// ReplicaSet is a set of in-process members on loopback ports. Members keep
+// their ports and Storage across Kill and Restart, as processes keep theirs.
+type ReplicaSet struct {
+	opts    ReplicaSetOptions
+	mu      sync.Mutex
+	members []*Server
+	ports   []int
+	stores  []*MemStorage
+}
+
+// StartReplicaSet starts the members, initiates the set and waits for a
+// primary.
+func StartReplicaSet(ctx context.Context, opts ReplicaSetOptions) (*ReplicaSet, error) {
+	if opts.Name == "" {
+		opts.Name = "rs0"
+	}
+	if opts.Members == 0 {
+		opts.Members = 3
+	}
+	if opts.ElectionTimeout == 0 {
+		opts.ElectionTimeout = 10 * time.Second
+	}
+	if opts.HeartbeatInterval == 0 {
+		opts.HeartbeatInterval = 2 * time.Second
+	}
+	rs := &ReplicaSet{opts: opts}
+	for i := 0; i < opts.Members; i++ {
+		st := &MemStorage{}
+		srv, err := rs.start(0, st)
+		if err != nil {
+			rs.Close()
+			return nil, err
+		}
+		rs.members = append(rs.members, srv)
+		rs.ports = append(rs.ports, srv.portNumber())
+		rs.stores = append(rs.stores, st)
+	}
+	members := bson.A{}
+	for i, srv := range rs.members {
+		members = append(members, bson.D{{Key: "_id", Value: int32(i)}, {Key: "host", Value: srv.Addr()}})
+	}
+	cfg := bson.D{{Key: "_id", Value: opts.Name}, {Key: "members", Value: members},
+		{Key: "settings", Value: bson.D{{Key: "electionTimeoutMillis", Value: int64(opts.ElectionTimeout / time.Millisecond)},
+			{Key: "heartbeatIntervalMillis", Value: int64(opts.HeartbeatInterval / time.Millisecond)}}}}
+	c := &wire.Client{Addr: rs.members[0].Addr()}
+	defer c.Close()
+	if _, err := c.Call(ctx, bson.D{{Key: "replSetInitiate", Value: cfg}, {Key: "$db", Value: "admin"}}); err != nil {
+		rs.Close()
+		return nil, fmt.Errorf("replSetInitiate: %w", err)
+	}
+	if _, err := rs.WaitForPrimary(ctx); err != nil {
+		rs.Close()
+		return nil, err
+	}
+	return rs, nil
+}
+
+func (rs *ReplicaSet) start(port int, st *MemStorage) (*Server, error) {
+	return Start(Options{Port: port, ReplSet: rs.opts.Name, Storage: st, Parameters: rs.opts.Parameters,
+		MemLimitMB: rs.opts.MemLimitMB, Logger: rs.opts.Logger})
+}
+
+// Hosts lists the members' host:port.
+func (rs *ReplicaSet) Hosts() []string {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	out := make([]string, len(rs.ports))
+	for i, p := range rs.ports {
+		out[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+	}
+	return out
+}
+
+// URI is a connection string for the whole set.
+func (rs *ReplicaSet) URI() string {
+	return "mongodb://" + strings.Join(rs.Hosts(), ",") + "/?replicaSet=" + rs.opts.Name
+}
+
+// Member returns member i (nil while it is down).
+func (rs *ReplicaSet) Member(i int) *Server {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.members[i]
+}
+
+// Primary returns the index of the member that is primary now, or -1.
+func (rs *ReplicaSet) Primary() int {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for i, m := range rs.members {
+		if m != nil && m.IsPrimary() {
+			return i
+		}
+	}
+	return -1
+}
+
+// WaitForPrimary waits until some member is primary.
+func (rs *ReplicaSet) WaitForPrimary(ctx context.Context) (int, error) {
+	for {
+		if p := rs.Primary(); p >= 0 {
+			return p, nil
+		}
+		select {
+		case <-ctx.Done():
+			return -1, fmt.Errorf("no primary elected: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Kill crashes member i (no-op when it is already down).
+func (rs *ReplicaSet) Kill(i int) {
+	rs.mu.Lock()
+	m := rs.members[i]
+	rs.members[i] = nil
+	rs.mu.Unlock()
+	if m != nil {
+		m.Kill()
+	}
+}
+
+// Restart starts a killed member again on its port, with its storage.
+func (rs *ReplicaSet) Restart(i int) error {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.members[i] != nil {
+		return fmt.Errorf("member %d is running", i)
+	}
+	var err error
+	for range 50 { // the port may take a moment to be free again
+		var srv *Server
+		if srv, err = rs.start(rs.ports[i], rs.stores[i]); err == nil {
+			rs.members[i] = srv
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return err
+}
+
+// Close kills every member.
+func (rs *ReplicaSet) Close() {
+	for i := range rs.members {
+		rs.Kill(i)
+	}
+}
+
+// IsPrimary reports whether the member is the primary now.
+func (s *Server) IsPrimary() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.repl.state == statePrimary && s.ctx.Err() == nil
+}

@@ -1,0 +1,34 @@
+// Run by scripts/mongosh-check.sh with mongosh against a mongosim set.
+function check(cond, what) {
+  if (!cond) { throw new Error('check failed: ' + what); }
+  print('ok - ' + what);
+}
+let primary = null;
+for (let i = 0; i < 100 && !primary; i++) {
+  const st = rs.status();
+  const p = st.members.filter(m => m.stateStr === 'PRIMARY');
+  if (p.length === 1) { primary = p[0].name; } else { sleep(100); }
+}
+check(primary !== null, 'rs.status() shows a PRIMARY (' + primary + ')');
+const st = rs.status();
+check(st.set === 'rs0' && st.members.length === 3, 'rs.status() lists 3 members of rs0');
+
+const ss = db.serverStatus();
+check(ss.ok === 1 && ss.mongosim.simulated === true, 'db.serverStatus() works and says it is simulated');
+
+const c = db.getSiblingDB('shcheck').events;
+c.drop();
+check(c.insertOne({_id: 1, g: 'a', v: 10}).acknowledged, 'insertOne');
+c.insertMany([{_id: 2, g: 'a', v: 5}, {_id: 3, g: 'b', v: 7}]);
+check(c.find({v: {$gte: 6}}).sort({v: 1}).toArray().map(d => d._id).join(',') === '3,1', 'find with range + sort');
+check(c.countDocuments({g: 'a'}) === 2, 'countDocuments');
+const agg = c.aggregate([{$group: {_id: '$g', total: {$sum: '$v'}}}, {$sort: {_id: 1}}]).toArray();
+check(agg.length === 2 && agg[0].total === 15, 'aggregate $group');
+const win = c.aggregate([{$setWindowFields: {sortBy: {_id: 1}, output: {run: {$sum: '$v', window: {documents: ['unbounded', 'current']}}}}}]).toArray();
+check(win.map(d => d.run).join(',') === '10,15,22', 'aggregate $setWindowFields running sum');
+
+const ops = db.currentOp();
+check(Array.isArray(ops.inprog), 'db.currentOp()');
+const killed = db.killOp(123456);
+check(killed.ok === 1, 'db.killOp()');
+print('mongosh-check: all good');
