@@ -2,10 +2,10 @@ package mongosim_test
 
 import (
 	"context"
-	"log/slog"
-	"os"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"testing"
 	"time"
 

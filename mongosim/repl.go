@@ -134,6 +134,15 @@ func (r *replState) notifyTopology() {
 	r.topoChanged = make(chan struct{})
 }
 
+// kickHeartbeats makes the heartbeat loop send a round now, as mongod
+// reschedules heartbeats on a change of state.
+func (r *replState) kickHeartbeats() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
 func (r *replState) notifyOplog() {
 	close(r.oplogChanged)
 	r.oplogChanged = make(chan struct{})
@@ -308,10 +317,7 @@ func (s *Server) adoptConfigLocked(raw bson.Raw, persist bool) error {
 	if persist {
 		s.saveMetaLocked()
 	}
-	select {
-	case r.kick <- struct{}{}:
-	default:
-	}
+	r.kickHeartbeats()
 	return nil
 }
 
@@ -415,6 +421,7 @@ func (s *Server) stepDownLocked(why string) {
 	r.lastPrimaryContact = time.Now()
 	r.notifyTopology()
 	r.notifyCommit()
+	r.kickHeartbeats()
 }
 
 // electionLoop runs for election when the primary has been silent for the
@@ -465,20 +472,45 @@ func (s *Server) electionLoop() {
 	}
 }
 
-// runElection asks the other members for votes in a new term.
+// runElection asks the other members for votes in a new term. Like mongod
+// it first runs a dry run that changes no one's term, so a member that
+// cannot win (its data is stale, say) never disrupts a healthy primary.
 func (s *Server) runElection(reason string) {
+	defer func() { s.mu.Lock(); s.repl.electing = false; s.mu.Unlock() }()
+	s.mu.Lock()
+	if s.repl.state != stateSecondary || s.repl.cfg == nil {
+		s.mu.Unlock()
+		return
+	}
+	s.repl.lastPrimaryContact = time.Now() // restart the timer whatever happens
+	s.mu.Unlock()
+	if !s.requestVotes(true) {
+		return
+	}
 	s.mu.Lock()
 	r := s.repl
-	defer func() { s.mu.Lock(); r.electing = false; s.mu.Unlock() }()
-	if r.state != stateSecondary || r.cfg == nil {
+	if r.state != stateSecondary {
 		s.mu.Unlock()
 		return
 	}
 	r.term++
-	term := r.term
-	r.voteTerm, r.votedFor = term, r.selfID
+	r.voteTerm, r.votedFor = r.term, r.selfID
 	s.saveMetaLocked()
-	req := bson.D{{Key: "replSetRequestVotes", Value: int32(1)}, {Key: "setName", Value: r.cfg.name}, {Key: "dryRun", Value: false},
+	s.mu.Unlock()
+	s.log.Info("running for election", "reason", reason)
+	s.requestVotes(false)
+}
+
+// requestVotes runs one round of replSetRequestVotes for term+1 (dry run) or
+// the current term, and becomes primary when a real round wins.
+func (s *Server) requestVotes(dryRun bool) bool {
+	s.mu.Lock()
+	r := s.repl
+	term := r.term
+	if dryRun {
+		term++
+	}
+	req := bson.D{{Key: "replSetRequestVotes", Value: int32(1)}, {Key: "setName", Value: r.cfg.name}, {Key: "dryRun", Value: dryRun},
 		{Key: "term", Value: term}, {Key: "candidateIndex", Value: int64(r.selfID)}, {Key: "configVersion", Value: r.cfg.version},
 		{Key: "lastAppliedOpTime", Value: r.lastApplied.doc()}, {Key: "$db", Value: "admin"}}
 	var hosts []string
@@ -489,9 +521,7 @@ func (s *Server) runElection(reason string) {
 	}
 	need := r.cfg.majority()
 	timeout := min(r.cfg.electionTimeout, 5*time.Second)
-	r.lastPrimaryContact = time.Now() // restart the timer whatever happens
 	s.mu.Unlock()
-	s.log.Info("running for election", "term", term, "reason", reason)
 
 	ctx, cancel := context.WithTimeout(s.ctx, timeout)
 	defer cancel()
@@ -521,7 +551,7 @@ func (s *Server) runElection(reason string) {
 			granted++
 		}
 		s.mu.Lock()
-		if v.term > r.term {
+		if v.term > r.term && !(dryRun && v.term == term) {
 			s.updateTermLocked(v.term, "vote response")
 		}
 		s.mu.Unlock()
@@ -529,13 +559,21 @@ func (s *Server) runElection(reason string) {
 			break
 		}
 	}
-	s.mu.Lock()
-	if granted >= need && r.term == term && r.state == stateSecondary && s.ctx.Err() == nil {
-		s.becomePrimaryLocked()
-	} else {
-		s.log.Info("election lost", "term", term, "votes", granted, "needed", need)
+	won := granted >= need
+	if dryRun {
+		if !won {
+			s.log.Debug("dry-run election lost", "votes", granted, "needed", need)
+		}
+		return won
 	}
-	s.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if won && r.term == term && r.state == stateSecondary && s.ctx.Err() == nil {
+		s.becomePrimaryLocked()
+		return true
+	}
+	s.log.Info("election lost", "term", term, "votes", granted, "needed", need)
+	return false
 }
 
 func (s *Server) becomePrimaryLocked() {
@@ -557,6 +595,7 @@ func (s *Server) becomePrimaryLocked() {
 	_ = s.persistLocked([]oplogEntry{e})
 	s.advanceProgressLocked(r.selfID, r.lastApplied)
 	r.notifyTopology()
+	r.kickHeartbeats()
 	s.log.Info("transition to PRIMARY", "term", r.term)
 }
 

@@ -241,6 +241,11 @@ func (s *Server) cmdReplSetHeartbeat(r *request) (bson.D, error) {
 	if t, ok := r.body.Lookup("term").AsInt64OK(); ok && t > rs.term {
 		s.updateTermLocked(t, "heartbeat request")
 	}
+	if rs.primaryID < 0 && rs.state != statePrimary {
+		// A member that knows no primary asks everyone at once rather than
+		// waiting out its interval: the sender may be a new primary.
+		rs.kickHeartbeats()
+	}
 	d := bson.D{{Key: "set", Value: s.opts.ReplSet}, {Key: "state", Value: int32(rs.state)}, {Key: "term", Value: rs.term},
 		{Key: "appliedOpTime", Value: rs.lastApplied.doc()}, {Key: "durableOpTime", Value: rs.lastApplied.doc()}}
 	if rs.cfg != nil {
@@ -255,6 +260,7 @@ func (s *Server) cmdReplSetHeartbeat(r *request) (bson.D, error) {
 func (s *Server) cmdReplSetRequestVotes(r *request) (bson.D, error) {
 	term, _ := r.body.Lookup("term").AsInt64OK()
 	cand, _ := r.body.Lookup("candidateIndex").AsInt64OK()
+	dryRun, _ := r.body.Lookup("dryRun").BooleanOK()
 	last := parseOpTime(r.body.Lookup("lastAppliedOpTime"))
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -267,6 +273,16 @@ func (s *Server) cmdReplSetRequestVotes(r *request) (bson.D, error) {
 	}
 	if term < rs.term {
 		return reply(false, "candidate's term is lower than mine")
+	}
+	if dryRun {
+		// A dry run votes for term+1 without moving anyone's term.
+		switch {
+		case last.less(rs.lastApplied):
+			return reply(false, "candidate's data is staler than mine")
+		case rs.state == statePrimary || (rs.primaryID >= 0 && time.Since(rs.lastPrimaryContact) < rs.cfg.electionTimeout):
+			return reply(false, "I can see a healthy primary")
+		}
+		return reply(true, "")
 	}
 	s.updateTermLocked(term, "vote request")
 	if rs.voteTerm == term && rs.votedFor != int(cand) {
