@@ -89,6 +89,7 @@ func init() {
 		"listDatabases":         {run: (*Server).cmdListDatabases, kind: readCmd},
 		"listCollections":       {run: (*Server).cmdListCollections, kind: readCmd},
 		"drop":                  {run: (*Server).cmdDrop, kind: writeCmd},
+		"update":                {run: (*Server).cmdUpdate, kind: writeCmd},
 		"replSetInitiate":       {run: (*Server).cmdReplSetInitiate},
 		"replSetGetStatus":      {run: (*Server).cmdReplSetGetStatus},
 		"replSetGetConfig":      {run: (*Server).cmdReplSetGetConfig},

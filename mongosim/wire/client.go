@@ -61,8 +61,9 @@ func (c *Client) Call(ctx context.Context, cmd any) (bson.Raw, error) {
 	if !ok {
 		deadline = time.Now().Add(30 * time.Second)
 	}
-	_ = c.conn.SetDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(time.Unix(1, 0)) })
+	conn := c.conn
+	_ = conn.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 
 	msg := AppendMsg(c.buf[:0], NextRequestID(), 0, 0, body)
