@@ -159,6 +159,7 @@ func (s *Server) dispatch(r *request) ([]byte, bool) {
 	s.counters.command.Add(1)
 	cmd := commands[r.name]
 	if cmd == nil {
+		s.log.Info("command not simulated", "name", r.name, "db", r.db)
 		return s.finishReply(nil, mongoerr.New(mongoerr.CommandNotFound, "no such command: '%s'", r.name)), false
 	}
 	if err := s.checkState(r, cmd.kind); err != nil {

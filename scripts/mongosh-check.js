@@ -27,8 +27,12 @@ check(agg.length === 2 && agg[0].total === 15, 'aggregate $group');
 const win = c.aggregate([{$setWindowFields: {sortBy: {_id: 1}, output: {run: {$sum: '$v', window: {documents: ['unbounded', 'current']}}}}}]).toArray();
 check(win.map(d => d.run).join(',') === '10,15,22', 'aggregate $setWindowFields running sum');
 
-const ops = db.currentOp();
-check(Array.isArray(ops.inprog), 'db.currentOp()');
-const killed = db.killOp(123456);
-check(killed.ok === 1, 'db.killOp()');
+let sleeper = [];
+for (let i = 0; i < 100 && sleeper.length === 0; i++) {
+  sleeper = db.currentOp({appName: 'mongosh-sleeper', 'command.sleep': {$exists: true}}).inprog;
+  if (sleeper.length === 0) { sleep(100); }
+}
+check(sleeper.length === 1, 'db.currentOp() finds the other shell\'s sleep (opid ' + (sleeper[0] || {}).opid + ')');
+const killed = db.killOp(sleeper[0].opid);
+check(killed.ok === 1 && killed.info === 'attempting to kill op', 'db.killOp() of that op');
 print('mongosh-check: all good');

@@ -24,6 +24,8 @@ work=$(mktemp -d)
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  # Commands a real client sent that mongosim does not simulate.
+  grep -ho '"msg":"command not simulated","[^}]*' "$work"/m*.log 2>/dev/null | sort | uniq -c || true
   rm -rf "$work"
 }
 trap cleanup EXIT INT TERM
@@ -47,6 +49,15 @@ rs.initiate({_id: 'rs0', settings: {electionTimeoutMillis: 2000}, members: [
 " >/dev/null
 
 uri="mongodb://127.0.0.1:$p1/?replicaSet=rs0"
+# A second mongosh runs a long sleep for the first one to find and kill.
+sh "$uri&appName=mongosh-sleeper" --eval 'try { db.adminCommand({sleep: 1, secs: 60}); print("returned") } catch (e) { print("error code=" + e.code + " codeName=" + e.codeName); quit(3) }' >"$work/sleeper.out" 2>&1 &
+sleeper=$!
 out=$(sh "$uri" --file scripts/mongosh-check.js 2>&1) || { echo "$out"; echo "mongosh-check: FAILED"; exit 1; }
 echo "$out"
 echo "$out" | grep -q '^mongosh-check: all good$' || { echo "mongosh-check: FAILED"; exit 1; }
+if wait "$sleeper"; then echo "mongosh-check: FAILED: the killed sleep returned normally"; exit 1; fi
+if grep -q 'code=11601 codeName=Interrupted' "$work/sleeper.out"; then
+  echo "ok - the killed sleep failed in the other mongosh with $(cat "$work/sleeper.out")"
+else
+  cat "$work/sleeper.out"; echo "mongosh-check: FAILED: the killed sleep did not fail with Interrupted"; exit 1
+fi

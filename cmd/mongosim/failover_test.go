@@ -250,7 +250,7 @@ func TestFailoverOfProcessReplicaSet(t *testing.T) {
 	// The killed member restarts from its dbpath, rejoins as a secondary
 	// and catches up with everything the new primary has.
 	members[old].start(t)
-	direct, err := mongo.Connect(options.Client().ApplyURI("mongodb://"+members[old].addr()+"/?directConnection=true&retryWrites=false").SetReadPreference(readpref.SecondaryPreferred()))
+	direct, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + members[old].addr() + "/?directConnection=true&retryWrites=false").SetReadPreference(readpref.SecondaryPreferred()))
 	if err != nil {
 		t.Fatal(err)
 	}
