@@ -86,8 +86,16 @@ func StartReplicaSet(ctx context.Context, opts ReplicaSetOptions) (*ReplicaSet, 
 }
 
 func (rs *ReplicaSet) start(port int, st *MemStorage) (*Server, error) {
-	return Start(Options{Port: port, ReplSet: rs.opts.Name, Storage: st, Parameters: rs.opts.Parameters,
-		MemLimitMB: rs.opts.MemLimitMB, Logger: rs.opts.Logger})
+	opts := Options{Port: port, ReplSet: rs.opts.Name, Storage: st, Parameters: rs.opts.Parameters,
+		MemLimitMB: rs.opts.MemLimitMB, Logger: rs.opts.Logger}
+	if port == 0 {
+		ln, err := ListenLoopback()
+		if err != nil {
+			return nil, err
+		}
+		opts.Listener = ln
+	}
+	return Start(opts)
 }
 
 // Hosts lists the members' host:port.

@@ -118,7 +118,11 @@ func Start(opts Options) (*Server, error) {
 		return nil, err
 	}
 	ln := opts.Listener
-	if ln == nil {
+	if ln != nil {
+		if tcp, ok := ln.Addr().(*net.TCPAddr); ok {
+			opts.BindIP = tcp.IP.String()
+		}
+	} else {
 		ln, err = net.Listen("tcp", net.JoinHostPort(opts.BindIP, strconv.Itoa(opts.Port)))
 		if err != nil {
 			return nil, err

@@ -30,18 +30,35 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-# Free loopback ports, picked by the kernel.
-read -r p0 p1 p2 < <(python3 -c 'import socket
-ss=[socket.socket() for _ in range(3)]
-[s.bind(("127.0.0.1",0)) for s in ss]
-print(*[s.getsockname()[1] for s in ss])')
-for p in $p0 $p1 $p2; do
-  mkdir -p "$work/db$p"
-  bin/mongosim --replSet rs0 --port "$p" --bind_ip 127.0.0.1 --dbpath "$work/db$p" --logpath "$work/m$p.log" &
-  pids+=($!); disown $!
+# Loopback ports below the kernel's ephemeral range (an outgoing connection
+# cannot take them between our check and mongosim's bind); a member that
+# still fails to bind is retried on another port.
+lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+pick_port() { python3 -c "import random,socket
+for _ in range(200):
+    p=random.randrange(10000,$lo); s=socket.socket()
+    try: s.bind(('127.0.0.1',p)); s.close(); print(p); break
+    except OSError: pass"; }
+ports=()
+for i in 0 1 2; do
+  for attempt in 1 2 3 4 5; do
+    p=$(pick_port)
+    mkdir -p "$work/db$p"
+    bin/mongosim --replSet rs0 --port "$p" --bind_ip 127.0.0.1 --dbpath "$work/db$p" --logpath "$work/m$p.log" &
+    pid=$!; disown $pid
+    up=""
+    for _ in $(seq 50); do
+      if ! kill -0 "$pid" 2>/dev/null; then break; fi
+      if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then up=1; break; fi
+      sleep 0.05
+    done
+    if [ -n "$up" ]; then pids+=("$pid"); ports+=("$p"); break; fi
+    kill -9 "$pid" 2>/dev/null || true
+  done
 done
+[ ${#ports[@]} -eq 3 ] || { echo "mongosh-check: FAILED: could not start 3 mongosim members"; exit 1; }
+p0=${ports[0]}; p1=${ports[1]}; p2=${ports[2]}
 sh() { "$MONGOSH" --quiet --norc "$@"; }
-for _ in $(seq 50); do sh "mongodb://127.0.0.1:$p0/?directConnection=true" --eval 'db.adminCommand({ping:1}).ok' >/dev/null 2>&1 && break; sleep 0.1; done
 
 sh "mongodb://127.0.0.1:$p0/?directConnection=true" --eval "
 rs.initiate({_id: 'rs0', settings: {electionTimeoutMillis: 2000}, members: [

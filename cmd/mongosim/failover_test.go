@@ -19,6 +19,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 
+	"github.com/qmlsab/qmlsab/mongosim"
 	"github.com/qmlsab/qmlsab/mongosim/wire"
 )
 
@@ -77,7 +78,7 @@ func freePorts(t *testing.T, n int) []int {
 	var ls []net.Listener
 	var ports []int
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := mongosim.ListenLoopback()
 		if err != nil {
 			t.Fatal(err)
 		}
