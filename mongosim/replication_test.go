@@ -21,7 +21,8 @@ func TestMergeOnSecondaryForwardsWritesToPrimary(t *testing.T) {
 	client := connect(t, rs.URI())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	src := client.Database("m").Collection("src", options.Collection().SetWriteConcern(writeconcern.Majority()))
+	// w:3 so every secondary has the source before a secondary reads it.
+	src := client.Database("m").Collection("src", options.Collection().SetWriteConcern(&writeconcern.WriteConcern{W: 3}))
 	var docs []any
 	for i := range 20 {
 		docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "k", Value: i % 4}, {Key: "v", Value: i}})
