@@ -1,0 +1,95 @@
+// Package killop is the decision of arm D's killOp actor (mongotune-style):
+// given the member's resident memory and its current operations, which
+// operations to kill. The real actor (which reads serverStatus and
+// $currentOp over the wire) and mongosim's calibration both call Decide,
+// so the policy exists once.
+package killop
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Config is the actor's YAML configuration.
+type Config struct {
+	// RSSHighPercent: act when resident memory is above this share of the
+	// memory limit.
+	RSSHighPercent float64 `yaml:"rssHighPercent"`
+	// Interval between samples.
+	Interval time.Duration `yaml:"interval"`
+	// AppName limits kills to operations of this application (the
+	// workload's own). Empty means AnyApp must be set.
+	AppName string `yaml:"appName"`
+	// AnyApp allows killing operations of any application.
+	AnyApp bool `yaml:"anyApp"`
+	// MaxKillsPerRound caps kills per sample (0: 100).
+	MaxKillsPerRound int `yaml:"maxKillsPerRound"`
+}
+
+// Default is arm D's actor.
+func Default(appName string) Config {
+	return Config{RSSHighPercent: 70, Interval: 100 * time.Millisecond, AppName: appName, MaxKillsPerRound: 100}
+}
+
+// Op is what the actor sees of an operation in $currentOp.
+type Op struct {
+	ID           int64
+	AppName      string
+	TrackedBytes int64 // inUseTrackedMemBytes
+	Queued       bool  // currentQueue is non-null
+	Stage        string
+	// Writes marks operations that took write locks; they are never
+	// killed (a kill after a write could leave partial effects).
+	Writes bool
+}
+
+// InScope reports whether the actor may kill op at all.
+func (c Config) InScope(op Op) bool {
+	if op.Writes || op.TrackedBytes <= 0 {
+		return false
+	}
+	if c.AnyApp {
+		return true
+	}
+	return c.AppName != "" && strings.EqualFold(op.AppName, c.AppName)
+}
+
+// Decide returns the operations to kill: when resident memory is above the
+// high mark, the in-scope operations holding the most tracked memory
+// (queued ones included, which is what the in-server inline shedder cannot
+// reach), until the bytes they hold cover the excess, at least one.
+func Decide(c Config, residentBytes, limitBytes int64, ops []Op) []Op {
+	high := int64(float64(limitBytes) * c.RSSHighPercent / 100)
+	if residentBytes <= high {
+		return nil
+	}
+	var cand []Op
+	for _, op := range ops {
+		if c.InScope(op) {
+			cand = append(cand, op)
+		}
+	}
+	slices.SortFunc(cand, func(a, b Op) int {
+		if c := cmp.Compare(b.TrackedBytes, a.TrackedBytes); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	limit := c.MaxKillsPerRound
+	if limit <= 0 {
+		limit = 100
+	}
+	excess := residentBytes - high
+	var kill []Op
+	var freed int64
+	for _, op := range cand {
+		if len(kill) >= limit || (len(kill) > 0 && freed >= excess) {
+			break
+		}
+		kill = append(kill, op)
+		freed += op.TrackedBytes
+	}
+	return kill
+}

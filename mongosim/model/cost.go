@@ -1,0 +1,81 @@
+package model
+
+import "time"
+
+// QueryShape describes a storm query in modelled units: what the server
+// would do for it, independent of how little real data stands for it.
+type QueryShape struct {
+	Stage    string // "$setWindowFields", "$sort" or "$group"
+	ScanDocs int64  // documents scanned into the blocking stage
+	DocBytes int64  // bytes one document occupies in the stage buffer
+	// HoldBytes is what an idle cursor keeps between getMores (the merge
+	// buffers of a spilled sort, or the in-memory result when nothing
+	// spilled); LoadBytes is what each getMore loads to produce its batch
+	// (a $setWindowFields partition).
+	HoldBytes int64
+	LoadBytes int64
+	// OutputBytes is what the cursor returns in total; getMores return it
+	// in batches of BatchDocs documents.
+	OutputBytes int64
+	BatchDocs   int64
+}
+
+// Per-document CPU costs of the model (an M50 vCPU).
+const (
+	ScanCPUPerDoc  = 250 * time.Nanosecond  // read a cached document and feed a blocking stage
+	PointOpCPU     = 300 * time.Microsecond // a canary's find-by-_id or insert
+	MergeCPUPerDoc = 3 * time.Microsecond   // $merge/$out writing a document
+)
+
+// StageLimit is the spill threshold of the query's blocking stage under p.
+// $setWindowFields with sortBy sorts its input first, so its spills are
+// the sort's.
+func (p Params) StageLimit(stage string) int64 {
+	switch stage {
+	case "$group":
+		return p.GroupMemoryBytes
+	case "$sort", "$setWindowFields":
+		return p.SortMemoryBytes
+	}
+	return p.WindowMemoryBytes
+}
+
+// AggregateWork is the initial aggregate: it scans its input into the
+// blocking stage, which spills each time it reaches its limit, and ends
+// holding the output phase's buffer for the cursor.
+func (p Params) AggregateWork(q QueryShape) Work {
+	return Work{ScanDocs: q.ScanDocs, CPUPerDoc: ScanCPUPerDoc, BufferBytesPerDoc: q.DocBytes,
+		StageLimitBytes: p.StageLimit(q.Stage), HoldBytes: q.HoldBytes, Stage: q.Stage, Exhausts: q.OutputBytes <= 0}
+}
+
+// Spills reports whether the query's stage input exceeds its limit.
+func (p Params) Spills(q QueryShape) bool { return q.ScanDocs*q.DocBytes > p.StageLimit(q.Stage) }
+
+// GetMoreWorks are the getMores that drain the cursor. A spilled stage
+// reads its sorted runs back from disk (disk-bound slices); an in-memory
+// one produces its output on CPU.
+func (p Params) GetMoreWorks(q QueryShape) []Work {
+	if q.OutputBytes <= 0 {
+		return nil
+	}
+	batch := q.BatchDocs * max(q.DocBytes, 1)
+	if batch <= 0 {
+		batch = 16 << 20
+	}
+	var out []Work
+	for left := q.OutputBytes; left > 0; left -= batch {
+		b := min(left, batch)
+		w := Work{HoldBytes: q.HoldBytes, LoadBytes: q.LoadBytes, Stage: q.Stage, BufferBytesPerDoc: q.DocBytes}
+		if p.Spills(q) {
+			w.ReadSpillBytes = b
+		} else {
+			w.ScanDocs, w.CPUPerDoc = b/max(q.DocBytes, 1), ScanCPUPerDoc
+		}
+		out = append(out, w)
+	}
+	out[len(out)-1].Exhausts = true
+	return out
+}
+
+// PointWork is a canary read or write.
+func PointWork() Work { return Work{ScanDocs: 1, CPUPerDoc: PointOpCPU, Exhausts: true} }

@@ -1,0 +1,584 @@
+package model
+
+import (
+	"math"
+	"math/rand/v2"
+	"time"
+)
+
+// Tick is the model's time step.
+const Tick = time.Millisecond
+
+// Node is one member's execution-control, memory and shedding state. It is
+// not safe for concurrent use; callers serialise access (the wire server
+// holds a lock, the calibration loop is single-threaded).
+type Node struct {
+	hw  Hardware
+	p   Params
+	rng *rand.Rand
+	now time.Duration
+
+	// pools[rw][prio]: rw 0 read, 1 write; prio 0 normal, 1 low.
+	pools   [2][2]*pool
+	ops     map[int64]*Op
+	running []*Op
+	cursors map[int64]cursor // idle cursors
+	nextID  int64
+	seq     int64
+
+	trackedTotal int64
+	rss, rssPeak int64
+	rssSample    int64 // the RSS monitor's latest sample
+
+	probe       probe
+	lastMonitor time.Duration
+	dead        bool
+
+	// Counters.
+	OperationsShed, OperationsShedQueued int64
+	TotalDeprioritizations               int64
+	Spills                               map[string]*SpillStats
+	FailedDueToMemoryLimit               int64
+
+	// AlwaysShed is the queryMemoryLoadSheddingAlwaysShed failpoint.
+	AlwaysShed bool
+	// PressureOverride, when >= 0, is queryMemoryPressureOverride's
+	// usagePercent: the shedder sees this memory use instead of RSS.
+	PressureOverride float64
+	// OnCrash is called when the member is OOM-killed.
+	OnCrash func()
+	// OnShed is called for every shed (inline or queued).
+	OnShed func(op *Op, queued bool)
+}
+
+// cursor is an idle cursor: the buffer it keeps and the admissions its
+// query has taken so far (the deprioritization heuristic's count).
+type cursor struct {
+	bytes      int64
+	admissions int
+}
+
+// SpillStats are metrics.query.<stage> spill counters.
+type SpillStats struct {
+	Spills, SpilledBytes, SpilledRecords int64
+}
+
+// NewNode returns a fresh member (after a start or a restart).
+func NewNode(hw Hardware, p Params, seed uint64) *Node {
+	n := &Node{hw: hw, p: p, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		ops: map[int64]*Op{}, cursors: map[int64]cursor{}, PressureOverride: -1,
+		Spills: map[string]*SpillStats{"sort": {}, "group": {}, "setWindowFields": {}}}
+	low := p.LowPriorityTickets
+	if low < 0 {
+		low = hw.CPUs
+	}
+	read, write := n.initialConcurrency()
+	n.pools[0][0] = newPool("read.normalPriority", false, read)
+	n.pools[0][1] = newPool("read.lowPriority", true, low)
+	n.pools[1][0] = newPool("write.normalPriority", false, write)
+	n.pools[1][1] = newPool("write.lowPriority", true, low)
+	n.probe.stable = float64(read + write)
+	n.rss = hw.BaselineBytes
+	n.rssSample = n.rss
+	n.rssPeak = n.rss
+	return n
+}
+
+// initialConcurrency splits throughputProbingInitialConcurrency. 0 starts
+// both pools at the maximum (the seed saw the read pool at 128 before the
+// storm; mongod master would start at 2 × cores).
+func (n *Node) initialConcurrency() (int, int) {
+	total := n.p.InitialConcurrency
+	if total <= 0 {
+		return n.p.MaxConcurrency, n.p.MaxConcurrency
+	}
+	return n.split(float64(total))
+}
+
+func (n *Node) split(total float64) (int, int) {
+	clamp := func(x float64) int {
+		return max(n.p.MinConcurrency, min(n.p.MaxConcurrency, int(math.Round(x))))
+	}
+	return clamp(total * n.p.ReadWriteRatio), clamp(total * (1 - n.p.ReadWriteRatio))
+}
+
+// Now is the model's clock.
+func (n *Node) Now() time.Duration { return n.now }
+
+// Dead reports whether the member was OOM-killed.
+func (n *Node) Dead() bool { return n.dead }
+
+// Hardware returns the member's machine.
+func (n *Node) Hardware() Hardware { return n.hw }
+
+// Params returns the parameters in force.
+func (n *Node) Params() Params { return n.p }
+
+// SetParams replaces the parameters (setParameter at runtime).
+func (n *Node) SetParams(p Params) { n.p = p }
+
+// RSS is resident memory now; RSSPeak the highest seen.
+func (n *Node) RSS() int64     { return n.rss }
+func (n *Node) RSSPeak() int64 { return n.rssPeak }
+
+// RSSSample is the RSS monitor's latest sample (queryMemory.currentUsageBytes).
+func (n *Node) RSSSample() int64 { return n.rssSample }
+
+// Op returns a live operation.
+func (n *Node) Op(id int64) *Op { return n.ops[id] }
+
+// Ops calls f for every live operation.
+func (n *Node) Ops(f func(*Op)) {
+	for _, op := range n.ops {
+		f(op)
+	}
+}
+
+// CursorBytes is the tracked memory an idle cursor holds (0 if unknown).
+func (n *Node) CursorBytes(id int64) int64 { return n.cursors[id].bytes }
+
+// Submit starts an operation now. A getMore takes over its cursor's
+// buffer; one whose cursor is gone fails with CursorNotFound.
+func (n *Node) Submit(op *Op) {
+	if n.dead {
+		op.state = stateDone
+		if op.Done != nil {
+			op.Done(Outcome{Code: CodeHostUnreachable})
+		}
+		return
+	}
+	n.nextID++
+	if op.ID == 0 {
+		op.ID = n.nextID
+	}
+	op.started = n.now
+	op.heapIndex = -1
+	op.scanned = 0
+	op.readLeft = float64(op.Work.ReadSpillBytes)
+	op.writesLeft = float64(op.Work.WriteDocs)
+	if op.Write {
+		op.latched = true // global IX from the start
+	}
+	if op.Kind == KindGetMore {
+		c, ok := n.cursors[op.CursorID]
+		if !ok {
+			op.state = stateDone
+			if op.Done != nil {
+				op.Done(Outcome{Code: 43})
+			}
+			return
+		}
+		delete(n.cursors, op.CursorID)
+		n.trackedTotal -= c.bytes
+		n.setTracked(op, c.bytes)
+		if n.p.GetMoreInheritsPriority {
+			op.prior = c.admissions
+		}
+	}
+	n.ops[op.ID] = op
+	n.request(op)
+}
+
+func (n *Node) setTracked(op *Op, b int64) {
+	n.trackedTotal += b - op.tracked
+	op.tracked = b
+	op.peak = max(op.peak, b)
+}
+
+// request asks for a ticket: deprioritization is decided at every
+// acquisition (TicketingSystem::_shouldDeprioritize).
+func (n *Node) request(op *Op) {
+	rw := 0
+	if op.Write {
+		rw = 1
+	}
+	prio := 0
+	if n.UsesPrioritization() {
+		if !op.lowered && op.prior+op.admissions >= n.p.DeprioritizeThreshold {
+			op.lowered = true
+			n.TotalDeprioritizations++
+		}
+		if op.lowered {
+			prio = 1
+		}
+	}
+	pl := n.pools[rw][prio]
+	op.pool = pl
+	if pl.out < pl.total && pl.queueLength() == 0 {
+		n.admit(op)
+		return
+	}
+	op.state = stateQueued
+	op.queuedAt = n.now
+	n.seq++
+	op.queueSeq = n.seq
+	pl.push(op)
+	pl.addedToQueue++
+}
+
+func (n *Node) admit(op *Op) {
+	pl := op.pool
+	pl.out++
+	pl.peak = max(pl.peak, pl.out)
+	pl.startedProcessing++
+	if op.admissions == 0 {
+		pl.newAdmissions++
+	}
+	op.admissions++
+	op.state = stateRunning
+	op.sliceStart = n.now
+	n.running = append(n.running, op)
+}
+
+func (n *Node) dequeue(op *Op) {
+	pl := op.pool
+	pl.remove(op)
+	pl.removedFromQueue++
+	pl.totalTimeQueuedMicros += int64((n.now - op.queuedAt) / time.Microsecond)
+}
+
+func (n *Node) admitWaiters() {
+	for _, byPrio := range n.pools {
+		for _, pl := range byPrio {
+			for pl.out < pl.total && pl.queueLength() > 0 {
+				op := pl.pop()
+				pl.removedFromQueue++
+				pl.totalTimeQueuedMicros += int64((n.now - op.queuedAt) / time.Microsecond)
+				n.admit(op)
+			}
+		}
+	}
+}
+
+// release gives back a running op's ticket.
+func (n *Node) release(op *Op) {
+	pl := op.pool
+	pl.out--
+	pl.finishedProcessing++
+	pl.totalTimeProcessingMicros += int64((n.now - op.sliceStart) / time.Microsecond)
+	for i, r := range n.running {
+		if r == op {
+			n.running[i] = n.running[len(n.running)-1]
+			n.running = n.running[:len(n.running)-1]
+			break
+		}
+	}
+}
+
+// Kill interrupts an operation with code, as killOp and the shedders do. A
+// queued op leaves its queue at once without a ticket (canceled); a running
+// one dies at its next interrupt check.
+func (n *Node) Kill(id int64, code int32) bool {
+	op := n.ops[id]
+	if op == nil || op.state == stateDone {
+		return false
+	}
+	if op.killCode == 0 {
+		op.killCode = code
+	}
+	if op.state == stateQueued {
+		op.pool.canceled++
+		n.dequeue(op)
+		n.end(op, code)
+	}
+	return true
+}
+
+// KillCursor destroys an idle cursor and frees its buffer.
+func (n *Node) KillCursor(id int64) bool {
+	c, ok := n.cursors[id]
+	if ok {
+		delete(n.cursors, id)
+		n.trackedTotal -= c.bytes
+	}
+	return ok
+}
+
+// end finishes an op with code (0: success). Its memory is freed; on
+// success, an op whose cursor lives on hands its buffer to the cursor.
+func (n *Node) end(op *Op, code int32) {
+	if op.state == stateRunning {
+		n.release(op)
+	}
+	out := Outcome{Code: code, Queued: op.state == stateQueued, TrackedBytes: op.tracked, Wrote: op.wrote,
+		Stage: op.Work.Stage, Admissions: op.admissions, Elapsed: n.now - op.started}
+	op.state = stateDone
+	delete(n.ops, op.ID)
+	if code == 0 && op.CursorID != 0 && !op.Work.Exhausts {
+		keep := op.tracked
+		if op.Work.LoadBytes > 0 {
+			keep = op.Work.HoldBytes // the batch's partition buffer is released
+		}
+		n.cursors[op.CursorID] = cursor{bytes: keep, admissions: op.prior + op.admissions}
+		n.trackedTotal += keep
+	}
+	n.setTracked(op, 0)
+	if op.Done != nil {
+		op.Done(out)
+	}
+}
+
+// AdvanceTo runs the model up to time t in ticks.
+func (n *Node) AdvanceTo(t time.Duration) {
+	for !n.dead && n.now+Tick <= t {
+		n.step()
+	}
+}
+
+func (n *Node) step() {
+	n.now += Tick
+	dt := Tick.Seconds()
+	cpuN, diskN := 0, 0
+	for _, op := range n.running {
+		if op.inDiskPhase() {
+			diskN++
+		} else {
+			cpuN++
+		}
+	}
+	cpuShare := 1.0
+	if cpuN > n.hw.CPUs {
+		cpuShare = float64(n.hw.CPUs) / float64(cpuN)
+	}
+	diskRate := 0.0
+	if diskN > 0 {
+		diskRate = n.hw.DiskBytesPerSec / float64(diskN)
+	}
+	run := append([]*Op(nil), n.running...)
+	for _, op := range run {
+		if op.killCode != 0 {
+			n.end(op, op.killCode)
+			continue
+		}
+		checks := n.progress(op, dt, cpuShare, diskRate)
+		if checks && n.inlineShed(op) {
+			n.shed(op, false)
+			continue
+		}
+		if op.finished() {
+			n.end(op, 0)
+			continue
+		}
+		// A yield happens between iterations: not inside a spill-block read
+		// nor while a spilled run is being written.
+		if n.now-op.sliceStart >= n.p.YieldPeriod && op.blockLeft <= 0 && op.pendingSpill <= 0 {
+			// Yield: release the ticket and queue for another one.
+			n.release(op)
+			n.request(op)
+		}
+	}
+	n.admitWaiters()
+	if n.now-n.lastMonitor >= n.p.RSSMonitorInterval {
+		n.lastMonitor = n.now
+		n.rssSample = n.rss
+		n.sweep()
+	}
+	if n.now-n.probe.last >= n.p.ProbeInterval {
+		n.runProbe()
+	}
+	n.rss = n.hw.BaselineBytes + int64(float64(n.trackedTotal)*n.hw.AllocOverhead)
+	n.rssPeak = max(n.rssPeak, n.rss)
+	if n.rss > n.hw.MemLimitBytes {
+		n.crash()
+	}
+}
+
+// progress advances a running op by dt and reports whether it passed an
+// interrupt checkpoint (one per 128 documents, as the classic and SBE
+// interrupt checkers run).
+func (n *Node) progress(op *Op, dt, cpuShare, diskRate float64) bool {
+	w := &op.Work
+	switch {
+	case op.pendingSpill > 0:
+		op.pendingSpill -= cpuShare * dt
+	case op.scanned < float64(w.ScanDocs):
+		docs := min(cpuShare*dt/w.CPUPerDoc.Seconds(), float64(w.ScanDocs)-op.scanned)
+		op.scanned += docs
+		op.sinceCheck += docs
+		if w.BufferBytesPerDoc > 0 {
+			n.setTracked(op, op.tracked+int64(docs*float64(w.BufferBytesPerDoc)))
+		}
+		if w.StageLimitBytes > 0 && op.tracked >= w.StageLimitBytes {
+			n.spill(op)
+		}
+		if op.scanned >= float64(w.ScanDocs) && w.HoldBytes > 0 {
+			// The blocking stage is built: what stays is the buffer the
+			// output needs (merge buffers and the current window partition).
+			if op.tracked > 0 && w.StageLimitBytes > 0 && op.spilled() {
+				n.spill(op) // the last run, before the merge
+			}
+			n.setTracked(op, w.HoldBytes)
+		}
+	case op.readLeft > 0:
+		// Reading spilled runs: the op waits for a block, then emits its
+		// documents in a CPU burst far shorter than the shedder's 1 ms
+		// minimum evaluation spacing, so a block yields one checkpoint.
+		if op.blockLeft <= 0 {
+			op.blockLeft = min(float64(n.hw.SpillBlockBytes), op.readLeft)
+		}
+		b := min(diskRate*dt, op.blockLeft)
+		op.readLeft -= b
+		op.blockLeft -= b
+		if op.blockLeft <= 1e-9 {
+			op.blockLeft = 0
+			if !op.loaded && w.LoadBytes > 0 {
+				op.loaded = true
+				n.setTracked(op, op.tracked+w.LoadBytes)
+			}
+			return true
+		}
+		return false
+	case op.writesLeft > 0:
+		if !op.wrote {
+			// The write stage starts: on the primary it takes the global IX
+			// (the write-intent latch); forwarded writes never do, unless
+			// the write-started flag is on (seed 003's fix).
+			if !op.ForwardsWrites || n.p.WriteStartedLatch {
+				op.latched = true
+			}
+		}
+		docs := min(cpuShare*dt/w.CPUPerDoc.Seconds(), op.writesLeft)
+		op.writesLeft -= docs
+		op.sinceCheck += docs
+		op.wrote = true
+	}
+	if op.sinceCheck >= 128 {
+		op.sinceCheck = math.Mod(op.sinceCheck, 128)
+		return true
+	}
+	return false
+}
+
+func (o *Op) spilled() bool { return o.peak >= o.Work.StageLimitBytes }
+
+func spillKey(stage string) string {
+	switch stage {
+	case "$sort":
+		return "sort"
+	case "$group":
+		return "group"
+	}
+	return "setWindowFields"
+}
+
+// spill writes the stage's buffer to a spill file and empties it.
+func (n *Node) spill(op *Op) {
+	st := n.Spills[spillKey(op.Work.Stage)]
+	st.Spills++
+	st.SpilledBytes += op.tracked
+	if op.Work.BufferBytesPerDoc > 0 {
+		st.SpilledRecords += op.tracked / op.Work.BufferBytesPerDoc
+	}
+	op.pendingSpill += float64(op.tracked) / n.hw.SpillWriteBytesPerSec
+	n.setTracked(op, 0)
+}
+
+// crash is the OOM kill: every operation and cursor dies with the process.
+func (n *Node) crash() {
+	n.dead = true
+	for _, op := range n.ops {
+		if op.state == stateQueued {
+			op.pool.remove(op)
+		}
+		op.state = stateDone
+		if op.Done != nil {
+			op.Done(Outcome{Code: CodeHostUnreachable, TrackedBytes: op.tracked, Stage: op.Work.Stage, Wrote: op.wrote})
+		}
+	}
+	n.ops = map[int64]*Op{}
+	n.running = nil
+	n.cursors = map[int64]cursor{}
+	if n.OnCrash != nil {
+		n.OnCrash()
+	}
+}
+
+// Pool returns a pool's live numbers (rw: "read"/"write", low priority or not).
+func (n *Node) Pool(write, low bool) PoolStats {
+	rw, pr := 0, 0
+	if write {
+		rw = 1
+	}
+	if low {
+		pr = 1
+	}
+	pl := n.pools[rw][pr]
+	return PoolStats{Out: pl.out, Total: pl.total, QueueLength: pl.queueLength(),
+		AddedToQueue: pl.addedToQueue, RemovedFromQueue: pl.removedFromQueue, Canceled: pl.canceled,
+		StartedProcessing: pl.startedProcessing, FinishedProcessing: pl.finishedProcessing,
+		NewAdmissions: pl.newAdmissions, TotalTimeQueuedMicros: pl.totalTimeQueuedMicros,
+		TotalTimeProcessingMicros: pl.totalTimeProcessingMicros, QueuedAdmissions: pl.queuedAdmissions()}
+}
+
+// PoolStats are one ticket pool's counters, named as serverStatus names them.
+type PoolStats struct {
+	Out, Total, QueueLength                          int
+	AddedToQueue, RemovedFromQueue, Canceled         int64
+	StartedProcessing, FinishedProcessing            int64
+	NewAdmissions                                    int64
+	TotalTimeQueuedMicros, TotalTimeProcessingMicros int64
+	QueuedAdmissions                                 int64
+}
+
+// UsesPrioritization is executionControl's usesPrioritization.
+func (n *Node) UsesPrioritization() bool {
+	return n.p.DeprioritizationGate && n.p.HeuristicDeprioritization
+}
+
+// ReadTickets is queues.execution.read.totalTickets: the normal pool, plus
+// the low pool when prioritization is in use.
+func (n *Node) ReadTickets() int {
+	t := n.pools[0][0].total
+	if n.UsesPrioritization() {
+		t += n.pools[0][1].total
+	}
+	return t
+}
+
+// Census counts live operations by state and priority, and their memory.
+type Census struct {
+	Running, QueuedNormal, QueuedLow int
+	RunningLow                       int
+	TrackedBytes                     int64 // in operations
+	CursorBytes                      int64 // in idle cursors
+	Cursors, LoweredCursors          int
+	ByKind                           map[string]int
+	// ByState counts ops by kind, state and priority ("getMore/queued/low").
+	ByState map[string]int
+}
+
+// Census returns the live operations' census.
+func (n *Node) Census() Census {
+	c := Census{ByKind: map[string]int{}, ByState: map[string]int{}}
+	for _, op := range n.ops {
+		c.TrackedBytes += op.tracked
+		c.ByKind[op.Kind.String()]++
+		st := [...]string{"new", "queued", "running", "done"}[op.state]
+		pr := "normal"
+		if op.lowered {
+			pr = "low"
+		}
+		c.ByState[op.Kind.String()+"/"+st+"/"+pr]++
+		switch op.state {
+		case stateRunning:
+			c.Running++
+			if op.pool == n.pools[0][1] || op.pool == n.pools[1][1] {
+				c.RunningLow++
+			}
+		case stateQueued:
+			if op.pool == n.pools[0][1] || op.pool == n.pools[1][1] {
+				c.QueuedLow++
+			} else {
+				c.QueuedNormal++
+			}
+		}
+	}
+	for _, cur := range n.cursors {
+		c.CursorBytes += cur.bytes
+		if cur.admissions >= n.p.DeprioritizeThreshold {
+			c.LoweredCursors++
+		}
+	}
+	c.Cursors = len(n.cursors)
+	return c
+}

@@ -1,0 +1,129 @@
+package model
+
+import "time"
+
+// Kind is what command an operation is.
+type Kind int
+
+const (
+	KindAggregate Kind = iota
+	KindGetMore
+	KindFind
+	KindInsert
+)
+
+func (k Kind) String() string {
+	return [...]string{"aggregate", "getMore", "find", "insert"}[k]
+}
+
+// Work is what an operation has to do, in modelled units. Phases run in
+// order: scan (CPU; the blocking stage's buffer grows and spills at its
+// limit), spill writes and reads (disk), then $merge/$out writes.
+type Work struct {
+	ScanDocs          int64         // documents read and fed to the stage
+	CPUPerDoc         time.Duration // CPU per scanned document
+	BufferBytesPerDoc int64         // tracked bytes a scanned document adds
+	StageLimitBytes   int64         // spill threshold; 0: not a blocking stage
+	HoldBytes         int64         // tracked bytes kept when the op ends (its cursor's buffer)
+	// LoadBytes is a buffer a getMore loads in its first iteration (a
+	// $setWindowFields partition read back from the spilled sort); it is
+	// released at the end of the batch, leaving HoldBytes to the cursor.
+	LoadBytes      int64
+	ReadSpillBytes int64  // spilled bytes read back (merge of spilled runs)
+	WriteDocs      int64  // documents a write stage writes
+	Stage          string // the pipeline stage that holds memory ($setWindowFields, ...)
+	// Exhausts marks the cursor's last batch: the cursor (and its buffer)
+	// is freed when the op ends, as mongod frees a cursor that returns id 0.
+	Exhausts bool
+}
+
+// Outcome is how an operation ended.
+type Outcome struct {
+	Code         int32 // 0 success; otherwise mongod's error code
+	Queued       bool  // it died waiting for a ticket
+	TrackedBytes int64 // tracked bytes when it ended
+	Wrote        bool  // its write stage had written documents
+	Stage        string
+	Admissions   int
+	Elapsed      time.Duration
+}
+
+// Error codes operations end with.
+const (
+	CodeInterrupted              = 11601
+	CodeQueryMemoryLimitExceeded = 464 // unverified number; match on the codeName
+	CodeHostUnreachable          = 6   // the member died under the op (OOM kill)
+)
+
+type opState int
+
+const (
+	stateNew opState = iota
+	stateQueued
+	stateRunning
+	stateDone
+)
+
+// Op is one operation in the model.
+type Op struct {
+	ID       int64
+	Kind     Kind
+	AppName  string
+	NS       string
+	CursorID int64
+	Work     Work
+	// Eligible marks operations query-memory shedding may touch: those
+	// started by find, aggregate or getMore.
+	Eligible bool
+	// Write takes a write ticket and the global IX lock (exempt from
+	// shedding from the start).
+	Write bool
+	// ForwardsWrites is a $merge/$out on a secondary: its writes go to the
+	// primary, so this op never takes a global IX (seed 003).
+	ForwardsWrites bool
+	// Done is called once, when the op ends.
+	Done func(Outcome)
+
+	state      opState
+	pool       *pool
+	heapIndex  int
+	queueSeq   int64
+	queuedAt   time.Duration
+	sliceStart time.Duration
+	started    time.Duration
+	admissions int
+	prior      int // the query's admissions before this op (a getMore's cursor)
+	lowered    bool
+
+	tracked, peak int64
+	scanned       float64
+	pendingSpill  float64 // CPU seconds of spill serialisation still to do
+	readLeft      float64
+	writesLeft    float64
+	blockLeft     float64
+	sinceCheck    float64
+
+	loaded   bool
+	primed   bool
+	lastEval time.Duration
+	latched  bool
+	wrote    bool
+	killCode int32
+}
+
+// Tracked is the op's tracked memory now.
+func (o *Op) Tracked() int64 { return o.tracked }
+
+// Queued reports whether the op waits for a ticket.
+func (o *Op) Queued() bool { return o.state == stateQueued }
+
+// Admissions is how many tickets the op has taken.
+func (o *Op) Admissions() int { return o.admissions }
+
+func (o *Op) inDiskPhase() bool {
+	return o.pendingSpill <= 0 && o.scanned >= float64(o.Work.ScanDocs) && o.readLeft > 0
+}
+
+func (o *Op) finished() bool {
+	return o.scanned >= float64(o.Work.ScanDocs) && o.pendingSpill <= 0 && o.readLeft <= 0 && o.writesLeft <= 0
+}

@@ -1,0 +1,103 @@
+// Package workload describes qmlsab's workloads. A workload is parsed once
+// into a spec; drivers (the wire driver of `qmlsab run`, mongosim's
+// calibration) run the spec.
+package workload
+
+import (
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/qmlsab/qmlsab/mongosim/model"
+)
+
+// Phases are a trial's phases: canaries run through all three, the storm
+// only in the middle one.
+type Phases struct {
+	Warmup   time.Duration `yaml:"warmup"`
+	Storm    time.Duration `yaml:"storm"`
+	Recovery time.Duration `yaml:"recovery"`
+}
+
+// Total is the trial's length.
+func (p Phases) Total() time.Duration { return p.Warmup + p.Storm + p.Recovery }
+
+// StageShare is one pipeline kind of the storm and its share of queries.
+type StageShare struct {
+	Stage  string  `yaml:"stage"`
+	Weight float64 `yaml:"weight"`
+}
+
+// SpillToDisk is the seed's storm: an open-loop arrival of aggregations
+// with allowDiskUse, mostly $setWindowFields, whose blocking stages fill
+// their buffers, spill, and keep a buffer while their getMores drain them.
+type SpillToDisk struct {
+	AppName       string        `yaml:"appName"`
+	CanaryAppName string        `yaml:"canaryAppName"`
+	Phases        Phases        `yaml:"phases"`
+	StormRate     float64       `yaml:"stormRate"` // queries per second, Poisson arrivals
+	Mix           []StageShare  `yaml:"mix"`
+	ScanDocs      int64         `yaml:"scanDocs"` // median documents a query scans (modelled)
+	ScanSpread    float64       `yaml:"scanSpread"`
+	DocBytes      int64         `yaml:"docBytes"`
+	HoldBytes     int64         `yaml:"holdBytes"` // what an idle cursor keeps (merge buffers)
+	LoadBytes     int64         `yaml:"loadBytes"` // median buffer a getMore loads (window partition)
+	LoadSpread    float64       `yaml:"loadSpread"`
+	BatchDocs     int64         `yaml:"batchDocs"`   // getMore batchSize
+	OutputShare   float64       `yaml:"outputShare"` // share of scanned documents the pipeline returns
+	CanaryRate    float64       `yaml:"canaryRate"`  // canaries per second (reads and writes alternate)
+	CanarySLO     time.Duration `yaml:"canarySLO"`
+	// ServerSelectionTimeout is how long the client waits for a primary.
+	ServerSelectionTimeout time.Duration `yaml:"serverSelectionTimeout"`
+}
+
+// DefaultSpillToDisk is the built-in storm, sized to overload an M50 as
+// the seed's Atlas runs did: each query feeds ~40 MB into a blocking
+// stage (Atlas's 32 MiB sort limit, so it spills), keeps a ~22 MiB buffer
+// while getMores of 1000 documents read its spilled runs back, and queries
+// arrive faster than the spill disk can drain them.
+func DefaultSpillToDisk() SpillToDisk {
+	return SpillToDisk{
+		AppName:       "qmlsab-storm",
+		CanaryAppName: "qmlsab-canary",
+		Phases:        Phases{Warmup: 30 * time.Second, Storm: 150 * time.Second, Recovery: 60 * time.Second},
+		StormRate:     150,
+		Mix:           []StageShare{{"$setWindowFields", 0.7}, {"$sort", 0.15}, {"$group", 0.15}},
+		ScanDocs:      80_000,
+		ScanSpread:    0.3,
+		DocBytes:      500,
+		HoldBytes:     8 << 20,
+		LoadBytes:     20 << 20,
+		LoadSpread:    0.3,
+		BatchDocs:     4_000,
+		OutputShare:   0.05,
+		CanaryRate:    20,
+		CanarySLO:     time.Second,
+
+		ServerSelectionTimeout: 30 * time.Second,
+	}
+}
+
+// Query draws one storm query's shape.
+func (w SpillToDisk) Query(rng *rand.Rand) model.QueryShape {
+	stage := w.Mix[len(w.Mix)-1].Stage
+	total := 0.0
+	for _, m := range w.Mix {
+		total += m.Weight
+	}
+	x := rng.Float64() * total
+	for _, m := range w.Mix {
+		if x < m.Weight {
+			stage = m.Stage
+			break
+		}
+		x -= m.Weight
+	}
+	scan := int64(float64(w.ScanDocs) * math.Exp(w.ScanSpread*rng.NormFloat64()))
+	load := int64(float64(w.LoadBytes) * math.Exp(w.LoadSpread*rng.NormFloat64()))
+	if stage != "$setWindowFields" {
+		load = 0 // a merge of sorted runs or a group table needs no partition
+	}
+	out := int64(float64(scan*w.DocBytes) * w.OutputShare)
+	return model.QueryShape{Stage: stage, ScanDocs: scan, DocBytes: w.DocBytes, HoldBytes: w.HoldBytes, LoadBytes: load, OutputBytes: out, BatchDocs: w.BatchDocs}
+}
