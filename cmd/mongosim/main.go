@@ -33,6 +33,9 @@ func (p setParams) Set(v string) error {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "calibrate" {
+		os.Exit(calibrateMain(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	os.Exit(run(os.Args[1:]))
 }
 
@@ -49,7 +52,8 @@ func run(args []string) int {
 	fs.Bool("fork", false, "ignored (mongosim never forks)")
 	fs.Bool("quiet", false, "ignored")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: mongosim [flags]   (a simulated mongod: its figures come from a model)")
+		fmt.Fprintln(fs.Output(), "usage: mongosim [flags]            a simulated mongod: its figures come from a model")
+		fmt.Fprintln(fs.Output(), "       mongosim calibrate [flags]  rerun the seed's A/B on the model in virtual time")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(normalizeArgs(args)); err != nil {

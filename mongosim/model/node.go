@@ -51,11 +51,15 @@ type Node struct {
 	OnShed func(op *Op, queued bool)
 }
 
-// cursor is an idle cursor: the buffer it keeps and the admissions its
-// query has taken so far (the deprioritization heuristic's count).
+// cursor is an idle cursor: the buffer it keeps, the admissions its query
+// has taken so far (the deprioritization heuristic's count), and the
+// query's shedding clock, which mongod scopes to the query's lifespan so
+// it survives getMores and idle periods.
 type cursor struct {
 	bytes      int64
 	admissions int
+	primed     bool
+	lastEval   time.Duration
 }
 
 // SpillStats are metrics.query.<stage> spill counters.
@@ -174,6 +178,7 @@ func (n *Node) Submit(op *Op) {
 		if n.p.GetMoreInheritsPriority {
 			op.prior = c.admissions
 		}
+		op.primed, op.lastEval = c.primed, c.lastEval
 	}
 	n.ops[op.ID] = op
 	n.request(op)
@@ -227,6 +232,8 @@ func (n *Node) admit(op *Op) {
 	op.admissions++
 	op.state = stateRunning
 	op.sliceStart = n.now
+	op.sliceIters = 0
+	op.sliceRun = 0
 	n.running = append(n.running, op)
 }
 
@@ -309,7 +316,7 @@ func (n *Node) end(op *Op, code int32) {
 		if op.Work.LoadBytes > 0 {
 			keep = op.Work.HoldBytes // the batch's partition buffer is released
 		}
-		n.cursors[op.CursorID] = cursor{bytes: keep, admissions: op.prior + op.admissions}
+		n.cursors[op.CursorID] = cursor{bytes: keep, admissions: op.prior + op.admissions, primed: op.primed, lastEval: op.lastEval}
 		n.trackedTotal += keep
 	}
 	n.setTracked(op, 0)
@@ -361,7 +368,12 @@ func (n *Node) step() {
 		}
 		// A yield happens between iterations: not inside a spill-block read
 		// nor while a spilled run is being written.
-		if n.now-op.sliceStart >= n.p.YieldPeriod && op.blockLeft <= 0 && op.pendingSpill <= 0 {
+		// The yield period is measured in time the op ran, not wall time: a
+		// real thread runs in whole scheduler quanta and reaches its yield
+		// check while running, which the model's processor sharing would
+		// otherwise smear into slices that end on wall time alone.
+		due := op.sliceRun >= n.p.YieldPeriod.Seconds() || (n.p.YieldIterations > 0 && op.sliceIters >= float64(n.p.YieldIterations))
+		if due && op.blockLeft <= 0 && op.pendingSpill <= 0 {
 			// Yield: release the ticket and queue for another one.
 			n.release(op)
 			n.request(op)
@@ -388,6 +400,11 @@ func (n *Node) step() {
 // interrupt checkers run).
 func (n *Node) progress(op *Op, dt, cpuShare, diskRate float64) bool {
 	w := &op.Work
+	if op.inDiskPhase() {
+		op.sliceRun += dt
+	} else {
+		op.sliceRun += cpuShare * dt
+	}
 	switch {
 	case op.pendingSpill > 0:
 		op.pendingSpill -= cpuShare * dt
@@ -395,6 +412,7 @@ func (n *Node) progress(op *Op, dt, cpuShare, diskRate float64) bool {
 		docs := min(cpuShare*dt/w.CPUPerDoc.Seconds(), float64(w.ScanDocs)-op.scanned)
 		op.scanned += docs
 		op.sinceCheck += docs
+		op.sliceIters += docs
 		if w.BufferBytesPerDoc > 0 {
 			n.setTracked(op, op.tracked+int64(docs*float64(w.BufferBytesPerDoc)))
 		}
@@ -440,6 +458,7 @@ func (n *Node) progress(op *Op, dt, cpuShare, diskRate float64) bool {
 		docs := min(cpuShare*dt/w.CPUPerDoc.Seconds(), op.writesLeft)
 		op.writesLeft -= docs
 		op.sinceCheck += docs
+		op.sliceIters += docs
 		op.wrote = true
 	}
 	if op.sinceCheck >= 128 {

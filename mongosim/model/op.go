@@ -102,6 +102,8 @@ type Op struct {
 	writesLeft    float64
 	blockLeft     float64
 	sinceCheck    float64
+	sliceIters    float64 // documents processed in the current slice
+	sliceRun      float64 // seconds the op ran (on CPU or blocked on I/O) in this slice
 
 	loaded   bool
 	primed   bool

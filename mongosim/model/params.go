@@ -59,7 +59,7 @@ type Params struct {
 
 	// Query execution.
 	YieldPeriod       time.Duration // internalQueryExecYieldPeriodMS
-	YieldIterations   int64         // internalQueryExecYieldIterations
+	YieldIterations   int64         // internalQueryExecYieldIterations (0 in the model: see DefaultParams)
 	SortMemoryBytes   int64         // internalQueryMaxBlockingSortMemoryUsageBytes
 	GroupMemoryBytes  int64         // internalDocumentSourceGroupMaxMemoryBytes
 	WindowMemoryBytes int64         // internalDocumentSourceSetWindowFieldsMaxMemoryBytes
@@ -89,7 +89,10 @@ func DefaultParams() Params {
 		ProbeInterval: 100 * time.Millisecond, ProbeStep: 0.1, MinConcurrency: 4, MaxConcurrency: 128,
 		EMAWeight: 0.2, ReadWriteRatio: 0.5,
 		HeuristicDeprioritization: true, DeprioritizeThreshold: 3, LowPriorityTickets: -1,
-		YieldPeriod: 10 * time.Millisecond, YieldIterations: 1000,
+		// The model yields on the 10 ms period only: its per-document
+		// costs stand for batches of work, not the plan's work() calls
+		// that mongod's 1000-iteration trigger counts.
+		YieldPeriod: 10 * time.Millisecond, YieldIterations: 0,
 		SortMemoryBytes: 100 << 20, GroupMemoryBytes: 100 << 20, WindowMemoryBytes: 100 << 20,
 		ShedLowPercent: -1, ShedHighPercent: 85, ShedSizeReference: 32 << 20,
 		RSSMonitorInterval: 100 * time.Millisecond, GetMoreInheritsPriority: true,
@@ -157,7 +160,7 @@ var ParamSpecs = []ParamSpec{
 	{"executionControlHeuristicNumAdmissionsDeprioritizeThreshold", "3", intParam(func(p *Params) *int { return &p.DeprioritizeThreshold })},
 	{"executionControlConcurrentReadLowPriorityTransactions", "-1", intParam(func(p *Params) *int { return &p.LowPriorityTickets })},
 	{"internalQueryExecYieldPeriodMS", "10", msParam(func(p *Params) *time.Duration { return &p.YieldPeriod })},
-	{"internalQueryExecYieldIterations", "1000", int64Param(func(p *Params) *int64 { return &p.YieldIterations })},
+	{"internalQueryExecYieldIterations", "0", int64Param(func(p *Params) *int64 { return &p.YieldIterations })},
 	{"internalQueryMaxBlockingSortMemoryUsageBytes", "104857600", int64Param(func(p *Params) *int64 { return &p.SortMemoryBytes })},
 	{"internalDocumentSourceGroupMaxMemoryBytes", "104857600", int64Param(func(p *Params) *int64 { return &p.GroupMemoryBytes })},
 	{"internalDocumentSourceSetWindowFieldsMaxMemoryBytes", "104857600", int64Param(func(p *Params) *int64 { return &p.WindowMemoryBytes })},

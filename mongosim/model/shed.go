@@ -12,9 +12,12 @@ import (
 //	p        = 1 - exp(-hazard*dt)
 //
 // The inline shedder evaluates this only at the interrupt checkpoints of
-// operations that hold a ticket; dt is the time since the op's last
-// evaluation, capped at 1 s, and the first evaluation only primes the
-// clock. The queued-op sweeper (seed 000) evaluates it every RSS-monitor
+// operations that hold a ticket; dt is the time since the query's last
+// evaluation (the clock lives with the query, across its getMores), capped
+// at 1 s; evaluations closer than 1 ms are skipped with the time accruing;
+// the first check above the low mark only primes the clock, and a check
+// below it resets the clock. At or above the high mark p = 1 for every
+// eligible op with tracked memory. The queued-op sweeper (seed 000) evaluates it every RSS-monitor
 // interval for eligible operations that wait for a ticket, with dt = the
 // interval. Ownership is partitioned: ticket holders are the inline
 // check's, queued ops the sweeper's.

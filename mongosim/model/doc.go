@@ -1,0 +1,78 @@
+// Package model is mongosim's model of one mongod member under a memory
+// storm: execution control, query memory and load shedding, stepped in
+// 1 ms ticks over a clock the caller drives (virtual time for calibration
+// and tests, the wall clock behind the wire server). It is deterministic
+// for a seed.
+//
+// # Mechanisms and what they rest on
+//
+// Hardware. CPUs are shared by the running operations (processor sharing);
+// spilled runs are read back from a disk whose bandwidth the readers share
+// (an M50's gp3 volume: 125 MB/s); writing a spilled run costs CPU (it
+// lands in the page cache). Resident memory is a baseline plus tracked
+// bytes times an allocator overhead; above the memory limit the member is
+// OOM-killed and every operation and cursor dies with it.
+//
+// Execution control (master). Read and write pools, each a normal pool
+// (first come, first served) and a low-priority pool sized at the CPU count
+// whose waiters wake fewest admissions first (OrderedTicketSemaphore).
+// Every acquisition is an admission; an operation is deprioritized once it
+// has taken executionControlHeuristicNumAdmissionsDeprioritizeThreshold (3)
+// tickets, when executionControlDeprioritizationGate is on. An interrupted
+// waiter leaves its queue without a ticket and counts as canceled.
+// Operations yield every internalQueryExecYieldPeriodMS of time they ran
+// (a real thread reaches its yield check while running, so the model
+// counts CPU received and I/O wait, not wall time smeared by processor
+// sharing), but never inside a spill-block read or while writing a run.
+//
+// Throughput probing, every 100 ms, on releases per second: up when the
+// read and write pools together were exhausted, down otherwise (if peak use
+// exceeded the minimum), keeping a move that improved (up) or held (down)
+// throughput and moving the stable concurrency by an EMA (0.2). A read-only
+// storm leaves the write pool idle, so probing walks the normal pools down
+// while throughput holds, which is how the seed's read pool fell from 128.
+// The model starts the pools at the maximum (the seed saw 128); mongod
+// master would start at 2 × cores.
+//
+// Queries. A storm query's aggregate scans its input into a blocking stage
+// that spills at its limit (Atlas's 32 MiB sort limit for $sort and for the
+// sort $setWindowFields puts before itself) and leaves its cursor holding
+// merge buffers; each getMore is a new operation that reads spilled runs
+// back block by block, a $setWindowFields getMore loading its partition
+// first. A block's documents are emitted in a CPU burst far shorter than
+// the shedder's 1 ms evaluation spacing, so a block yields one checkpoint.
+// The deprioritization heuristic counts a query's admissions across its
+// getMores (an inference: otherwise every batch would return to normal
+// priority, and the seed saw every aggregation waiting in the low-priority
+// queue); each getMore keeps its own admission count for the queue order.
+//
+// Shedding (src/mongo/db/memory_tracking/query_memory_load_shedding.cpp).
+// pressure = clamp((RSS% − low)/(high − low), 0, 1); hazard =
+// ln2 · tracked/sizeReference · pressure/(1 − pressure); p = 1 − e^(−hazard·dt).
+// The inline check runs only at checkpoints of ticket holders; its clock
+// belongs to the query (it survives getMores), dt is capped at 1 s and
+// evaluations closer than 1 ms are skipped with the time accruing; the
+// first check above the low mark primes the clock and a check below it
+// resets it; at or above the high mark p = 1. The queued-op sweeper (seed
+// 000's fix) rolls the same hazard every RSS-monitor interval for eligible
+// queued operations with dt = the interval; ownership is partitioned by
+// queue state. The write-intent latch exempts operations that took a global
+// IX; a $merge on a secondary forwards its writes and never does, unless
+// the write-started flag (seed 003's fix) latches it when writing begins.
+//
+// # What the model shows, and where it parts from the seed
+//
+// With the built-in arms and the spill_to_disk storm (mongosim calibrate):
+// no shedding (A) crash-loops; the killOp actor (D) and the sweeper (F)
+// hold with no failover, with the read pool down to 13 tickets, ~170
+// low-priority admissions/s (the seed: 160-180) and victims alike. The
+// inline shedder alone (E) does not crash in the model: as RSS reaches the
+// high mark p becomes 1 for every eligible ticket holder, so new builds die
+// at their second evaluation and no new memory reaches the queue; E holds
+// at its high mark with no kill in the queue (departures = admissions, as
+// the seed says). The seed's E crash needs memory the inline shedder never
+// evaluates twice arriving faster than admissions, or an OOM point inside
+// the 30-70 band; the source's README warns that shedding needs lead time
+// to turn aborted queries into freed RSS. Which of these the seed's runs
+// had is not settled here.
+package model
