@@ -28,6 +28,8 @@ type request struct {
 	name        string
 	db          string
 	op          *Op
+	// writeBatch is the $merge/$out write batch the model is running.
+	writeBatch int
 }
 
 // str returns a string field of the command body.

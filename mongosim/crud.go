@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/qmlsab/qmlsab/mongosim/model"
 	"github.com/qmlsab/qmlsab/mongosim/mongoerr"
 	"github.com/qmlsab/qmlsab/mongosim/query"
 	"github.com/qmlsab/qmlsab/mongosim/wire"
@@ -35,6 +36,9 @@ func (s *Server) cmdInsert(r *request) (bson.D, error) {
 	lsid := r.body.Lookup("lsid")
 	txn, _ := r.body.Lookup("txnNumber").AsInt64OK()
 	s.counters.insert.Add(int64(len(docs)))
+	if err := s.pointOp(r, true); err != nil {
+		return nil, err
+	}
 
 	s.mu.Lock()
 	if s.repl.state != statePrimary {
@@ -233,6 +237,9 @@ func (s *Server) cmdFind(r *request) (bson.D, error) {
 		return s.findOplog(r, filter, max)
 	}
 	s.counters.query.Add(1)
+	if err := s.pointOp(r, false); err != nil {
+		return nil, err
+	}
 	docs, err := s.scan(r.db+"."+coll, filter)
 	if err != nil {
 		return nil, err
@@ -269,6 +276,9 @@ func (s *Server) cmdFind(r *request) (bson.D, error) {
 
 func (s *Server) cmdCount(r *request) (bson.D, error) {
 	s.counters.query.Add(1)
+	if err := s.pointOp(r, false); err != nil {
+		return nil, err
+	}
 	docs, err := s.scan(r.db+"."+r.str("count"), r.doc("query"))
 	if err != nil {
 		return nil, err
@@ -341,16 +351,49 @@ func (s *Server) cmdAggregate(r *request) (bson.D, error) {
 		}
 		s.mu.Unlock()
 	}
-	env := &pipelineEnv{s: s, r: r}
-	out, err := p.Run(env, in)
-	if err != nil {
-		return nil, err
-	}
 	n, _ := r.body.Lookup("cursor", "batchSize").AsInt64OK()
 	if r.body.Lookup("cursor", "batchSize").Type == 0 {
 		n = 101
 	}
-	reply := s.replyWithCursor(ns, out, int(n), false)
+	env := &pipelineEnv{s: s, r: r}
+	shape, modelled := s.sim.shapeOf(p, in, int(n))
+	cursorID := s.cursor.newID()
+	if modelled {
+		// The aggregate builds its blocking stage (and spills) as the model
+		// says, holding a ticket; its cursor keeps the stage's buffer.
+		work := s.sim.node.Params().AggregateWork(shape)
+		work.Exhausts = false
+		env.modelOp = &model.Op{Kind: model.KindAggregate, Eligible: true, CursorID: cursorID, Work: work,
+			ForwardsWrites: p.HasWriteStage() && !s.IsPrimary()}
+		if !p.HasWriteStage() {
+			if err := s.enter(r, env.modelOp); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out, err := p.Run(env, in)
+	if err != nil {
+		if modelled {
+			s.sim.killCursor(cursorID)
+		}
+		return nil, err
+	}
+	var reply bson.D
+	if modelled && !p.HasWriteStage() {
+		first, rest := batch(out, int(n))
+		id := int64(0)
+		if len(rest) > 0 {
+			id = s.cursor.openWithID(cursorID, ns, rest, &shape).id
+		} else {
+			s.sim.killCursor(cursorID)
+		}
+		reply = cursorReply(ns, id, first, "firstBatch")
+	} else {
+		if modelled {
+			s.sim.killCursor(cursorID)
+		}
+		reply = s.replyWithCursor(ns, out, int(n), false)
+	}
 	if env.wrote {
 		return s.writeReply(r, reply, env.ot), nil
 	}
@@ -370,6 +413,34 @@ type pipelineEnv struct {
 	r     *request
 	wrote bool
 	ot    opTime
+	// modelOp, for a modelled $merge/$out, is run batch by batch as the
+	// writes happen, so a shed can land after documents were written.
+	modelOp *model.Op
+}
+
+// mergeBatchDocs is how many documents a $merge/$out writes per batch.
+const mergeBatchDocs = 100
+
+// modelWriteBatch runs the model for the k-th write batch of a modelled
+// $merge/$out, before that batch is written: batch 0 carries the blocking
+// stage's build, later ones only the write stage's checkpoints. A shed
+// therefore lands after earlier batches were written (seed 003), unless
+// the op holds the write-intent latch (a local write on the primary) or
+// the write-started flag latched it.
+func (e *pipelineEnv) modelWriteBatch(k, docs int) error {
+	if e.modelOp == nil {
+		return nil
+	}
+	scaled := max(int64(float64(docs)*e.s.sim.scale(e.s)), 128)
+	op := &model.Op{Kind: model.KindAggregate, Eligible: true, ForwardsWrites: e.modelOp.ForwardsWrites,
+		Work: model.Work{WriteDocs: scaled, CPUPerDoc: model.MergeCPUPerDoc, Stage: e.modelOp.Work.Stage, Exhausts: true,
+			StartTracked: max(e.modelOp.Work.HoldBytes, 1)}}
+	if k == 0 {
+		op.Work = e.modelOp.Work
+		op.Work.WriteDocs, op.Work.Exhausts, op.Work.HoldBytes = scaled, true, 0
+	}
+	e.r.writeBatch = k
+	return e.s.enter(e.r, op)
 }
 
 func (e *pipelineEnv) Scan(db, coll string) []bson.Raw {
@@ -400,7 +471,30 @@ func (e *pipelineEnv) Merge(spec *query.MergeSpec, docs []bson.Raw) error {
 		}
 		return e.forwardMerge(primary, spec, docs)
 	}
+	s.mu.Unlock()
+	for k := 0; k*mergeBatchDocs < len(docs) || (k == 0 && e.modelOp != nil); k++ {
+		chunk := docs[k*mergeBatchDocs : min((k+1)*mergeBatchDocs, len(docs))]
+		if err := e.modelWriteBatch(k, len(chunk)); err != nil {
+			return err
+		}
+		if err := e.mergeLocal(spec, ns, chunk); err != nil {
+			return err
+		}
+		if len(chunk) < mergeBatchDocs {
+			break
+		}
+	}
+	return nil
+}
+
+// mergeLocal writes one batch of $merge output on the primary.
+func (e *pipelineEnv) mergeLocal(spec *query.MergeSpec, ns string, docs []bson.Raw) error {
+	s := e.s
+	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.repl.state != statePrimary {
+		return mongoerr.New(mongoerr.NotWritablePrimary, "not primary")
+	}
 	var entries []oplogEntry
 	for _, d := range docs {
 		if err := e.r.op.CheckForInterrupt(); err != nil {
@@ -444,9 +538,12 @@ func (e *pipelineEnv) Merge(spec *query.MergeSpec, docs []bson.Raw) error {
 func (e *pipelineEnv) forwardMerge(primary string, spec *query.MergeSpec, docs []bson.Raw) error {
 	c := &wire.Client{Addr: primary}
 	defer c.Close()
-	for len(docs) > 0 {
-		chunk := docs[:min(len(docs), 1000)]
+	for k := 0; len(docs) > 0; k++ {
+		chunk := docs[:min(len(docs), mergeBatchDocs)]
 		docs = docs[len(chunk):]
+		if err := e.modelWriteBatch(k, len(chunk)); err != nil {
+			return err
+		}
 		updates := bson.A{}
 		for _, d := range chunk {
 			q := bson.D{}
@@ -476,6 +573,9 @@ func (e *pipelineEnv) forwardMerge(primary string, spec *query.MergeSpec, docs [
 // Out replaces the target collection with docs ($out).
 func (e *pipelineEnv) Out(db, coll string, docs []bson.Raw) error {
 	s := e.s
+	if err := e.modelWriteBatch(0, len(docs)); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.repl.state != statePrimary {

@@ -2,6 +2,8 @@ package mongosim
 
 import (
 	"math/rand/v2"
+
+	"github.com/qmlsab/qmlsab/mongosim/model"
 	"sync"
 	"time"
 
@@ -16,6 +18,8 @@ type cursor struct {
 	ns      string
 	docs    []bson.Raw
 	created time.Time
+	// shape is the modelled query behind the cursor (nil: not modelled).
+	shape *model.QueryShape
 }
 
 type cursorTable struct {
@@ -26,12 +30,25 @@ type cursorTable struct {
 func newCursorTable() *cursorTable { return &cursorTable{m: map[int64]*cursor{}} }
 
 func (t *cursorTable) open(ns string, docs []bson.Raw) *cursor {
+	return t.openWithID(t.newID(), ns, docs, nil)
+}
+
+// newID reserves a fresh cursor id.
+func (t *cursorTable) newID() int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	c := &cursor{ns: ns, docs: docs, created: time.Now()}
-	for c.id == 0 || t.m[c.id] != nil {
-		c.id = rand.Int64N(1<<62) + 1
+	for {
+		id := rand.Int64N(1<<62) + 1
+		if t.m[id] == nil {
+			return id
+		}
 	}
+}
+
+func (t *cursorTable) openWithID(id int64, ns string, docs []bson.Raw, shape *model.QueryShape) *cursor {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := &cursor{id: id, ns: ns, docs: docs, created: time.Now(), shape: shape}
 	t.m[c.id] = c
 	return c
 }
@@ -97,10 +114,20 @@ func (s *Server) cmdGetMore(r *request) (bson.D, error) {
 	}
 	s.counters.getmore.Add(1)
 	if err := r.op.CheckForInterrupt(); err != nil {
+		s.dropModelCursor(c)
 		return nil, err // a killed getMore destroys its cursor
 	}
 	n, _ := r.body.Lookup("batchSize").AsInt64OK()
 	next, rest := batch(c.docs, int(n))
+	if c.shape != nil {
+		// The getMore is a new operation: it queues for a ticket while the
+		// cursor holds its buffer, and a kill or shed destroys the cursor.
+		w := s.sim.getMoreWork(*c.shape, len(next), len(rest) == 0)
+		if err := s.enter(r, &model.Op{Kind: model.KindGetMore, Eligible: true, CursorID: c.id, Work: w}); err != nil {
+			s.dropModelCursor(c)
+			return nil, err
+		}
+	}
 	if len(rest) > 0 {
 		c.docs = rest
 		s.cursor.put(c)
@@ -116,7 +143,8 @@ func (s *Server) cmdKillCursors(r *request) (bson.D, error) {
 	killed, notFound := bson.A{}, bson.A{}
 	for _, v := range vals {
 		id, _ := v.AsInt64OK()
-		if s.cursor.take(id) != nil {
+		if c := s.cursor.take(id); c != nil {
+			s.dropModelCursor(c)
 			killed = append(killed, id)
 		} else {
 			notFound = append(notFound, id)

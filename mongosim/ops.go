@@ -172,12 +172,9 @@ func (s *Server) currentOpDoc(o *Op, now time.Time) bson.D {
 		bson.E{Key: "ns", Value: o.NS},
 		bson.E{Key: "redacted", Value: false},
 		bson.E{Key: "command", Value: cmd},
-		bson.E{Key: "numYields", Value: int32(0)},
-		bson.E{Key: "queues", Value: bson.D{
-			{Key: "ingress", Value: bson.D{{Key: "admissions", Value: int32(1)}, {Key: "totalTimeQueuedMicros", Value: int64(0)}}},
-			{Key: "execution", Value: bson.D{{Key: "admissions", Value: int32(1)}, {Key: "totalTimeQueuedMicros", Value: int64(0)}, {Key: "isHoldingTicket", Value: true}}},
-		}},
-		bson.E{Key: "currentQueue", Value: nil},
+	)
+	d = append(d, s.modelOpFields(o)...)
+	d = append(d,
 		bson.E{Key: "locks", Value: bson.D{}},
 		bson.E{Key: "waitingForLock", Value: false},
 	)

@@ -179,6 +179,11 @@ func (s *Server) cmdSetParameter(r *request) (bson.D, error) {
 		}
 		out = append(out, bson.E{Key: "was", Value: s.params.Get(k)})
 		s.params.set(k, v)
+		if s.sim != nil {
+			s.sim.mu.Lock()
+			s.sim.node.SetParams(s.modelParams())
+			s.sim.mu.Unlock()
+		}
 		s.log.Info("setParameter", "name", k, "value", v)
 		n++
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +27,11 @@ type ReplicaSetOptions struct {
 	Parameters        map[string]string
 	MemLimitMB        int64
 	Logger            *slog.Logger
+	// Sim configures each member's model.
+	Sim SimOptions
+	// RestartDelay is how long an OOM-killed member stays down before it
+	// is restarted, as an automation agent would (default 5 s).
+	RestartDelay time.Duration
 }
 
 // ReplicaSet is a set of in-process members on loopback ports. Members keep
@@ -36,6 +42,9 @@ type ReplicaSet struct {
 	members []*Server
 	ports   []int
 	stores  []*MemStorage
+	closed  bool
+	// OOMKills counts members killed by the model's memory limit.
+	oomKills int
 }
 
 // StartReplicaSet starts the members, initiates the set and waits for a
@@ -52,6 +61,9 @@ func StartReplicaSet(ctx context.Context, opts ReplicaSetOptions) (*ReplicaSet, 
 	}
 	if opts.HeartbeatInterval == 0 {
 		opts.HeartbeatInterval = 2 * time.Second
+	}
+	if opts.RestartDelay == 0 {
+		opts.RestartDelay = 5 * time.Second
 	}
 	rs := &ReplicaSet{opts: opts}
 	for i := 0; i < opts.Members; i++ {
@@ -87,7 +99,7 @@ func StartReplicaSet(ctx context.Context, opts ReplicaSetOptions) (*ReplicaSet, 
 
 func (rs *ReplicaSet) start(port int, st *MemStorage) (*Server, error) {
 	opts := Options{Port: port, ReplSet: rs.opts.Name, Storage: st, Parameters: rs.opts.Parameters,
-		MemLimitMB: rs.opts.MemLimitMB, Logger: rs.opts.Logger}
+		MemLimitMB: rs.opts.MemLimitMB, Logger: rs.opts.Logger, Sim: rs.opts.Sim, OnOOM: rs.onOOM}
 	if port == 0 {
 		ln, err := ListenLoopback()
 		if err != nil {
@@ -96,6 +108,36 @@ func (rs *ReplicaSet) start(port int, st *MemStorage) (*Server, error) {
 		opts.Listener = ln
 	}
 	return Start(opts)
+}
+
+// onOOM restarts a member the model OOM-killed, after the restart delay.
+func (rs *ReplicaSet) onOOM(dead *Server) {
+	rs.mu.Lock()
+	i := slices.Index(rs.members, dead)
+	if i < 0 || rs.closed {
+		rs.mu.Unlock()
+		return
+	}
+	rs.members[i] = nil
+	rs.oomKills++
+	rs.mu.Unlock()
+	time.AfterFunc(rs.opts.RestartDelay, func() {
+		rs.mu.Lock()
+		closed := rs.closed
+		rs.mu.Unlock()
+		if !closed {
+			if err := rs.Restart(i); err != nil && rs.opts.Logger != nil {
+				rs.opts.Logger.Error("restarting OOM-killed member failed", "member", i, "err", err)
+			}
+		}
+	})
+}
+
+// OOMKills is how many times the model OOM-killed a member.
+func (rs *ReplicaSet) OOMKills() int {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.oomKills
 }
 
 // Hosts lists the members' host:port.
@@ -162,6 +204,9 @@ func (rs *ReplicaSet) Kill(i int) {
 func (rs *ReplicaSet) Restart(i int) error {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
+	if rs.closed {
+		return fmt.Errorf("replica set closed")
+	}
 	if rs.members[i] != nil {
 		return fmt.Errorf("member %d is running", i)
 	}
@@ -179,6 +224,9 @@ func (rs *ReplicaSet) Restart(i int) error {
 
 // Close kills every member.
 func (rs *ReplicaSet) Close() {
+	rs.mu.Lock()
+	rs.closed = true
+	rs.mu.Unlock()
 	for i := range rs.members {
 		rs.Kill(i)
 	}

@@ -56,6 +56,11 @@ type Options struct {
 	MemLimitMB int64
 	// Listener, when set, is used instead of listening on BindIP:Port.
 	Listener net.Listener
+	// Sim configures the execution-control, memory and shedding model.
+	Sim SimOptions
+	// OnOOM is called (in its own goroutine) after the model OOM-killed the
+	// member; a supervisor restarts it.
+	OnOOM func(*Server)
 }
 
 // Server is one simulated mongod.
@@ -91,6 +96,9 @@ type Server struct {
 
 	statusMu sync.Mutex
 	sections []StatusSection
+
+	sim       *simulation
+	oomKilled atomic.Bool
 }
 
 type opCounters struct {
@@ -153,6 +161,8 @@ func Start(opts Options) (*Server, error) {
 		ln.Close()
 		return nil, err
 	}
+	s.startSimulation()
+	s.addModelStatusSections()
 	s.log.Info("waiting for connections", "port", port, "replSet", opts.ReplSet, "simulated", true)
 	s.wg.Add(1)
 	go s.acceptLoop()

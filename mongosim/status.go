@@ -44,9 +44,10 @@ func (s *Server) cmdServerStatus(r *request) (bson.D, error) {
 			{Key: "insert", Value: s.counters.insert.Load()}, {Key: "query", Value: s.counters.query.Load()},
 			{Key: "update", Value: s.counters.update.Load()}, {Key: "delete", Value: s.counters.delete.Load()},
 			{Key: "getmore", Value: s.counters.getmore.Load()}, {Key: "command", Value: s.counters.command.Load()}}},
-		{Key: "mem", Value: bson.D{{Key: "bits", Value: int32(64)}, {Key: "resident", Value: int32(ms.Sys >> 20)},
-			{Key: "virtual", Value: int32(ms.Sys >> 20)}, {Key: "supported", Value: true}}},
-		{Key: "metrics", Value: bson.D{{Key: "cursor", Value: bson.D{{Key: "open", Value: bson.D{{Key: "total", Value: int64(s.cursor.count())}}}}}}},
+		{Key: "mem", Value: bson.D{{Key: "bits", Value: int32(64)}, {Key: "resident", Value: s.residentMB()},
+			{Key: "virtual", Value: s.residentMB() + int32(ms.Sys>>20)}, {Key: "supported", Value: true}}},
+		{Key: "metrics", Value: bson.D{{Key: "cursor", Value: bson.D{{Key: "open", Value: bson.D{{Key: "total", Value: int64(s.cursor.count())}}}}},
+			{Key: "query", Value: s.spillCounters()}}},
 	}
 	if !s.standalone() {
 		hello := s.helloReply(&request{conn: r.conn, name: "hello", body: r.body})

@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/qmlsab/qmlsab/mongosim"
 )
@@ -46,7 +47,15 @@ func run(args []string) int {
 	replSet := fs.String("replSet", "", "replica set name (empty: standalone)")
 	dbpath := fs.String("dbpath", "", "directory for the member's durable state (empty: in memory)")
 	logpath := fs.String("logpath", "", "log file (default: standard output)")
-	memLimit := fs.Int64("simMemLimitMB", 32768, "simulated memory limit of the member, MiB")
+	memLimit := fs.Int64("simMemLimitMB", 32768, "simulated memory limit of the member, MiB (an Atlas M50)")
+	cpus := fs.Int("simCPUs", 8, "simulated CPUs of the member")
+	baseline := fs.Int64("simBaselineMB", 6144, "simulated resident memory with no query buffers, MiB")
+	disk := fs.Float64("simDiskMBps", 125, "simulated spill-disk bandwidth, MiB/s")
+	restartDelay := fs.Duration("simRestartDelay", 5*time.Second, "how long an OOM-killed member stays down before it restarts")
+	oomExit := fs.Bool("simOOMExit", false, "on a simulated OOM kill, exit (status 137) instead of restarting in-process")
+	scanScale := fs.Float64("simScanScale", 1, "modelled documents per real document a query scans")
+	partition := fs.Int64("simPartitionMB", 20, "modelled $setWindowFields partition a getMore loads, MiB")
+	simSeed := fs.Uint64("simSeed", 1, "seed of the member's model")
 	params := setParams{}
 	fs.Var(params, "setParameter", "server parameter name=value (repeatable)")
 	fs.Bool("fork", false, "ignored (mongosim never forks)")
@@ -77,21 +86,45 @@ func run(args []string) int {
 	if *dbpath != "" {
 		store = &mongosim.DirStorage{Dir: *dbpath}
 	}
-	srv, err := mongosim.Start(mongosim.Options{BindIP: *bindIP, Port: *port, ReplSet: *replSet, Storage: store,
-		Parameters: params, MemLimitMB: *memLimit, Logger: logger})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "mongosim: %v\n", err)
-		return 1
-	}
+	opts := mongosim.Options{BindIP: *bindIP, Port: *port, ReplSet: *replSet, Storage: store,
+		Parameters: params, MemLimitMB: *memLimit, Logger: logger,
+		Sim: mongosim.SimOptions{CPUs: *cpus, BaselineMB: *baseline, DiskMBps: *disk, ScanScale: *scanScale, PartitionMB: *partition, Seed: *simSeed}}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	select {
-	case s := <-sig:
-		logger.Info("shutting down", "signal", s.String())
-	case <-srv.Done():
+	for {
+		srv, err := mongosim.Start(opts)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "mongosim: %v\n", err)
+			return 1
+		}
+		select {
+		case s := <-sig:
+			logger.Info("shutting down", "signal", s.String())
+			srv.Kill()
+			return 0
+		case <-srv.Done():
+		}
+		srv.Kill()
+		if !srv.OOMKilled() {
+			return 0
+		}
+		if *oomExit {
+			return 137 // as a process the kernel's OOM killer ended
+		}
+		// The member is gone; like an automation agent, start it again after
+		// the restart delay, with fresh memory and its --dbpath state.
+		logger.Warn("restarting after simulated OOM kill", "delay", restartDelay.String())
+		select {
+		case s := <-sig:
+			logger.Info("shutting down", "signal", s.String())
+			return 0
+		case <-time.After(*restartDelay):
+		}
+		if store != nil {
+			store = &mongosim.DirStorage{Dir: *dbpath}
+			opts.Storage = store
+		}
 	}
-	srv.Kill()
-	return 0
 }
 
 // normalizeArgs accepts mongod's "--setParameter=k=v" and "--flag value"

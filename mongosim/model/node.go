@@ -163,6 +163,9 @@ func (n *Node) Submit(op *Op) {
 	if op.Write {
 		op.latched = true // global IX from the start
 	}
+	if op.Work.StartTracked > 0 {
+		n.setTracked(op, op.Work.StartTracked)
+	}
 	if op.Kind == KindGetMore {
 		c, ok := n.cursors[op.CursorID]
 		if !ok {
@@ -601,3 +604,29 @@ func (n *Node) Census() Census {
 	c.Cursors = len(n.cursors)
 	return c
 }
+
+// RunNow accounts for a point operation that finds a free ticket with
+// nobody queued: it is admitted and finishes within the current tick, so
+// callers need not wait for the clock. It reports false (and does nothing)
+// when the op would have to queue; the caller then Submits it.
+func (n *Node) RunNow(write bool) bool {
+	if n.dead {
+		return false
+	}
+	rw := 0
+	if write {
+		rw = 1
+	}
+	pl := n.pools[rw][0]
+	if pl.out >= pl.total || pl.queueLength() > 0 {
+		return false
+	}
+	pl.startedProcessing++
+	pl.finishedProcessing++
+	pl.newAdmissions++
+	pl.peak = max(pl.peak, pl.out+1)
+	return true
+}
+
+// Idle reports whether no operation is queued or running.
+func (n *Node) Idle() bool { return len(n.ops) == 0 }

@@ -32,6 +32,9 @@ type Work struct {
 	ReadSpillBytes int64  // spilled bytes read back (merge of spilled runs)
 	WriteDocs      int64  // documents a write stage writes
 	Stage          string // the pipeline stage that holds memory ($setWindowFields, ...)
+	// StartTracked is tracked memory the op holds from the start (the
+	// upstream stage's buffer while a $merge/$out batch is written).
+	StartTracked int64
 	// Exhausts marks the cursor's last batch: the cursor (and its buffer)
 	// is freed when the op ends, as mongod frees a cursor that returns id 0.
 	Exhausts bool
@@ -129,3 +132,6 @@ func (o *Op) inDiskPhase() bool {
 func (o *Op) finished() bool {
 	return o.scanned >= float64(o.Work.ScanDocs) && o.pendingSpill <= 0 && o.readLeft <= 0 && o.writesLeft <= 0
 }
+
+// PeakTracked is the op's highest tracked memory.
+func (o *Op) PeakTracked() int64 { return o.peak }

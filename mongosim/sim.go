@@ -1,0 +1,470 @@
+package mongosim
+
+import (
+	"strconv"
+
+	"github.com/qmlsab/qmlsab/mongosim/query"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/qmlsab/qmlsab/mongosim/model"
+	"github.com/qmlsab/qmlsab/mongosim/mongoerr"
+)
+
+// simulation runs the member's execution-control, memory and shedding
+// model on the wall clock. Commands that do query work enter it for a
+// ticket and wait for their outcome; the model's state feeds serverStatus
+// and currentOp.
+type simulation struct {
+	mu    sync.Mutex
+	node  *model.Node
+	start time.Time
+	// byOp maps a command's opid to its model operation while it runs.
+	byOp map[int32]*model.Op
+	// scaleValue is SimOptions.ScanScale; partitionBytes the modelled size
+	// of a $setWindowFields partition (simWindowPartitionMB).
+	scaleValue     float64
+	partitionBytes int64
+}
+
+// Simulation options of a member (mongosim-only flags, --sim...).
+type SimOptions struct {
+	CPUs         int
+	BaselineMB   int64
+	DiskMBps     float64
+	RestartDelay time.Duration
+	// ScanScale is how many modelled documents one real document stands
+	// for: the storm runs on small real data at the modelled scale.
+	ScanScale float64
+	// PartitionMB is the modelled size of a $setWindowFields partition a
+	// getMore loads (default 20 MiB, the seed's victims' 20-30 MB).
+	PartitionMB int64
+	Seed        uint64
+}
+
+func init() {
+	// The model's parameters are server parameters like any other.
+	for _, ps := range model.ParamSpecs {
+		var def any = ps.Default
+		if n, err := strconv.ParseInt(ps.Default, 10, 64); err == nil {
+			def = n
+		} else if f, err := strconv.ParseFloat(ps.Default, 64); err == nil {
+			def = f
+		} else if b, err := strconv.ParseBool(ps.Default); err == nil {
+			def = b
+		}
+		if _, exists := findParam(ps.Name); !exists {
+			paramSpecs = append(paramSpecs, paramSpec{name: ps.Name, def: def, runtime: ps.Name != "queryMemoryRssMonitorIntervalMillis"})
+		} else {
+			for i := range paramSpecs {
+				if paramSpecs[i].name == ps.Name {
+					paramSpecs[i].def = def
+				}
+			}
+		}
+	}
+	failPointNames = append(failPointNames, "queryMemoryLoadSheddingAlwaysShed", "queryMemoryPressureOverride")
+}
+
+// modelParams reads the model's parameters from the server's.
+func (s *Server) modelParams() model.Params {
+	kv := map[string]string{}
+	for _, ps := range model.ParamSpecs {
+		switch v := s.params.Get(ps.Name).(type) {
+		case int64:
+			kv[ps.Name] = strconv.FormatInt(v, 10)
+		case float64:
+			kv[ps.Name] = strconv.FormatFloat(v, 'g', -1, 64)
+		case bool:
+			kv[ps.Name] = strconv.FormatBool(v)
+		case string:
+			kv[ps.Name] = v
+		}
+	}
+	p, err := model.ParamsFrom(kv)
+	if err != nil {
+		s.log.Warn("model parameters rejected; keeping defaults", "err", err)
+		return model.DefaultParams()
+	}
+	return p
+}
+
+func (s *Server) startSimulation() {
+	hw := model.DefaultHardware()
+	so := s.opts.Sim
+	if so.CPUs > 0 {
+		hw.CPUs = so.CPUs
+	}
+	hw.MemLimitBytes = s.opts.MemLimitMB << 20
+	if so.BaselineMB > 0 {
+		hw.BaselineBytes = so.BaselineMB << 20
+	}
+	if hw.BaselineBytes >= hw.MemLimitBytes {
+		hw.BaselineBytes = hw.MemLimitBytes / 5
+	}
+	if so.DiskMBps > 0 {
+		hw.DiskBytesPerSec = so.DiskMBps * (1 << 20)
+	}
+	scale := so.ScanScale
+	if scale <= 0 {
+		scale = 1
+	}
+	partition := so.PartitionMB << 20
+	if partition <= 0 {
+		partition = 20 << 20
+	}
+	sim := &simulation{node: model.NewNode(hw, s.modelParams(), so.Seed+uint64(s.processID.Timestamp().UnixNano())), start: time.Now(),
+		byOp: map[int32]*model.Op{}, scaleValue: scale, partitionBytes: partition}
+	sim.node.OnCrash = func() {
+		s.log.Error("Out of memory: the member's resident memory exceeded its limit; killed (simulated OOM kill)",
+			"rssBytes", sim.node.RSS(), "limitBytes", hw.MemLimitBytes)
+		go s.oomKill()
+	}
+	s.sim = sim
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(model.Tick)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-t.C:
+			}
+			sim.mu.Lock()
+			sim.node.AdvanceTo(time.Since(sim.start))
+			sim.mu.Unlock()
+		}
+	}()
+}
+
+// oomKill ends the member as the kernel's OOM killer would, then lets the
+// supervisor (the in-process replica set, or cmd/mongosim) restart it.
+func (s *Server) oomKill() {
+	s.oomKilled.Store(true)
+	s.Kill()
+	if s.opts.OnOOM != nil {
+		s.opts.OnOOM(s)
+	}
+}
+
+// OOMKilled reports whether the member died of (simulated) memory exhaustion.
+func (s *Server) OOMKilled() bool { return s.oomKilled.Load() }
+
+// enter runs a model operation for a command and waits for its outcome.
+// A killOp of the command reaches the model op at once when it is queued.
+func (s *Server) enter(r *request, op *model.Op) error {
+	sim := s.sim
+	done := make(chan model.Outcome, 1)
+	op.Done = func(o model.Outcome) { done <- o }
+	_, op.AppName = r.conn.metadata()
+	sim.mu.Lock()
+	s.syncFailPointsLocked(r)
+	sim.node.Submit(op)
+	if r.op != nil {
+		sim.byOp[r.op.ID] = op
+	}
+	sim.mu.Unlock()
+	defer func() {
+		if r.op != nil {
+			sim.mu.Lock()
+			delete(sim.byOp, r.op.ID)
+			sim.mu.Unlock()
+		}
+	}()
+	var killed <-chan struct{}
+	if r.op != nil {
+		killed = r.op.Killed()
+	}
+	var o model.Outcome
+	select {
+	case o = <-done:
+	case <-killed:
+		sim.mu.Lock()
+		sim.node.Kill(op.ID, r.op.killCode.Load())
+		sim.mu.Unlock()
+		select {
+		case o = <-done:
+		case <-s.ctx.Done():
+			return killError(0)
+		}
+	case <-s.ctx.Done():
+		return killError(0)
+	}
+	return outcomeError(o)
+}
+
+// syncFailPointsLocked applies the model's failpoints for request r:
+// queryMemoryLoadSheddingAlwaysShed (with mongosim's optional data field
+// writeBatchesBeforeShed: N, which arms it only from a $merge/$out's N-th
+// write batch on, standing for a failpoint between writer flushes) and
+// queryMemoryPressureOverride {usagePercent}.
+func (s *Server) syncFailPointsLocked(r *request) {
+	n := s.sim.node
+	n.AlwaysShed = false
+	if data, ok := s.fail.active("queryMemoryLoadSheddingAlwaysShed"); ok {
+		after, _ := data.Lookup("writeBatchesBeforeShed").AsInt64OK()
+		n.AlwaysShed = r == nil || int64(r.writeBatch) >= after
+	}
+	n.PressureOverride = -1
+	if data, ok := s.fail.active("queryMemoryPressureOverride"); ok {
+		if pct, ok := data.Lookup("usagePercent").AsFloat64OK(); ok {
+			n.PressureOverride = pct
+		}
+	}
+}
+
+// QueryMemoryLimitExceeded's number is not in any stored error_codes.yml;
+// clients should match its codeName, which is mongod's.
+func outcomeError(o model.Outcome) error {
+	switch o.Code {
+	case 0:
+		return nil
+	case model.CodeQueryMemoryLimitExceeded:
+		return mongoerr.New(model.CodeQueryMemoryLimitExceeded,
+			"Operation load-shed because the server is under memory pressure. Retry when the server is less loaded.").
+			WithLabels("SystemOverloadedError", "RetryableError")
+	case model.CodeHostUnreachable:
+		return killError(0)
+	case mongoerr.CursorNotFound:
+		return mongoerr.New(mongoerr.CursorNotFound, "cursor not found (killed or shed)")
+	}
+	return killError(o.Code)
+}
+
+// pointOp is a canary-sized read or write: with a free ticket it is
+// admitted and done at once; otherwise it queues like anything else.
+func (s *Server) pointOp(r *request, write bool) error {
+	if s.sim == nil {
+		return nil
+	}
+	s.sim.mu.Lock()
+	now := s.sim.node.RunNow(write)
+	s.sim.mu.Unlock()
+	if now {
+		return nil
+	}
+	kind := model.KindFind
+	if write {
+		kind = model.KindInsert
+	}
+	return s.enter(r, &model.Op{Kind: kind, Write: write, Work: model.PointWork()})
+}
+
+// shapeOf describes a pipeline with a blocking stage as a modelled query:
+// the real input stands for ScanScale times as many documents. Pipelines
+// without a blocking stage are not modelled (they run as point work).
+func (sim *simulation) shapeOf(p *query.Pipeline, in []bson.Raw, batchDocs int) (model.QueryShape, bool) {
+	if sim == nil || len(in) == 0 {
+		return model.QueryShape{}, false
+	}
+	stage := ""
+	for _, n := range p.StageNames() {
+		if n == "$setWindowFields" || n == "$sort" || n == "$group" {
+			stage = n
+			break
+		}
+	}
+	if stage == "" {
+		return model.QueryShape{}, false
+	}
+	var bytes int64
+	for _, d := range in {
+		bytes += int64(len(d))
+	}
+	sim.mu.Lock()
+	params, hw, scale := sim.node.Params(), sim.node.Hardware(), sim.scaleValue
+	sim.mu.Unlock()
+	q := model.QueryShape{Stage: stage, ScanDocs: int64(float64(len(in)) * scale), DocBytes: max(bytes/int64(len(in)), 1)}
+	input := q.ScanDocs * q.DocBytes
+	limit := params.StageLimit(stage)
+	if input > limit {
+		runs := (input + limit - 1) / limit
+		q.HoldBytes = runs * hw.SpillBlockBytes // one merge buffer per spilled run
+	} else {
+		q.HoldBytes = input // the result stays in memory
+	}
+	if stage == "$setWindowFields" {
+		q.LoadBytes = min(input, sim.partitionBytes, params.WindowMemoryBytes)
+	}
+	q.BatchDocs = int64(float64(max(batchDocs, 1)) * scale)
+	return q, true
+}
+
+// getMoreWork is the model's work for a getMore returning docs real
+// documents of a modelled cursor.
+func (sim *simulation) getMoreWork(q model.QueryShape, docs int, last bool) model.Work {
+	sim.mu.Lock()
+	params, scale := sim.node.Params(), sim.scaleValue
+	sim.mu.Unlock()
+	q.OutputBytes = max(int64(float64(docs)*scale)*q.DocBytes, 1)
+	q.BatchDocs = max(int64(float64(docs)*scale), 1)
+	w := params.GetMoreWorks(q)[0]
+	w.Exhausts = last
+	return w
+}
+
+func (sim *simulation) scale(*Server) float64 { return sim.scaleValue }
+
+// killCursor frees a modelled cursor's buffer.
+func (sim *simulation) killCursor(id int64) {
+	if sim == nil {
+		return
+	}
+	sim.mu.Lock()
+	sim.node.KillCursor(id)
+	sim.mu.Unlock()
+}
+
+func (s *Server) dropModelCursor(c *cursor) {
+	if c.shape != nil {
+		s.sim.killCursor(c.id)
+	}
+}
+
+// modelStatusSections are the serverStatus sections the model produces.
+func (s *Server) addModelStatusSections() {
+	s.AddStatusSection(StatusSection{Name: "queues", Fn: s.queuesSection})
+	s.AddStatusSection(StatusSection{Name: "queryMemory", Fn: s.queryMemorySection})
+	s.AddStatusSection(StatusSection{Name: "tcmalloc", Fn: s.tcmallocSection})
+}
+
+func (s *Server) queuesSection() any {
+	sim := s.sim
+	sim.mu.Lock()
+	defer sim.mu.Unlock()
+	n := sim.node
+	pool := func(write, low bool) bson.D {
+		p := n.Pool(write, low)
+		return bson.D{
+			{Key: "out", Value: int32(p.Out)}, {Key: "available", Value: int32(max(p.Total-p.Out, 0))}, {Key: "totalTickets", Value: int32(p.Total)},
+			{Key: "addedToQueue", Value: p.AddedToQueue}, {Key: "removedFromQueue", Value: p.RemovedFromQueue},
+			{Key: "queueLength", Value: int64(p.QueueLength)}, {Key: "queuedOperationsTotalAdmissions", Value: p.QueuedAdmissions},
+			{Key: "startedProcessing", Value: p.StartedProcessing}, {Key: "processing", Value: int64(p.Out)},
+			{Key: "finishedProcessing", Value: p.FinishedProcessing}, {Key: "totalTimeProcessingMicros", Value: p.TotalTimeProcessingMicros},
+			{Key: "canceled", Value: p.Canceled}, {Key: "newAdmissions", Value: p.NewAdmissions},
+			{Key: "totalTimeQueuedMicros", Value: p.TotalTimeQueuedMicros},
+		}
+	}
+	rw := func(write bool) bson.D {
+		normal, low := n.Pool(write, false), n.Pool(write, true)
+		out, total := normal.Out, normal.Total
+		if n.UsesPrioritization() {
+			out, total = out+low.Out, total+low.Total
+		}
+		return bson.D{{Key: "lowPriority", Value: pool(write, true)}, {Key: "normalPriority", Value: pool(write, false)},
+			{Key: "out", Value: int32(out)}, {Key: "available", Value: int32(max(total-out, 0))}, {Key: "totalTickets", Value: int32(total)}}
+	}
+	m := n.Monitor()
+	p := n.Params()
+	return bson.D{{Key: "execution", Value: bson.D{
+		{Key: "usesThroughputProbing", Value: true},
+		{Key: "usesPrioritization", Value: n.UsesPrioritization()},
+		{Key: "deprioritizationGate", Value: p.DeprioritizationGate},
+		{Key: "heuristicDeprioritization", Value: p.HeuristicDeprioritization},
+		{Key: "totalDeprioritizations", Value: n.TotalDeprioritizations},
+		{Key: "heuristicDeprioritizationThreshold", Value: int32(p.DeprioritizeThreshold)},
+		{Key: "read", Value: rw(false)},
+		{Key: "write", Value: rw(true)},
+		{Key: "monitor", Value: bson.D{
+			{Key: "timesDecreased", Value: m.TimesDecreased}, {Key: "timesIncreased", Value: m.TimesIncreased},
+			{Key: "totalAmountDecreased", Value: m.TotalAmountDecreased}, {Key: "totalAmountIncreased", Value: m.TotalAmountIncreased},
+			{Key: "resizeDurationMicros", Value: int64(0)}, {Key: "timesProbedStable", Value: m.TimesProbedStable},
+			{Key: "timesProbedUp", Value: m.TimesProbedUp}, {Key: "timesProbedDown", Value: m.TimesProbedDown}}},
+	}}}
+}
+
+func (s *Server) queryMemorySection() any {
+	sim := s.sim
+	sim.mu.Lock()
+	defer sim.mu.Unlock()
+	n := sim.node
+	if !n.SheddingEnabled() {
+		return bson.D{}
+	}
+	limit := n.Hardware().MemLimitBytes
+	p := n.Params()
+	return bson.D{{Key: "loadShedding", Value: bson.D{
+		{Key: "currentUsageBytes", Value: n.RSSSample()},
+		{Key: "lowMarkBytes", Value: int64(float64(limit) * p.ShedLowPercent / 100)},
+		{Key: "highMarkBytes", Value: int64(float64(limit) * p.ShedHighPercent / 100)},
+		{Key: "memLimitBytes", Value: limit},
+		{Key: "operationsShed", Value: n.OperationsShed},
+		{Key: "operationsShedQueued", Value: n.OperationsShedQueued},
+	}}}
+}
+
+func (s *Server) tcmallocSection() any {
+	sim := s.sim
+	sim.mu.Lock()
+	defer sim.mu.Unlock()
+	c := sim.node.Census()
+	return bson.D{{Key: "generic", Value: bson.D{
+		{Key: "current_allocated_bytes", Value: sim.node.RSS() - sim.node.Hardware().BaselineBytes/2},
+		{Key: "heap_size", Value: sim.node.RSS()},
+		{Key: "tracked_query_bytes", Value: c.TrackedBytes + c.CursorBytes}}}}
+}
+
+// residentMB is mem.resident from the model.
+func (s *Server) residentMB() int32 {
+	if s.sim == nil {
+		return 0
+	}
+	s.sim.mu.Lock()
+	defer s.sim.mu.Unlock()
+	return int32(s.sim.node.RSS() >> 20)
+}
+
+// spillCounters are metrics.query's spill counters from the model.
+func (s *Server) spillCounters() bson.D {
+	s.sim.mu.Lock()
+	defer s.sim.mu.Unlock()
+	d := bson.D{}
+	for _, k := range []string{"sort", "group", "setWindowFields"} {
+		st := s.sim.node.Spills[k]
+		if k == "sort" {
+			d = append(d, bson.E{Key: k, Value: bson.D{{Key: "spillToDisk", Value: st.Spills}, {Key: "spillToDiskBytes", Value: st.SpilledBytes}}})
+			continue
+		}
+		d = append(d, bson.E{Key: k, Value: bson.D{{Key: "spills", Value: st.Spills}, {Key: "spilledBytes", Value: st.SpilledBytes},
+			{Key: "spilledRecords", Value: st.SpilledRecords}, {Key: "spilledDataStorageSize", Value: st.SpilledBytes}}})
+	}
+	return d
+}
+
+// modelOpFields are currentOp's execution-control and memory fields for
+// an op, from the model: tracked memory, yields, admissions, and the queue
+// it waits in (currentQueue is null while it holds a ticket).
+func (s *Server) modelOpFields(o *Op) bson.D {
+	var mop *model.Op
+	if s.sim != nil {
+		s.sim.mu.Lock()
+		defer s.sim.mu.Unlock()
+		mop = s.sim.byOp[o.ID]
+	}
+	admissions, tracked, peak, queued, stage := 1, int64(0), int64(0), false, ""
+	if mop != nil {
+		admissions, tracked, peak, queued, stage = mop.Admissions(), mop.Tracked(), mop.PeakTracked(), mop.Queued(), mop.Work.Stage
+	}
+	d := bson.D{}
+	if stage != "" {
+		d = append(d, bson.E{Key: "planSummary", Value: "COLLSCAN"}, bson.E{Key: "stage", Value: stage})
+	}
+	if tracked > 0 {
+		d = append(d, bson.E{Key: "inUseTrackedMemBytes", Value: tracked}, bson.E{Key: "peakTrackedMemBytes", Value: peak})
+	}
+	d = append(d, bson.E{Key: "numYields", Value: int32(max(admissions-1, 0))},
+		bson.E{Key: "queues", Value: bson.D{
+			{Key: "ingress", Value: bson.D{{Key: "admissions", Value: int32(1)}, {Key: "totalTimeQueuedMicros", Value: int64(0)}}},
+			{Key: "execution", Value: bson.D{{Key: "admissions", Value: int32(admissions)}, {Key: "totalTimeQueuedMicros", Value: int64(0)}, {Key: "isHoldingTicket", Value: !queued}}},
+		}})
+	if queued {
+		d = append(d, bson.E{Key: "currentQueue", Value: bson.D{{Key: "name", Value: "execution"}, {Key: "timeQueuedMicros", Value: int64(0)}}})
+	} else {
+		d = append(d, bson.E{Key: "currentQueue", Value: nil})
+	}
+	return d
+}
