@@ -22,7 +22,7 @@ vet:
 	$(GO) vet $(PKGS)
 
 race:
-	$(GO) test -race -count=1 $(RACE_PKGS)
+	$(GO) test -race -short -count=1 $(RACE_PKGS)
 
 # Short fuzz runs of every fuzz target (seed corpora live in testdata/fuzz).
 fuzz:
