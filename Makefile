@@ -42,8 +42,10 @@ test: fmt-check vet build
 bench: build
 	bash scripts/bench.sh
 
+# Until `qmlsab run` lands: the seed's D-vs-E A/B on mongosim's model
+# (virtual time, n = 5 seeds per arm), printed beside the seed's figures.
 run: build
-	$(BIN)/qmlsab sim --for 20s
+	$(BIN)/mongosim calibrate --arms D,E --seeds 5
 
 clean:
 	rm -rf $(BIN)

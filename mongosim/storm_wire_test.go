@@ -145,3 +145,84 @@ func TestWireStormEVersusF(t *testing.T) {
 }
 
 func errorsAs(err error, target any) bool { return errors.As(err, target) }
+
+// TestWireStormOOMKillsPrimaryAndSetRecovers: without shedding (arm A) the
+// storm's buffers push the primary past its memory limit; the member is
+// OOM-killed through the real Server.Kill, the real replica set elects
+// another primary, and the supervisor restarts the dead member, which
+// rejoins as a secondary.
+func TestWireStormOOMKillsPrimaryAndSetRecovers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time storm")
+	}
+	params := map[string]string{}
+	for k, v := range armParams(t, "A") {
+		params[k] = v
+	}
+	rs := startSet(t, mongosim.ReplicaSetOptions{Parameters: params, MemLimitMB: 1536, RestartDelay: time.Second,
+		ElectionTimeout: time.Second, HeartbeatInterval: 250 * time.Millisecond,
+		Sim: mongosim.SimOptions{CPUs: 4, BaselineMB: 512, ScanScale: 200, PartitionMB: 20}})
+	first := rs.Primary()
+	var before [3]*mongosim.Server
+	for i := range before {
+		before[i] = rs.Member(i)
+	}
+	client := connect(t, rs.URI(), options.Client().SetAppName("qmlsab-storm").SetRetryReads(false))
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	coll := client.Database("storm").Collection("events", options.Collection().SetWriteConcern(&writeconcern.WriteConcern{W: 3}))
+	pad := strings.Repeat("x", 900)
+	var docs []any
+	for i := range 200 {
+		docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "p", Value: i % 10}, {Key: "v", Value: i}, {Key: "pad", Value: pad}})
+	}
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) && rs.OOMKills() == 0 {
+		time.Sleep(25 * time.Millisecond)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			octx, ocancel := context.WithTimeout(ctx, 10*time.Second)
+			defer ocancel()
+			cur, err := coll.Aggregate(octx, mongo.Pipeline{{{Key: "$setWindowFields", Value: bson.D{
+				{Key: "partitionBy", Value: "$p"}, {Key: "sortBy", Value: bson.D{{Key: "_id", Value: 1}}},
+				{Key: "output", Value: bson.D{{Key: "s", Value: bson.D{{Key: "$sum", Value: "$v"}}}}}}}}},
+				options.Aggregate().SetBatchSize(20))
+			if err == nil {
+				for cur.Next(octx) {
+				}
+				cur.Close(context.Background())
+			}
+		}()
+	}
+	if rs.OOMKills() == 0 {
+		t.Fatal("no OOM kill in 20 s of storm without shedding")
+	}
+	killed := -1
+	for i := range 3 {
+		if rs.Member(i) == nil || rs.Member(i) != before[i] {
+			killed = i
+		}
+	}
+	if killed < 0 {
+		t.Fatal("an OOM kill was counted but every member is the process it was")
+	}
+	newPrimary, err := rs.WaitForPrimary(ctx)
+	if err != nil {
+		t.Fatalf("no primary after the OOM kill: %v", err)
+	}
+	// The supervisor restarts the dead member (restart delay 1 s) as a new process.
+	for (rs.Member(killed) == nil || rs.Member(killed) == before[killed]) && ctx.Err() == nil {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if rs.Member(killed) == nil || rs.Member(killed) == before[killed] {
+		t.Fatal("the OOM-killed member never restarted")
+	}
+	t.Logf("member %d (primary at the start: %d) OOM-killed and restarted; primary now %d; %d OOM kills", killed, first, newPrimary, rs.OOMKills())
+	cancel()
+	wg.Wait()
+}
