@@ -25,6 +25,36 @@ type stormResult struct {
 	peakRSSMB                       int32
 }
 
+// loadStormData writes the storm's small real collection: 200 documents of
+// ~1 KB in 10 partitions (with --simScanScale 200 they stand for 40 MB).
+func loadStormData(t *testing.T, ctx context.Context, coll *mongo.Collection) {
+	t.Helper()
+	pad := strings.Repeat("x", 900)
+	var docs []any
+	for i := range 200 {
+		docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "p", Value: i % 10}, {Key: "v", Value: i}, {Key: "pad", Value: pad}})
+	}
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stormQuery runs one storm query to the end: a $setWindowFields over the
+// partitions, drained by getMores of 20 documents.
+func stormQuery(ctx context.Context, coll *mongo.Collection) error {
+	cur, err := coll.Aggregate(ctx, mongo.Pipeline{{{Key: "$setWindowFields", Value: bson.D{
+		{Key: "partitionBy", Value: "$p"}, {Key: "sortBy", Value: bson.D{{Key: "_id", Value: 1}}},
+		{Key: "output", Value: bson.D{{Key: "s", Value: bson.D{{Key: "$sum", Value: "$v"}}}}}}}}},
+		options.Aggregate().SetAllowDiskUse(true).SetBatchSize(20))
+	if err != nil {
+		return err
+	}
+	defer cur.Close(context.Background())
+	for cur.Next(ctx) {
+	}
+	return cur.Err()
+}
+
 // runWireStorm drives a short open-loop $setWindowFields storm over the
 // wire against an in-process set running arm's parameters, and reads the
 // primary's serverStatus counters.
@@ -41,14 +71,7 @@ func runWireStorm(t *testing.T, arm string, rate float64, d time.Duration) storm
 	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
 	defer cancel()
 	coll := client.Database("storm").Collection("events", options.Collection().SetWriteConcern(writeconcern.Majority()))
-	pad := strings.Repeat("x", 900)
-	var docs []any
-	for i := range 200 {
-		docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "p", Value: i % 10}, {Key: "v", Value: i}, {Key: "pad", Value: pad}})
-	}
-	if _, err := coll.InsertMany(ctx, docs); err != nil {
-		t.Fatal(err)
-	}
+	loadStormData(t, ctx, coll)
 	var res stormResult
 	var wg sync.WaitGroup
 	stop := time.Now().Add(d)
@@ -74,16 +97,7 @@ func runWireStorm(t *testing.T, arm string, rate float64, d time.Duration) storm
 			defer wg.Done()
 			octx, ocancel := context.WithTimeout(ctx, 20*time.Second)
 			defer ocancel()
-			cur, err := coll.Aggregate(octx, mongo.Pipeline{{{Key: "$setWindowFields", Value: bson.D{
-				{Key: "partitionBy", Value: "$p"}, {Key: "sortBy", Value: bson.D{{Key: "_id", Value: 1}}},
-				{Key: "output", Value: bson.D{{Key: "s", Value: bson.D{{Key: "$sum", Value: "$v"}}}}}}}}},
-				options.Aggregate().SetAllowDiskUse(true).SetBatchSize(20))
-			if err == nil {
-				for cur.Next(octx) {
-				}
-				err = cur.Err()
-				cur.Close(context.Background())
-			}
+			err := stormQuery(octx, coll)
 			var ce mongo.CommandError
 			switch {
 			case err == nil:
@@ -171,14 +185,7 @@ func TestWireStormOOMKillsPrimaryAndSetRecovers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 	coll := client.Database("storm").Collection("events", options.Collection().SetWriteConcern(&writeconcern.WriteConcern{W: 3}))
-	pad := strings.Repeat("x", 900)
-	var docs []any
-	for i := range 200 {
-		docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "p", Value: i % 10}, {Key: "v", Value: i}, {Key: "pad", Value: pad}})
-	}
-	if _, err := coll.InsertMany(ctx, docs); err != nil {
-		t.Fatal(err)
-	}
+	loadStormData(t, ctx, coll)
 	var wg sync.WaitGroup
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) && rs.OOMKills() == 0 {
@@ -188,15 +195,7 @@ func TestWireStormOOMKillsPrimaryAndSetRecovers(t *testing.T) {
 			defer wg.Done()
 			octx, ocancel := context.WithTimeout(ctx, 10*time.Second)
 			defer ocancel()
-			cur, err := coll.Aggregate(octx, mongo.Pipeline{{{Key: "$setWindowFields", Value: bson.D{
-				{Key: "partitionBy", Value: "$p"}, {Key: "sortBy", Value: bson.D{{Key: "_id", Value: 1}}},
-				{Key: "output", Value: bson.D{{Key: "s", Value: bson.D{{Key: "$sum", Value: "$v"}}}}}}}}},
-				options.Aggregate().SetBatchSize(20))
-			if err == nil {
-				for cur.Next(octx) {
-				}
-				cur.Close(context.Background())
-			}
+			_ = stormQuery(octx, coll) // outcomes are not the point here
 		}()
 	}
 	if rs.OOMKills() == 0 {
