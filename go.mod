@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/urfave/cli/v2 v2.27.7
 	go.mongodb.org/mongo-driver/v2 v2.10.0
+	go.yaml.in/yaml/v3 v3.0.6
 )
 
 require (

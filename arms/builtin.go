@@ -4,19 +4,13 @@
 package arms
 
 import (
+	"fmt"
 	"maps"
+	"slices"
+	"strings"
 
 	"github.com/qmlsab/qmlsab/arms/killop"
 )
-
-// Arm is one configuration under test.
-type Arm struct {
-	Name          string
-	Description   string
-	Build         string
-	SetParameters map[string]string
-	KillOp        *killop.Config
-}
 
 // baseParameters are the seed's Atlas M50 settings shared by every arm:
 // execution control deprioritizes operations after 3 admissions (what sends
@@ -45,12 +39,38 @@ func Builtin() []Arm {
 	latch["queryMemoryLoadSheddingWriteStartedLatch"] = "true"
 	d := killop.Default(StormAppName)
 	return []Arm{
-		{Name: "A", Description: "base build, no shedding", Build: "472d159296b6", SetParameters: with(nil)},
-		{Name: "D", Description: "base build + killOp actor (mongotune-style)", Build: "472d159296b6", SetParameters: with(nil), KillOp: &d},
-		{Name: "E", Description: "in-server inline shedder, static 30/70 marks", Build: "6ab306ad", SetParameters: with(shedder)},
-		{Name: "F", Description: "E + queued-op sweeper (seed 000's fix)", Build: "6ab306ad+sweeper", SetParameters: with(sweeper)},
-		{Name: "G", Description: "F + write-started flag (seed 003's fix)", Build: "6ab306ad+sweeper+latch", SetParameters: with(latch)},
+		{Name: "A", Description: "base build, no shedding", Build: "472d159296b6", Target: TargetEmbedded, SetParameters: with(nil)},
+		{Name: "D", Description: "base build + killOp actor (mongotune-style)", Build: "472d159296b6", Target: TargetEmbedded, SetParameters: with(nil),
+			Actors: []Actor{{KillOp: &d}}},
+		{Name: "E", Description: "in-server inline shedder, static 30/70 marks", Build: "6ab306ad", Target: TargetEmbedded, SetParameters: with(shedder)},
+		{Name: "F", Description: "E + queued-op sweeper (seed 000's fix)", Build: "6ab306ad+sweeper", Target: TargetEmbedded, SetParameters: with(sweeper)},
+		{Name: "G", Description: "F + write-started flag (seed 003's fix)", Build: "6ab306ad+sweeper+latch", Target: TargetEmbedded, SetParameters: with(latch)},
 	}
+}
+
+// Select resolves --arms names against the arms of a file (when given) and
+// the built-ins, in the order asked.
+func Select(names []string, fromFile []Arm) ([]Arm, error) {
+	var out []Arm
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		i := slices.IndexFunc(fromFile, func(a Arm) bool { return a.Name == n })
+		switch {
+		case i >= 0:
+			out = append(out, fromFile[i])
+		default:
+			a, ok := Lookup(n)
+			if !ok {
+				var known []string
+				for _, a := range append(fromFile, Builtin()...) {
+					known = append(known, a.Name)
+				}
+				return nil, fmt.Errorf("unknown arm %q (known: %s)", n, strings.Join(known, ", "))
+			}
+			out = append(out, a)
+		}
+	}
+	return out, nil
 }
 
 // Lookup returns the built-in arm with that name.

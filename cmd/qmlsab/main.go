@@ -32,7 +32,16 @@ func toolVersion() string {
 }
 
 func main() {
-	app := &cli.App{
+	if err := newApp().Run(os.Args); err != nil {
+		// cli.Exit errors have printed themselves and set the exit code.
+		fmt.Fprintln(os.Stderr, "qmlsab:", err)
+		os.Exit(1)
+	}
+}
+
+// newApp builds the command tree; tests run it with their own writers.
+func newApp() *cli.App {
+	return &cli.App{
 		Name:    "qmlsab",
 		Usage:   "A/B-test MongoDB query memory load shedding",
 		Version: toolVersion(),
@@ -46,11 +55,8 @@ func main() {
 				},
 			},
 			simCommand(),
+			armsCommand(),
 		},
-	}
-	if err := app.Run(os.Args); err != nil {
-		fmt.Fprintln(os.Stderr, "qmlsab:", err)
-		os.Exit(1)
 	}
 }
 

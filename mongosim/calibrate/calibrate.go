@@ -203,9 +203,9 @@ func (s *sim) loop(total time.Duration) {
 			nextCanary += canaryEvery
 		}
 		// The killOp actor.
-		if s.arm.KillOp != nil && s.now >= nextActor {
-			nextActor = s.now + s.arm.KillOp.Interval
-			s.actor(*s.arm.KillOp)
+		if k := s.arm.KillOp(); k != nil && s.now >= nextActor {
+			nextActor = s.now + k.Interval
+			s.actor(*k)
 		}
 		for _, mb := range s.members {
 			if mb.up {

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/qmlsab/qmlsab/arms"
+)
+
+var armsFileFlag = &cli.StringFlag{Name: "arms-file", Usage: "YAML file of arms (its arms override built-ins of the same name)"}
+
+// loadArms returns the arms of --arms-file (none without it).
+func loadArms(c *cli.Context) ([]arms.Arm, error) {
+	path := c.String("arms-file")
+	if path == "" {
+		return nil, nil
+	}
+	list, err := arms.LoadFile(path)
+	if err != nil {
+		return nil, cli.Exit("qmlsab: "+err.Error(), 1)
+	}
+	return list, nil
+}
+
+// allArms is the file's arms followed by the built-ins they do not override.
+func allArms(fromFile []arms.Arm) []arms.Arm {
+	out := append([]arms.Arm(nil), fromFile...)
+	for _, b := range arms.Builtin() {
+		overridden := false
+		for _, f := range fromFile {
+			overridden = overridden || f.Name == b.Name
+		}
+		if !overridden {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func armsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "arms",
+		Usage: "list and show the arms an experiment can compare",
+		Subcommands: []*cli.Command{
+			{
+				Name:  "list",
+				Usage: "a table of the built-in arms and those of --arms-file",
+				Flags: []cli.Flag{armsFileFlag},
+				Action: func(c *cli.Context) error {
+					fromFile, err := loadArms(c)
+					if err != nil {
+						return err
+					}
+					tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "NAME\tTARGET\tBUILD\tPARAMETERS\tACTORS\tDESCRIPTION")
+					for _, a := range allArms(fromFile) {
+						a = a.Redacted()
+						var params []string
+						for k, v := range a.SetParameters {
+							params = append(params, k+"="+v)
+						}
+						sort.Strings(params)
+						var actors []string
+						for _, act := range a.Actors {
+							switch {
+							case act.KillOp != nil:
+								actors = append(actors, fmt.Sprintf("killop(rss>%g%%, %s, %s)", act.KillOp.RSSHighPercent, act.KillOp.Interval, scope(act.KillOp.AppName, act.KillOp.AnyApp)))
+							case act.Exec != nil:
+								actors = append(actors, "exec("+act.Exec.Command[0]+")")
+							}
+						}
+						target := a.Target
+						if a.URI != "" {
+							target += " " + a.URI
+						} else if a.Mongod != "" {
+							target += " " + a.Mongod
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Name, target, dashIfEmpty(a.Build), dashIfEmpty(strings.Join(params, " ")),
+							dashIfEmpty(strings.Join(actors, " ")), a.Description)
+					}
+					return tw.Flush()
+				},
+			},
+			{
+				Name:      "show",
+				Usage:     "an arm, resolved, as YAML (credentials redacted)",
+				ArgsUsage: "NAME",
+				Flags:     []cli.Flag{armsFileFlag},
+				Action: func(c *cli.Context) error {
+					if c.NArg() != 1 {
+						return cli.Exit("qmlsab arms show: give one arm name, after the flags (qmlsab arms show --arms-file arms.yaml D)", 1)
+					}
+					fromFile, err := loadArms(c)
+					if err != nil {
+						return err
+					}
+					sel, err := arms.Select([]string{c.Args().First()}, fromFile)
+					if err != nil {
+						return cli.Exit("qmlsab arms show: "+err.Error(), 1)
+					}
+					out, err := arms.Marshal(sel)
+					if err != nil {
+						return err
+					}
+					_, err = c.App.Writer.Write(out)
+					return err
+				},
+			},
+		},
+	}
+}
+
+func scope(app string, any bool) string {
+	if any {
+		return "any app"
+	}
+	return "app " + app
+}
+
+func dashIfEmpty(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
