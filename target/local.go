@@ -1,0 +1,318 @@
+package target
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/mongosim"
+)
+
+// local is a 3-member replica set launched from the arm's mongod binary
+// (a real mongod or cmd/mongosim), supervised for the trial.
+type local struct {
+	arm          arms.Arm
+	log          *slog.Logger
+	restartDelay time.Duration
+	stop         context.CancelFunc
+	cancel       func() bool // unregisters the context watch
+	wg           sync.WaitGroup
+
+	mu        sync.Mutex
+	members   []*member
+	closed    bool
+	restarts  []Restart
+	simulated bool
+}
+
+// Restart is a member restart the supervisor performed.
+type Restart struct {
+	Member   string
+	At       time.Time
+	ExitCode int
+}
+
+type member struct {
+	port    int
+	dbpath  string
+	logPath string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+}
+
+func (m *member) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(m.port)) }
+
+func provisionLocal(ctx context.Context, arm arms.Arm, opts Options) (Deployment, error) {
+	if _, err := os.Stat(arm.Mongod); err != nil {
+		return nil, fmt.Errorf("arm %s: mongod binary: %w", arm.Name, err)
+	}
+	if opts.Dir == "" {
+		return nil, fmt.Errorf("arm %s: the local target needs a trial folder", arm.Name)
+	}
+	l := &local{arm: arm, log: opts.Logger, restartDelay: opts.RestartDelay}
+	if l.restartDelay <= 0 {
+		l.restartDelay = 5 * time.Second
+	}
+	sctx, stop := context.WithCancel(context.Background())
+	l.stop = stop
+	// Whatever the caller does, a cancelled trial leaves no process behind.
+	l.cancel = context.AfterFunc(ctx, func() { _ = l.Close(context.Background()) })
+	for i := range 3 {
+		ln, err := mongosim.ListenLoopback()
+		if err != nil {
+			l.Close(context.Background())
+			return nil, err
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		m := &member{port: port, dbpath: filepath.Join(opts.Dir, fmt.Sprintf("member%d", i), "db"), logPath: filepath.Join(opts.Dir, fmt.Sprintf("member%d", i), "mongod.log")}
+		if err := os.MkdirAll(m.dbpath, 0o755); err != nil {
+			l.Close(context.Background())
+			return nil, err
+		}
+		l.members = append(l.members, m)
+		if err := l.start(m); err != nil {
+			l.Close(context.Background())
+			return nil, err
+		}
+		l.wg.Add(1)
+		go l.supervise(sctx, m)
+	}
+	if err := l.initiate(ctx); err != nil {
+		l.Close(context.Background())
+		return nil, fmt.Errorf("arm %s: %w", arm.Name, err)
+	}
+	info, err := startupCheck(ctx, l.Members(), arm)
+	if err != nil {
+		l.Close(context.Background())
+		return nil, err
+	}
+	for _, m := range info {
+		l.simulated = l.simulated || m.Simulated
+	}
+	return l, nil
+}
+
+// start launches a member in its own process group, its output in the
+// trial folder.
+func (l *local) start(m *member) error {
+	args := []string{"--replSet", "rs0", "--port", strconv.Itoa(m.port), "--bind_ip", "127.0.0.1", "--dbpath", m.dbpath}
+	names := make([]string, 0, len(l.arm.SetParameters))
+	for k := range l.arm.SetParameters {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		args = append(args, "--setParameter", k+"="+l.arm.SetParameters[k])
+	}
+	logf, err := os.OpenFile(m.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(l.arm.Mongod, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("starting %s: %w", l.arm.Mongod, err)
+	}
+	m.cmd, m.exited = cmd, make(chan struct{})
+	go func(c *exec.Cmd, f *os.File, done chan struct{}) { _ = c.Wait(); f.Close(); close(done) }(cmd, logf, m.exited)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if c, err := net.DialTimeout("tcp", m.addr(), 200*time.Millisecond); err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case <-m.exited:
+			return fmt.Errorf("%s exited at start-up; see %s", l.arm.Mongod, m.logPath)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("member %s did not listen within 30 s; see %s", m.addr(), m.logPath)
+}
+
+// supervise restarts a member that exits while the trial runs.
+func (l *local) supervise(ctx context.Context, m *member) {
+	defer l.wg.Done()
+	for {
+		l.mu.Lock()
+		exited := m.exited
+		l.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-exited:
+		}
+		l.mu.Lock()
+		closed := l.closed
+		code := m.cmd.ProcessState.ExitCode()
+		l.mu.Unlock()
+		if closed {
+			return
+		}
+		l.log.Warn("member exited; restarting it", "member", m.addr(), "exitCode", code, "delay", l.restartDelay.String())
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(l.restartDelay):
+		}
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			return
+		}
+		err := l.start(m)
+		if err == nil {
+			l.restarts = append(l.restarts, Restart{Member: m.addr(), At: time.Now(), ExitCode: code})
+		}
+		l.mu.Unlock()
+		if err != nil {
+			l.log.Error("restarting member failed", "member", m.addr(), "err", err)
+			return
+		}
+	}
+}
+
+func (l *local) initiate(ctx context.Context) error {
+	members := bson.A{}
+	for i, m := range l.members {
+		members = append(members, bson.D{{Key: "_id", Value: i}, {Key: "host", Value: m.addr()}})
+	}
+	c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + l.members[0].addr() + "/?directConnection=true").SetServerSelectionTimeout(15 * time.Second))
+	if err != nil {
+		return err
+	}
+	defer c.Disconnect(context.Background())
+	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "replSetInitiate", Value: bson.D{{Key: "_id", Value: "rs0"}, {Key: "members", Value: members}}}}).Err(); err != nil {
+		return fmt.Errorf("replSetInitiate: %w", err)
+	}
+	return l.waitPrimary(ctx, 60*time.Second)
+}
+
+// waitPrimary waits until a member reports itself writable primary.
+func (l *local) waitPrimary(ctx context.Context, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		for _, h := range l.Members() {
+			if isPrimary(ctx, h) {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("no primary within %v", limit)
+}
+
+func isPrimary(ctx context.Context, host string) bool {
+	c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + host + "/?directConnection=true").SetServerSelectionTimeout(time.Second))
+	if err != nil {
+		return false
+	}
+	defer c.Disconnect(context.Background())
+	r, err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Raw()
+	if err != nil {
+		return false
+	}
+	p, _ := r.Lookup("isWritablePrimary").BooleanOK()
+	return p
+}
+
+func (l *local) URI() string {
+	return "mongodb://" + strings.Join(l.Members(), ",") + "/?replicaSet=rs0"
+}
+
+func (l *local) Members() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, m := range l.members {
+		out = append(out, m.addr())
+	}
+	return out
+}
+
+func (l *local) Simulated() bool { return l.simulated }
+
+func (l *local) Describe() string {
+	kind := "local replica set of " + l.arm.Mongod
+	if l.simulated {
+		kind += " (SIMULATED: mongosim)"
+	}
+	return kind + " " + strings.Join(l.Members(), ",")
+}
+
+// Restarts are the member restarts the supervisor performed.
+func (l *local) Restarts() []Restart {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Restart(nil), l.restarts...)
+}
+
+// PIDs are the member processes' ids (tests check nothing is left).
+func (l *local) PIDs() []int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []int
+	for _, m := range l.members {
+		if m.cmd != nil && m.cmd.Process != nil {
+			out = append(out, m.cmd.Process.Pid)
+		}
+	}
+	return out
+}
+
+// Close stops the members: SIGTERM to each process group, SIGKILL after
+// 10 s, and waits for them all.
+func (l *local) Close(context.Context) error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	members := append([]*member(nil), l.members...)
+	l.mu.Unlock()
+	if l.cancel != nil {
+		l.cancel()
+	}
+	for _, m := range members {
+		if m.cmd != nil && m.cmd.Process != nil {
+			_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGTERM)
+		}
+	}
+	for _, m := range members {
+		if m.cmd == nil {
+			continue
+		}
+		select {
+		case <-m.exited:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
+			<-m.exited
+		}
+	}
+	l.stop()
+	l.wg.Wait()
+	return nil
+}

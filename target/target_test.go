@@ -1,0 +1,227 @@
+package target
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/mongosim"
+)
+
+var mongosimBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "target-bin")
+	if err != nil {
+		panic(err)
+	}
+	mongosimBin = filepath.Join(dir, "mongosim")
+	if out, err := exec.Command("go", "build", "-o", mongosimBin, "../cmd/mongosim").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building cmd/mongosim: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+func localArm() arms.Arm {
+	e, _ := arms.Lookup("E")
+	e.Target, e.Mongod = arms.TargetLocal, mongosimBin
+	return e
+}
+
+func TestLocalTargetLaunchesSupervisesAndCleansUp(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	d, err := Provision(ctx, localArm(), Options{Dir: dir, RestartDelay: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := d.(*local)
+	if !d.Simulated() || !strings.Contains(d.Describe(), "SIMULATED") {
+		t.Errorf("a mongosim-backed local target must say it is simulated: %q", d.Describe())
+	}
+	// The arm's parameters reached every member.
+	for _, h := range d.Members() {
+		c, _ := mongo.Connect(options.Client().ApplyURI("mongodb://" + h + "/?directConnection=true"))
+		r, err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "getParameter", Value: 1}, {Key: "queryMemoryLoadSheddingLowMarkPercent", Value: 1}}).Raw()
+		c.Disconnect(ctx)
+		if err != nil || r.Lookup("queryMemoryLoadSheddingLowMarkPercent").AsFloat64() != 30 {
+			t.Fatalf("member %s: low mark %v (%v), want the arm's 30", h, r, err)
+		}
+	}
+	// Each member's log lands in the trial folder.
+	for i := range 3 {
+		if st, err := os.Stat(filepath.Join(dir, fmt.Sprintf("member%d", i), "mongod.log")); err != nil || st.Size() == 0 {
+			t.Errorf("member %d log: %v", i, err)
+		}
+	}
+	// SIGKILL a member: the supervisor restarts it, logs it, and the set is healthy.
+	victim := l.PIDs()[1]
+	syscall.Kill(victim, syscall.SIGKILL)
+	deadline := time.Now().Add(30 * time.Second)
+	for len(l.Restarts()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if r := l.Restarts(); len(r) != 1 || r[0].Member != d.Members()[1] {
+		t.Fatalf("restarts after SIGKILL: %+v", r)
+	}
+	if err := l.waitPrimary(ctx, 30*time.Second); err != nil {
+		t.Fatalf("set not healthy after the restart: %v", err)
+	}
+	pids := l.PIDs()
+	if err := d.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range append(pids, victim) {
+		if alive(p) {
+			t.Errorf("process %d still alive after Close", p)
+		}
+	}
+}
+
+func TestLocalTargetCancelledLeavesNoProcess(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	d, err := Provision(ctx, localArm(), Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := d.(*local).PIDs()
+	cancel() // Ctrl-C: the run's context ends without a Close
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		left := 0
+		for _, p := range pids {
+			if alive(p) {
+				left++
+			}
+		}
+		if left == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("processes %v still alive 15 s after the context was cancelled", pids)
+}
+
+func TestLocalTargetFailsClearlyOnABadBinary(t *testing.T) {
+	a := localArm()
+	a.Mongod = "/bin/false"
+	dir := t.TempDir()
+	_, err := Provision(context.Background(), a, Options{Dir: dir})
+	if err == nil || !strings.Contains(err.Error(), "exited at start-up") || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("bad binary: %v", err)
+	}
+	a.Mongod = filepath.Join(dir, "nope")
+	if _, err := Provision(context.Background(), a, Options{Dir: dir}); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("missing binary: %v", err)
+	}
+}
+
+func TestURITargetAppliesAndRestoresParameters(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rs, err := mongosim.StartReplicaSet(ctx, mongosim.ReplicaSetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	get := func() map[string]float64 {
+		out := map[string]float64{}
+		for _, h := range rs.Hosts() {
+			c, _ := mongo.Connect(options.Client().ApplyURI("mongodb://" + h + "/?directConnection=true"))
+			r, err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "getParameter", Value: 1}, {Key: "queryMemoryLoadSheddingLowMarkPercent", Value: 1}}).Raw()
+			c.Disconnect(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[h] = r.Lookup("queryMemoryLoadSheddingLowMarkPercent").AsFloat64()
+		}
+		return out
+	}
+	before := get()
+	f, _ := arms.Lookup("F")
+	f.Target, f.URI = arms.TargetURI, rs.URI()
+	d, err := Provision(ctx, f, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Members()) != 3 || !d.Simulated() {
+		t.Fatalf("members %v simulated %v", d.Members(), d.Simulated())
+	}
+	for h, v := range get() {
+		if v != 30 {
+			t.Fatalf("during the trial member %s has low mark %v, want the arm's 30", h, v)
+		}
+	}
+	if err := d.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for h, v := range get() {
+		if v != before[h] {
+			t.Fatalf("after the trial member %s has low mark %v, want the previous %v", h, v, before[h])
+		}
+	}
+}
+
+func TestURITargetRefusesRemoteAndUnknownParameters(t *testing.T) {
+	a, _ := arms.Lookup("E")
+	a.Target, a.URI = arms.TargetURI, "mongodb://admin:hunter2@db.example.com:27017/?replicaSet=rs0"
+	_, err := Provision(context.Background(), a, Options{})
+	if err == nil || !strings.Contains(err.Error(), "--allow-remote") || !strings.Contains(err.Error(), "exhaust") {
+		t.Fatalf("remote target without --allow-remote: %v", err)
+	}
+	if strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("error leaks the password: %v", err)
+	}
+	for _, uri := range []string{"mongodb://127.0.0.1:1", "mongodb://localhost:2,[::1]:3/?replicaSet=x"} {
+		if err := CheckLoopback(uri, false); err != nil {
+			t.Errorf("%s: %v", uri, err)
+		}
+	}
+	if err := CheckLoopback("mongodb://10.0.0.5:27017", true); err != nil {
+		t.Errorf("--allow-remote given: %v", err)
+	}
+	// A build that does not know a parameter the arm needs fails the trial.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rs, err := mongosim.StartReplicaSet(ctx, mongosim.ReplicaSetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	b := arms.Arm{Name: "X", Target: arms.TargetURI, URI: rs.URI(), SetParameters: map[string]string{"queryMemoryFancyNewKnob": "1"}}
+	_, err = Provision(ctx, b, Options{})
+	if err == nil || !strings.Contains(err.Error(), "queryMemoryFancyNewKnob") || !strings.Contains(err.Error(), "does not know") {
+		t.Fatalf("unknown parameter: %v", err)
+	}
+}
+
+func TestEmbeddedTarget(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	g, _ := arms.Lookup("G")
+	d, err := Provision(ctx, g, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close(ctx)
+	if !d.Simulated() || len(d.Members()) != 3 || !strings.HasPrefix(d.URI(), "mongodb://127.0.0.1:") {
+		t.Fatalf("embedded: %s %v", d.Describe(), d.Members())
+	}
+}

@@ -1,0 +1,181 @@
+package target
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/qmlsab/qmlsab/arms"
+)
+
+// uriTarget attaches to an existing deployment: it never starts or kills a
+// server process. It applies the arm's runtime-settable parameters with
+// setParameter on every data-bearing member and restores the previous
+// values on Close.
+type uriTarget struct {
+	uri       string
+	members   []string
+	simulated bool
+	previous  map[string]map[string]bson.RawValue // host -> parameter -> value before
+	logger    interface{ Info(string, ...any) }
+}
+
+func provisionURI(ctx context.Context, arm arms.Arm, opts Options) (Deployment, error) {
+	if err := CheckLoopback(arm.URI, opts.AllowRemote); err != nil {
+		return nil, fmt.Errorf("arm %s: %w", arm.Name, err)
+	}
+	c, err := mongo.Connect(options.Client().ApplyURI(arm.URI).SetServerSelectionTimeout(15 * time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("arm %s: connecting to %s: %w", arm.Name, arms.RedactURI(arm.URI), err)
+	}
+	defer c.Disconnect(context.Background())
+	members, err := discoverMembers(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("arm %s: discovering the members of %s: %w", arm.Name, arms.RedactURI(arm.URI), err)
+	}
+	u := &uriTarget{uri: arm.URI, members: members, previous: map[string]map[string]bson.RawValue{}, logger: opts.Logger}
+	info, err := startupCheck(ctx, members, arm)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range info {
+		u.simulated = u.simulated || m.Simulated
+	}
+	if err := u.apply(ctx, arm.SetParameters); err != nil {
+		_ = u.Close(context.Background())
+		return nil, fmt.Errorf("arm %s: %w", arm.Name, err)
+	}
+	return u, nil
+}
+
+// discoverMembers lists a replica set's members, or through mongos every
+// shard's members (listShards).
+func discoverMembers(ctx context.Context, c *mongo.Client) ([]string, error) {
+	hello, err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Raw()
+	if err != nil {
+		return nil, err
+	}
+	if msg, _ := hello.Lookup("msg").StringValueOK(); msg == "isdbgrid" {
+		r, err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "listShards", Value: 1}}).Raw()
+		if err != nil {
+			return nil, err
+		}
+		arr, _ := r.Lookup("shards").ArrayOK()
+		vals, _ := arr.Values()
+		var out []string
+		for _, v := range vals {
+			host, _ := v.Document().Lookup("host").StringValueOK() // "rs0/h1:1,h2:2"
+			if _, list, ok := cutSlash(host); ok {
+				out = append(out, splitComma(list)...)
+			} else {
+				out = append(out, host)
+			}
+		}
+		return out, nil
+	}
+	if arr, ok := hello.Lookup("hosts").ArrayOK(); ok {
+		vals, _ := arr.Values()
+		var out []string
+		for _, v := range vals {
+			out = append(out, v.StringValue())
+		}
+		return out, nil
+	}
+	me, _ := hello.Lookup("me").StringValueOK()
+	if me == "" {
+		return nil, fmt.Errorf("a standalone without 'me' in hello")
+	}
+	return []string{me}, nil
+}
+
+func cutSlash(s string) (string, string, bool) {
+	for i := range s {
+		if s[i] == '/' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return "", s, false
+}
+
+func splitComma(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == ',' {
+			if i > start {
+				out = append(out, s[start:i])
+			}
+			start = i + 1
+		}
+	}
+	return out
+}
+
+// apply sets each parameter on each member, remembering the old value.
+func (u *uriTarget) apply(ctx context.Context, params map[string]string) error {
+	for _, h := range u.members {
+		c, err := u.direct(h)
+		if err != nil {
+			return err
+		}
+		admin := c.Database("admin")
+		u.previous[h] = map[string]bson.RawValue{}
+		for name, value := range params {
+			r, err := admin.RunCommand(ctx, bson.D{{Key: "getParameter", Value: 1}, {Key: name, Value: 1}}).Raw()
+			if err != nil {
+				c.Disconnect(context.Background())
+				return fmt.Errorf("member %s: getParameter %s: %w", h, name, err)
+			}
+			old := r.Lookup(name)
+			u.previous[h][name] = old
+			if err := admin.RunCommand(ctx, bson.D{{Key: "setParameter", Value: 1}, {Key: name, Value: typedLike(old, value)}}).Err(); err != nil {
+				c.Disconnect(context.Background())
+				return fmt.Errorf("member %s: setParameter %s=%s: %w", h, name, value, err)
+			}
+		}
+		c.Disconnect(context.Background())
+	}
+	return nil
+}
+
+func (u *uriTarget) direct(host string) (*mongo.Client, error) {
+	return mongo.Connect(options.Client().ApplyURI("mongodb://" + host + "/?directConnection=true").SetServerSelectionTimeout(10 * time.Second))
+}
+
+func (u *uriTarget) URI() string       { return u.uri }
+func (u *uriTarget) Members() []string { return u.members }
+func (u *uriTarget) Simulated() bool   { return u.simulated }
+func (u *uriTarget) Describe() string {
+	kind := "existing deployment"
+	if u.simulated {
+		kind += " (SIMULATED: mongosim)"
+	}
+	return kind + " " + arms.RedactURI(u.uri)
+}
+
+// Close restores every parameter it changed, on every member it could
+// reach; it reports the first failure but tries them all.
+func (u *uriTarget) Close(ctx context.Context) error {
+	var first error
+	for h, params := range u.previous {
+		c, err := u.direct(h)
+		if err != nil {
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		for name, old := range params {
+			if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "setParameter", Value: 1}, {Key: name, Value: old}}).Err(); err != nil && first == nil {
+				first = fmt.Errorf("member %s: restoring %s: %w", h, name, err)
+			}
+		}
+		c.Disconnect(context.Background())
+		delete(u.previous, h)
+	}
+	return first
+}
