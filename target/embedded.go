@@ -13,7 +13,7 @@ import (
 // embedded is an in-process mongosim replica set, one per trial.
 type embedded struct {
 	rs      *mongosim.ReplicaSet
-	members []memberInfo
+	members []MemberInfo
 }
 
 func provisionEmbedded(ctx context.Context, arm arms.Arm, opts Options) (Deployment, error) {
@@ -31,9 +31,10 @@ func provisionEmbedded(ctx context.Context, arm arms.Arm, opts Options) (Deploym
 	return &embedded{rs: rs, members: info}, nil
 }
 
-func (e *embedded) URI() string       { return e.rs.URI() }
-func (e *embedded) Members() []string { return e.rs.Hosts() }
-func (e *embedded) Simulated() bool   { return true }
+func (e *embedded) URI() string           { return e.rs.URI() }
+func (e *embedded) Members() []string     { return e.rs.Hosts() }
+func (e *embedded) Simulated() bool       { return true }
+func (e *embedded) Startup() []MemberInfo { return e.members }
 func (e *embedded) Describe() string {
 	return "embedded mongosim replica set (SIMULATED) " + strings.Join(e.rs.Hosts(), ",")
 }

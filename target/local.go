@@ -29,6 +29,7 @@ type local struct {
 	arm          arms.Arm
 	log          *slog.Logger
 	restartDelay time.Duration
+	extraArgs    []string
 	stop         context.CancelFunc
 	cancel       func() bool // unregisters the context watch
 	wg           sync.WaitGroup
@@ -38,6 +39,7 @@ type local struct {
 	closed    bool
 	restarts  []Restart
 	simulated bool
+	startup   []MemberInfo
 }
 
 // Restart is a member restart the supervisor performed.
@@ -65,6 +67,12 @@ func provisionLocal(ctx context.Context, arm arms.Arm, opts Options) (Deployment
 		return nil, fmt.Errorf("arm %s: the local target needs a trial folder", arm.Name)
 	}
 	l := &local{arm: arm, log: opts.Logger, restartDelay: opts.RestartDelay}
+	if opts.MemberMemLimitMB > 0 {
+		if !isMongosim(arm.Mongod) {
+			return nil, fmt.Errorf("arm %s: a per-member memory limit needs cmd/mongosim (--simMemLimitMB); a real mongod would need a cgroup, which the local target does not create", arm.Name)
+		}
+		l.extraArgs = append(l.extraArgs, "--simMemLimitMB", strconv.FormatInt(opts.MemberMemLimitMB, 10))
+	}
 	if l.restartDelay <= 0 {
 		l.restartDelay = 5 * time.Second
 	}
@@ -105,6 +113,7 @@ func provisionLocal(ctx context.Context, arm arms.Arm, opts Options) (Deployment
 	for _, m := range info {
 		l.simulated = l.simulated || m.Simulated
 	}
+	l.startup = info
 	return l, nil
 }
 
@@ -112,6 +121,7 @@ func provisionLocal(ctx context.Context, arm arms.Arm, opts Options) (Deployment
 // trial folder.
 func (l *local) start(m *member) error {
 	args := []string{"--replSet", "rs0", "--port", strconv.Itoa(m.port), "--bind_ip", "127.0.0.1", "--dbpath", m.dbpath}
+	args = append(args, l.extraArgs...)
 	names := make([]string, 0, len(l.arm.SetParameters))
 	for k := range l.arm.SetParameters {
 		names = append(names, k)
@@ -190,6 +200,13 @@ func (l *local) supervise(ctx context.Context, m *member) {
 	}
 }
 
+// isMongosim reports whether a binary is cmd/mongosim (it says so in its
+// usage text).
+func isMongosim(bin string) bool {
+	out, _ := exec.Command(bin, "--help").CombinedOutput()
+	return strings.Contains(string(out), "a simulated mongod")
+}
+
 func (l *local) initiate(ctx context.Context) error {
 	members := bson.A{}
 	for i, m := range l.members {
@@ -253,6 +270,8 @@ func (l *local) Members() []string {
 }
 
 func (l *local) Simulated() bool { return l.simulated }
+
+func (l *local) Startup() []MemberInfo { return l.startup }
 
 func (l *local) Describe() string {
 	kind := "local replica set of " + l.arm.Mongod

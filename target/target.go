@@ -32,6 +32,9 @@ type Deployment interface {
 	Describe() string
 	// Simulated reports whether the numbers come from mongosim's model.
 	Simulated() bool
+	// Startup is the startup check's record of each member: its build and
+	// the effective values of the arm's parameters (for trial metadata).
+	Startup() []MemberInfo
 	// Close restores what the trial changed and releases what it started.
 	Close(ctx context.Context) error
 }
@@ -45,7 +48,10 @@ type Options struct {
 	// RestartDelay is how long the local target waits before restarting a
 	// member that died, as an automation agent would (default 5 s).
 	RestartDelay time.Duration
-	Logger       *slog.Logger
+	// MemberMemLimitMB caps each member's memory on the local target
+	// (cmd/mongosim binaries only: --simMemLimitMB). 0: no cap.
+	MemberMemLimitMB int64
+	Logger           *slog.Logger
 }
 
 // Provision creates the arm's deployment and applies its parameters.
@@ -108,8 +114,8 @@ func uriHosts(uri string) ([]string, error) {
 	return strings.Split(hostPart, ","), nil
 }
 
-// memberInfo is the startup check's record of one member.
-type memberInfo struct {
+// MemberInfo is the startup check's record of one member.
+type MemberInfo struct {
 	Host       string            `json:"host"`
 	Version    string            `json:"version"`
 	GitVersion string            `json:"gitVersion"`
@@ -119,8 +125,8 @@ type memberInfo struct {
 
 // startupCheck reads each member's buildInfo and the effective values of
 // the arm's parameters, and fails when a build does not know one.
-func startupCheck(ctx context.Context, hosts []string, arm arms.Arm) ([]memberInfo, error) {
-	var out []memberInfo
+func startupCheck(ctx context.Context, hosts []string, arm arms.Arm) ([]MemberInfo, error) {
+	var out []MemberInfo
 	for _, h := range hosts {
 		c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + h + "/?directConnection=true").SetServerSelectionTimeout(10 * time.Second))
 		if err != nil {
@@ -136,20 +142,20 @@ func startupCheck(ctx context.Context, hosts []string, arm arms.Arm) ([]memberIn
 	return out, nil
 }
 
-func checkMember(ctx context.Context, c *mongo.Client, host string, arm arms.Arm) (memberInfo, error) {
+func checkMember(ctx context.Context, c *mongo.Client, host string, arm arms.Arm) (MemberInfo, error) {
 	admin := c.Database("admin")
 	bi, err := admin.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Raw()
 	if err != nil {
-		return memberInfo{}, fmt.Errorf("member %s: buildInfo: %w", host, err)
+		return MemberInfo{}, fmt.Errorf("member %s: buildInfo: %w", host, err)
 	}
-	info := memberInfo{Host: host, Parameters: map[string]string{}}
+	info := MemberInfo{Host: host, Parameters: map[string]string{}}
 	info.Version, _ = bi.Lookup("version").StringValueOK()
 	info.GitVersion, _ = bi.Lookup("gitVersion").StringValueOK()
 	info.Simulated, _ = bi.Lookup("mongosim", "simulated").BooleanOK()
 	for name := range arm.SetParameters {
 		r, err := admin.RunCommand(ctx, bson.D{{Key: "getParameter", Value: 1}, {Key: name, Value: 1}}).Raw()
 		if err != nil {
-			return memberInfo{}, fmt.Errorf("arm %s needs server parameter %s, which member %s (version %s, %s) does not know: %v",
+			return MemberInfo{}, fmt.Errorf("arm %s needs server parameter %s, which member %s (version %s, %s) does not know: %v",
 				arm.Name, name, host, info.Version, info.GitVersion, err)
 		}
 		info.Parameters[name] = r.Lookup(name).String()

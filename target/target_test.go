@@ -48,7 +48,7 @@ func TestLocalTargetLaunchesSupervisesAndCleansUp(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	dir := t.TempDir()
-	d, err := Provision(ctx, localArm(), Options{Dir: dir, RestartDelay: 500 * time.Millisecond})
+	d, err := Provision(ctx, localArm(), Options{Dir: dir, RestartDelay: 500 * time.Millisecond, MemberMemLimitMB: 8192})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,6 +64,17 @@ func TestLocalTargetLaunchesSupervisesAndCleansUp(t *testing.T) {
 		if err != nil || r.Lookup("queryMemoryLoadSheddingLowMarkPercent").AsFloat64() != 30 {
 			t.Fatalf("member %s: low mark %v (%v), want the arm's 30", h, r, err)
 		}
+	}
+	// The startup check recorded each member's build and effective parameters.
+	if st := d.Startup(); len(st) != 3 || st[0].Version == "" || st[0].Parameters["queryMemoryLoadSheddingLowMarkPercent"] == "" || !st[0].Simulated {
+		t.Errorf("startup record: %+v", st)
+	}
+	// The per-member memory limit reached the members (hostInfo's memLimitMB).
+	c, _ := mongo.Connect(options.Client().ApplyURI("mongodb://" + d.Members()[0] + "/?directConnection=true"))
+	hi, err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "hostInfo", Value: 1}}).Raw()
+	c.Disconnect(ctx)
+	if err != nil || hi.Lookup("system", "memLimitMB").AsInt64() != 8192 {
+		t.Errorf("member memory limit: %v (%v), want 8192", hi, err)
 	}
 	// Each member's log lands in the trial folder.
 	for i := range 3 {
@@ -119,6 +130,30 @@ func TestLocalTargetCancelledLeavesNoProcess(t *testing.T) {
 	t.Fatalf("processes %v still alive 15 s after the context was cancelled", pids)
 }
 
+func TestLocalTargetLeavesNoProcessWhenProvisioningFails(t *testing.T) {
+	dir := t.TempDir()
+	// The members start, then the trial's deadline passes before a primary
+	// can be elected (the first election alone takes over 300 ms):
+	// provisioning fails and must take its processes with it.
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	d, err := Provision(ctx, localArm(), Options{Dir: dir})
+	if err == nil {
+		d.Close(context.Background())
+		t.Fatal("provisioning within 200 ms succeeded; the failure path was not exercised")
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		out, _ := exec.Command("pgrep", "-f", dir).Output()
+		if len(strings.TrimSpace(string(out))) == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	out, _ := exec.Command("pgrep", "-af", dir).Output()
+	t.Fatalf("after a failed provision (%v) processes remain:\n%s", err, out)
+}
+
 func TestLocalTargetFailsClearlyOnABadBinary(t *testing.T) {
 	a := localArm()
 	a.Mongod = "/bin/false"
@@ -126,6 +161,10 @@ func TestLocalTargetFailsClearlyOnABadBinary(t *testing.T) {
 	_, err := Provision(context.Background(), a, Options{Dir: dir})
 	if err == nil || !strings.Contains(err.Error(), "exited at start-up") || !strings.Contains(err.Error(), dir) {
 		t.Fatalf("bad binary: %v", err)
+	}
+	a.Mongod = "/bin/true"
+	if _, err := Provision(context.Background(), a, Options{Dir: dir, MemberMemLimitMB: 1024}); err == nil || !strings.Contains(err.Error(), "cgroup") {
+		t.Fatalf("memory limit on a non-mongosim binary: %v", err)
 	}
 	a.Mongod = filepath.Join(dir, "nope")
 	if _, err := Provision(context.Background(), a, Options{Dir: dir}); err == nil || !strings.Contains(err.Error(), "nope") {

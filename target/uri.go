@@ -21,6 +21,7 @@ type uriTarget struct {
 	members   []string
 	simulated bool
 	previous  map[string]map[string]bson.RawValue // host -> parameter -> value before
+	startup   []MemberInfo
 	logger    interface{ Info(string, ...any) }
 }
 
@@ -42,6 +43,7 @@ func provisionURI(ctx context.Context, arm arms.Arm, opts Options) (Deployment, 
 	if err != nil {
 		return nil, err
 	}
+	u.startup = info
 	for _, m := range info {
 		u.simulated = u.simulated || m.Simulated
 	}
@@ -146,9 +148,10 @@ func (u *uriTarget) direct(host string) (*mongo.Client, error) {
 	return mongo.Connect(options.Client().ApplyURI("mongodb://" + host + "/?directConnection=true").SetServerSelectionTimeout(10 * time.Second))
 }
 
-func (u *uriTarget) URI() string       { return u.uri }
-func (u *uriTarget) Members() []string { return u.members }
-func (u *uriTarget) Simulated() bool   { return u.simulated }
+func (u *uriTarget) URI() string           { return u.uri }
+func (u *uriTarget) Members() []string     { return u.members }
+func (u *uriTarget) Simulated() bool       { return u.simulated }
+func (u *uriTarget) Startup() []MemberInfo { return u.startup }
 func (u *uriTarget) Describe() string {
 	kind := "existing deployment"
 	if u.simulated {

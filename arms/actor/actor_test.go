@@ -1,0 +1,166 @@
+package actor
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
+
+	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/arms/killop"
+	"github.com/qmlsab/qmlsab/mongosim"
+)
+
+func windowQuery(ctx context.Context, coll *mongo.Collection) error {
+	cur, err := coll.Aggregate(ctx, mongo.Pipeline{{{Key: "$setWindowFields", Value: bson.D{
+		{Key: "partitionBy", Value: "$p"}, {Key: "sortBy", Value: bson.D{{Key: "_id", Value: 1}}},
+		{Key: "output", Value: bson.D{{Key: "s", Value: bson.D{{Key: "$sum", Value: "$v"}}}}}}}}},
+		options.Aggregate().SetAllowDiskUse(true).SetBatchSize(10))
+	if err != nil {
+		return err
+	}
+	defer cur.Close(context.Background())
+	for cur.Next(ctx) {
+	}
+	return cur.Err()
+}
+
+func TestKillOpActorKillsOnlyItsAppIncludingQueuedOps(t *testing.T) {
+	params := map[string]string{}
+	d, _ := arms.Lookup("D")
+	for k, v := range d.SetParameters {
+		params[k] = v
+	}
+	params["throughputProbingMaxConcurrency"] = "4" // few tickets, so storm ops queue
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rs, err := mongosim.StartReplicaSet(ctx, mongosim.ReplicaSetOptions{Parameters: params, MemLimitMB: 4096,
+		Sim: mongosim.SimOptions{CPUs: 2, BaselineMB: 512, ScanScale: 200}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rs.Close) // registered first, so it runs after the clients disconnect
+	connect := func(app string) *mongo.Client {
+		c, err := mongo.Connect(options.Client().ApplyURI(rs.URI()).SetAppName(app).SetRetryReads(false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Disconnect(context.Background()) })
+		return c
+	}
+	storm := connect(arms.StormAppName)
+	coll := storm.Database("storm").Collection("events", options.Collection().SetWriteConcern(writeconcern.Majority()))
+	pad := strings.Repeat("x", 900)
+	var docs []any
+	for i := range 200 {
+		docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "p", Value: i % 10}, {Key: "v", Value: i}, {Key: "pad", Value: pad}})
+	}
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+
+	// The actor acts whenever resident memory exceeds 1 % (always, here).
+	cfg := killop.Default(arms.StormAppName)
+	cfg.RSSHighPercent, cfg.Interval, cfg.MaxKillsPerRound = 1, 30*time.Millisecond, 50
+	var mu sync.Mutex
+	var events []KillEvent
+	actx, stopActor := context.WithCancel(ctx)
+	actorDone := make(chan error, 1)
+	go func() {
+		actorDone <- KillOp(actx, connect("qmlsab-actor"), cfg, func(e KillEvent) { mu.Lock(); events = append(events, e); mu.Unlock() })
+	}()
+
+	other := connect("reporting").Database("storm").Collection("events")
+	var wg sync.WaitGroup
+	var otherErr error
+	wg.Add(1)
+	go func() { defer wg.Done(); otherErr = windowQuery(ctx, other) }()
+	var stormErrs []error
+	var emu sync.Mutex
+	for range 24 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := windowQuery(ctx, coll)
+			emu.Lock()
+			stormErrs = append(stormErrs, err)
+			emu.Unlock()
+		}()
+	}
+	wg.Wait()
+	stopActor()
+	if err := <-actorDone; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(events) == 0 {
+		t.Fatal("the actor killed nothing")
+	}
+	queued := 0
+	for _, e := range events {
+		if e.AppName != arms.StormAppName {
+			t.Fatalf("the actor killed op %d of app %q", e.OpID, e.AppName)
+		}
+		if e.Queued {
+			queued++
+		}
+		if e.TrackedBytes <= 0 {
+			t.Errorf("killed op %d with no tracked memory", e.OpID)
+		}
+	}
+	if queued == 0 {
+		t.Errorf("none of %d kills hit a queued op; the actor must reach ops waiting for a ticket", len(events))
+	}
+	if otherErr != nil {
+		t.Fatalf("the other application's query failed: %v", otherErr)
+	}
+	interrupted := 0
+	for _, err := range stormErrs {
+		var ce mongo.CommandError
+		if errors.As(err, &ce) && ce.Code == 11601 {
+			interrupted++
+		}
+	}
+	if interrupted == 0 {
+		t.Errorf("no storm query saw Interrupted (%d kills)", len(events))
+	}
+	t.Logf("%d kills (%d of queued ops), %d storm queries interrupted, the other app's query completed", len(events), queued, interrupted)
+}
+
+func TestExecActorGetsTheURIInItsEnvironmentOnly(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "env.txt")
+	spec := arms.ExecActor{Command: []string{"sh", "-c", `echo "$QMLSAB_URI $LEVEL" > ` + out + `; sleep 30`}, Env: map[string]string{"LEVEL": "2"}}
+	stop, err := Exec(spec, "mongodb://u:secret@127.0.0.1:1/", filepath.Join(dir, "actor.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	var b []byte
+	for time.Now().Before(deadline) {
+		if b, _ = os.ReadFile(out); len(b) > 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if string(b) != "mongodb://u:secret@127.0.0.1:1/ 2\n" {
+		t.Fatalf("the program saw %q", b)
+	}
+	start := time.Now()
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(start) > 3*time.Second {
+		t.Errorf("stop took %v; SIGTERM should end a shell's sleep at once", time.Since(start))
+	}
+}
