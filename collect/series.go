@@ -1,0 +1,129 @@
+package collect
+
+import (
+	"slices"
+	"time"
+)
+
+// Sample is one member's serverStatus at one moment. A member that could
+// not be read is a sample with Up false: a gap, not an error.
+type Sample struct {
+	At        time.Time
+	Member    string
+	Up        bool
+	Primary   bool
+	ProcessID string // topologyVersion.processId: changes on every start
+	Values    map[string]float64
+}
+
+// Point is a value at a time.
+type Point struct {
+	At    time.Time
+	Value float64
+}
+
+// restarted reports whether cur is a new process compared with prev: a
+// new processId, or an uptime that went backwards.
+func restarted(prev, cur Sample) bool {
+	if prev.ProcessID != "" && cur.ProcessID != "" && prev.ProcessID != cur.ProcessID {
+		return true
+	}
+	pu, ok1 := prev.Values["uptimeMillis"]
+	cu, ok2 := cur.Values["uptimeMillis"]
+	return ok1 && ok2 && cu < pu
+}
+
+// Rates turns one member's samples of a counter into per-second rates over
+// each interval between consecutive readable samples, using their real
+// timestamps. After a restart (new process, or the counter going
+// backwards) the counter started again from zero, so the interval's
+// increase is the new value itself.
+func Rates(samples []Sample, field string) []Point {
+	var out []Point
+	var prev *Sample
+	for i := range samples {
+		s := &samples[i]
+		v, ok := s.Values[field]
+		if !s.Up || !ok {
+			continue
+		}
+		if prev != nil {
+			dt := s.At.Sub(prev.At).Seconds()
+			pv := prev.Values[field]
+			delta := v - pv
+			if restarted(*prev, *s) || delta < 0 {
+				delta = v
+			}
+			if dt > 0 {
+				out = append(out, Point{At: s.At, Value: delta / dt})
+			}
+		}
+		prev = s
+	}
+	return out
+}
+
+// ByMember groups samples by member, each in time order.
+func ByMember(samples []Sample) map[string][]Sample {
+	out := map[string][]Sample{}
+	for _, s := range samples {
+		out[s.Member] = append(out[s.Member], s)
+	}
+	for _, ss := range out {
+		slices.SortFunc(ss, func(a, b Sample) int { return a.At.Compare(b.At) })
+	}
+	return out
+}
+
+// PrimaryRates is a counter's rate on whichever member was primary: each
+// member's rates come from its own counters (so a change of primary never
+// shows as a jump between two members' totals), and each interval is
+// credited to the member that was primary at its end.
+func PrimaryRates(samples []Sample, field string) []Point {
+	var out []Point
+	for _, ss := range ByMember(samples) {
+		primaryAt := map[time.Time]bool{}
+		for _, s := range ss {
+			if s.Up && s.Primary {
+				primaryAt[s.At] = true
+			}
+		}
+		for _, p := range Rates(ss, field) {
+			if primaryAt[p.At] {
+				out = append(out, p)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b Point) int { return a.At.Compare(b.At) })
+	return out
+}
+
+// PrimaryGauge is a gauge's value on whichever member was primary.
+func PrimaryGauge(samples []Sample, field string) []Point {
+	var out []Point
+	for _, s := range samples {
+		if v, ok := s.Values[field]; s.Up && s.Primary && ok {
+			out = append(out, Point{At: s.At, Value: v})
+		}
+	}
+	slices.SortFunc(out, func(a, b Point) int { return a.At.Compare(b.At) })
+	return out
+}
+
+// Departures splits the low-priority read queue's departures on the
+// primary into admissions (left with a ticket: Δremoved − Δcanceled) and
+// kills (left without one: Δcanceled), per second.
+func Departures(samples []Sample) (admissions, kills []Point) {
+	removed := PrimaryRates(samples, "read.low.removedFromQueue")
+	canceled := PrimaryRates(samples, "read.low.canceled")
+	at := map[time.Time]float64{}
+	for _, p := range canceled {
+		at[p.At] = p.Value
+	}
+	for _, p := range removed {
+		k := at[p.At]
+		admissions = append(admissions, Point{At: p.At, Value: p.Value - k})
+		kills = append(kills, Point{At: p.At, Value: k})
+	}
+	return admissions, kills
+}
