@@ -155,3 +155,49 @@ func TestPrimaryRatesAcrossAChangeOfPrimary(t *testing.T) {
 		t.Errorf("primary gauge has %d points, want one per second with a primary", len(g))
 	}
 }
+
+func TestSamplerSeesAGapAFailoverAndARestart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rs, err := mongosim.StartReplicaSet(ctx, mongosim.ReplicaSetOptions{ElectionTimeout: time.Second, HeartbeatInterval: 250 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	s := &Sampler{Members: rs.Hosts(), Interval: 100 * time.Millisecond}
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { s.Run(sctx); close(done) }()
+	time.Sleep(500 * time.Millisecond)
+	old := rs.Primary()
+	rs.Kill(old)
+	if _, err := rs.WaitForPrimary(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if err := rs.Restart(old); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond)
+	stop()
+	<-done
+	samples := s.Samples()
+	gaps := 0
+	for _, smp := range samples {
+		if smp.Member == rs.Hosts()[old] && !smp.Up {
+			gaps++
+		}
+	}
+	if gaps == 0 {
+		t.Error("no gap sampled while a member was down")
+	}
+	if n := PrimaryChanges(samples); n != 1 {
+		t.Errorf("primary changes = %d, want 1", n)
+	}
+	if n := Restarts(samples); n != 1 {
+		t.Errorf("restarts = %d, want 1 (the killed member came back as a new process)", n)
+	}
+	if len(PrimaryGauge(samples, "read.totalTickets")) == 0 {
+		t.Error("no primary series")
+	}
+}

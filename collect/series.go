@@ -63,6 +63,10 @@ func Rates(samples []Sample, field string) []Point {
 	return out
 }
 
+func sortByTime(ss []Sample) {
+	slices.SortStableFunc(ss, func(a, b Sample) int { return a.At.Compare(b.At) })
+}
+
 // ByMember groups samples by member, each in time order.
 func ByMember(samples []Sample) map[string][]Sample {
 	out := map[string][]Sample{}
