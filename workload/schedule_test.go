@@ -1,0 +1,106 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+)
+
+func TestOpenLoopKeepsItsScheduleWhileTheServerStalls(t *testing.T) {
+	// The "server" stalls for 300 ms from the 10th operation on: a
+	// closed-loop client would stop sending; the open loop keeps starting
+	// operations on schedule, and their latency includes the stall.
+	var n atomic.Int32
+	var stallUntil atomic.Int64 // unix nanos; 0: no stall yet
+	op := func(ctx context.Context, scheduled time.Time) error {
+		if n.Add(1) == 10 {
+			stallUntil.Store(time.Now().Add(300 * time.Millisecond).UnixNano())
+		}
+		if u := stallUntil.Load(); u != 0 {
+			time.Sleep(time.Until(time.Unix(0, u)))
+		}
+		return nil
+	}
+	start := time.Now().Add(20 * time.Millisecond)
+	res := OpenLoop{Rate: 100}.Run(context.Background(), start, start.Add(time.Second), op)
+	if len(res) < 95 || len(res) > 101 {
+		t.Fatalf("%d operations in 1 s at 100/s", len(res))
+	}
+	var maxLag, maxLatency time.Duration
+	for _, r := range res {
+		maxLag = max(maxLag, r.Lag)
+		maxLatency = max(maxLatency, r.Latency)
+	}
+	if maxLag > 50*time.Millisecond {
+		t.Errorf("an operation started %v late: the schedule slipped during the stall", maxLag)
+	}
+	if maxLatency < 250*time.Millisecond {
+		t.Errorf("max latency %v: the stall must show in latency measured from the scheduled start", maxLatency)
+	}
+}
+
+func TestOpenLoopCountsQueueingUnderACapFromTheSlot(t *testing.T) {
+	op := func(ctx context.Context, scheduled time.Time) error { time.Sleep(100 * time.Millisecond); return nil }
+	start := time.Now().Add(10 * time.Millisecond)
+	res := OpenLoop{Rate: 50, MaxInFlight: 2}.Run(context.Background(), start, start.Add(200*time.Millisecond), op)
+	var worst time.Duration
+	for _, r := range res {
+		worst = max(worst, r.Latency)
+	}
+	// 10 operations through 2 slots of 100 ms: the last, scheduled at
+	// 180 ms, starts at ~420 ms and ends at ~520 ms: ~340 ms from its slot,
+	// against 100 ms for an operation that did not wait.
+	if len(res) != 10 || worst < 300*time.Millisecond {
+		t.Fatalf("%d results, worst latency %v; an operation that could not start on time must count its wait", len(res), worst)
+	}
+}
+
+func TestPoissonScheduleIsSeeded(t *testing.T) {
+	// The gaps themselves are deterministic for a seed.
+	a := OpenLoop{Rate: 10, Poisson: true, Seed: 7}
+	b := OpenLoop{Rate: 10, Poisson: true, Seed: 7}
+	var ra, rb []time.Duration
+	for _, o := range []struct {
+		l   OpenLoop
+		out *[]time.Duration
+	}{{a, &ra}, {b, &rb}} {
+		start := time.Now()
+		res := o.l.Run(context.Background(), start, start.Add(300*time.Millisecond), func(context.Context, time.Time) error { return nil })
+		for _, r := range res {
+			*o.out = append(*o.out, r.Scheduled.Sub(start))
+		}
+	}
+	if len(ra) != len(rb) || len(ra) == 0 {
+		t.Fatalf("same seed, %d vs %d operations", len(ra), len(rb))
+	}
+	for i := range ra {
+		if d := ra[i] - rb[i]; d > 2*time.Millisecond || d < -2*time.Millisecond {
+			t.Fatalf("same seed, operation %d scheduled at %v vs %v", i, ra[i], rb[i])
+		}
+	}
+}
+
+func TestClassify(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want Outcome
+		name string
+	}{
+		{nil, Completed, ""},
+		{mongo.CommandError{Code: 464, Name: "QueryMemoryLimitExceeded"}, Shed, "QueryMemoryLimitExceeded"},
+		{mongo.CommandError{Code: 9999, Name: "QueryMemoryLimitExceeded"}, Shed, "QueryMemoryLimitExceeded"},
+		{mongo.CommandError{Code: 11601, Name: "Interrupted"}, Killed, "Interrupted"},
+		{mongo.CommandError{Code: 10107, Name: "NotWritablePrimary"}, Failed, "NotWritablePrimary"},
+		{context.DeadlineExceeded, Failed, "Timeout"},
+		{errors.New("boom"), Failed, "ClientError"},
+	} {
+		got, name := Classify(tc.err)
+		if got != tc.want || name != tc.name {
+			t.Errorf("Classify(%v) = %s %q, want %s %q", tc.err, got, name, tc.want, tc.name)
+		}
+	}
+}
