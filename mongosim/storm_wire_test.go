@@ -3,7 +3,6 @@ package mongosim_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 
+	"github.com/qmlsab/qmlsab/internal/stormtest"
 	"github.com/qmlsab/qmlsab/mongosim"
 )
 
@@ -23,36 +23,6 @@ type stormResult struct {
 	shedTotal, shedQueued           int64
 	oomKills                        int
 	peakRSSMB                       int32
-}
-
-// loadStormData writes the storm's small real collection: 200 documents of
-// ~1 KB in 10 partitions (with --simScanScale 200 they stand for 40 MB).
-func loadStormData(t *testing.T, ctx context.Context, coll *mongo.Collection) {
-	t.Helper()
-	pad := strings.Repeat("x", 900)
-	var docs []any
-	for i := range 200 {
-		docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "p", Value: i % 10}, {Key: "v", Value: i}, {Key: "pad", Value: pad}})
-	}
-	if _, err := coll.InsertMany(ctx, docs); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// stormQuery runs one storm query to the end: a $setWindowFields over the
-// partitions, drained by getMores of 20 documents.
-func stormQuery(ctx context.Context, coll *mongo.Collection) error {
-	cur, err := coll.Aggregate(ctx, mongo.Pipeline{{{Key: "$setWindowFields", Value: bson.D{
-		{Key: "partitionBy", Value: "$p"}, {Key: "sortBy", Value: bson.D{{Key: "_id", Value: 1}}},
-		{Key: "output", Value: bson.D{{Key: "s", Value: bson.D{{Key: "$sum", Value: "$v"}}}}}}}}},
-		options.Aggregate().SetAllowDiskUse(true).SetBatchSize(20))
-	if err != nil {
-		return err
-	}
-	defer cur.Close(context.Background())
-	for cur.Next(ctx) {
-	}
-	return cur.Err()
 }
 
 // runWireStorm drives a short open-loop $setWindowFields storm over the
@@ -71,7 +41,7 @@ func runWireStorm(t *testing.T, arm string, rate float64, d time.Duration) storm
 	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
 	defer cancel()
 	coll := client.Database("storm").Collection("events", options.Collection().SetWriteConcern(writeconcern.Majority()))
-	loadStormData(t, ctx, coll)
+	stormtest.LoadData(t, ctx, coll)
 	var res stormResult
 	var wg sync.WaitGroup
 	stop := time.Now().Add(d)
@@ -97,7 +67,7 @@ func runWireStorm(t *testing.T, arm string, rate float64, d time.Duration) storm
 			defer wg.Done()
 			octx, ocancel := context.WithTimeout(ctx, 20*time.Second)
 			defer ocancel()
-			err := stormQuery(octx, coll)
+			err := stormtest.Query(octx, coll, 20)
 			var ce mongo.CommandError
 			switch {
 			case err == nil:
@@ -185,7 +155,7 @@ func TestWireStormOOMKillsPrimaryAndSetRecovers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 	coll := client.Database("storm").Collection("events", options.Collection().SetWriteConcern(&writeconcern.WriteConcern{W: 3}))
-	loadStormData(t, ctx, coll)
+	stormtest.LoadData(t, ctx, coll)
 	var wg sync.WaitGroup
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) && rs.OOMKills() == 0 {
@@ -195,7 +165,7 @@ func TestWireStormOOMKillsPrimaryAndSetRecovers(t *testing.T) {
 			defer wg.Done()
 			octx, ocancel := context.WithTimeout(ctx, 10*time.Second)
 			defer ocancel()
-			_ = stormQuery(octx, coll) // outcomes are not the point here
+			_ = stormtest.Query(octx, coll, 20) // outcomes are not the point here
 		}()
 	}
 	if rs.OOMKills() == 0 {

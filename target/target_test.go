@@ -16,6 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/internal/stormtest"
 	"github.com/qmlsab/qmlsab/mongosim"
 )
 
@@ -26,9 +27,8 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	mongosimBin = filepath.Join(dir, "mongosim")
-	if out, err := exec.Command("go", "build", "-o", mongosimBin, "../cmd/mongosim").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building cmd/mongosim: %v\n%s", err, out)
+	if mongosimBin, err = stormtest.BuildMongosim(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()

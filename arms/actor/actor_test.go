@@ -5,34 +5,19 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/arms/killop"
+	"github.com/qmlsab/qmlsab/internal/stormtest"
 	"github.com/qmlsab/qmlsab/mongosim"
 )
-
-func windowQuery(ctx context.Context, coll *mongo.Collection) error {
-	cur, err := coll.Aggregate(ctx, mongo.Pipeline{{{Key: "$setWindowFields", Value: bson.D{
-		{Key: "partitionBy", Value: "$p"}, {Key: "sortBy", Value: bson.D{{Key: "_id", Value: 1}}},
-		{Key: "output", Value: bson.D{{Key: "s", Value: bson.D{{Key: "$sum", Value: "$v"}}}}}}}}},
-		options.Aggregate().SetAllowDiskUse(true).SetBatchSize(10))
-	if err != nil {
-		return err
-	}
-	defer cur.Close(context.Background())
-	for cur.Next(ctx) {
-	}
-	return cur.Err()
-}
 
 func TestKillOpActorKillsOnlyItsAppIncludingQueuedOps(t *testing.T) {
 	params := map[string]string{}
@@ -59,14 +44,7 @@ func TestKillOpActorKillsOnlyItsAppIncludingQueuedOps(t *testing.T) {
 	}
 	storm := connect(arms.StormAppName)
 	coll := storm.Database("storm").Collection("events", options.Collection().SetWriteConcern(writeconcern.Majority()))
-	pad := strings.Repeat("x", 900)
-	var docs []any
-	for i := range 200 {
-		docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "p", Value: i % 10}, {Key: "v", Value: i}, {Key: "pad", Value: pad}})
-	}
-	if _, err := coll.InsertMany(ctx, docs); err != nil {
-		t.Fatal(err)
-	}
+	stormtest.LoadData(t, ctx, coll)
 
 	// The actor acts whenever resident memory exceeds 1 % (always, here).
 	cfg := killop.Default(arms.StormAppName)
@@ -83,14 +61,14 @@ func TestKillOpActorKillsOnlyItsAppIncludingQueuedOps(t *testing.T) {
 	var wg sync.WaitGroup
 	var otherErr error
 	wg.Add(1)
-	go func() { defer wg.Done(); otherErr = windowQuery(ctx, other) }()
+	go func() { defer wg.Done(); otherErr = stormtest.Query(ctx, other, 10) }()
 	var stormErrs []error
 	var emu sync.Mutex
 	for range 24 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := windowQuery(ctx, coll)
+			err := stormtest.Query(ctx, coll, 10)
 			emu.Lock()
 			stormErrs = append(stormErrs, err)
 			emu.Unlock()

@@ -1,0 +1,59 @@
+// Package stormtest holds what several packages' tests share: building
+// cmd/mongosim as a binary to launch like mongod, and the small real
+// spill_to_disk data and query the wire tests drive.
+package stormtest
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// BuildMongosim builds cmd/mongosim into dir and returns the binary's path.
+func BuildMongosim(dir string) (string, error) {
+	_, file, _, _ := runtime.Caller(0)
+	pkg := filepath.Join(filepath.Dir(file), "..", "..", "cmd", "mongosim")
+	bin := filepath.Join(dir, "mongosim")
+	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building cmd/mongosim: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// LoadData writes the storm's small real collection: 200 documents of
+// ~1 KB in 10 partitions (with --simScanScale 200 they stand for 40 MB).
+func LoadData(t testing.TB, ctx context.Context, coll *mongo.Collection) {
+	t.Helper()
+	pad := strings.Repeat("x", 900)
+	var docs []any
+	for i := range 200 {
+		docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "p", Value: i % 10}, {Key: "v", Value: i}, {Key: "pad", Value: pad}})
+	}
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Query runs one storm query to the end: a $setWindowFields over the
+// partitions, drained by getMores of batch documents.
+func Query(ctx context.Context, coll *mongo.Collection, batch int32) error {
+	cur, err := coll.Aggregate(ctx, mongo.Pipeline{{{Key: "$setWindowFields", Value: bson.D{
+		{Key: "partitionBy", Value: "$p"}, {Key: "sortBy", Value: bson.D{{Key: "_id", Value: 1}}},
+		{Key: "output", Value: bson.D{{Key: "s", Value: bson.D{{Key: "$sum", Value: "$v"}}}}}}}}},
+		options.Aggregate().SetAllowDiskUse(true).SetBatchSize(batch))
+	if err != nil {
+		return err
+	}
+	defer cur.Close(context.Background())
+	for cur.Next(ctx) {
+	}
+	return cur.Err()
+}
