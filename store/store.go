@@ -1,0 +1,257 @@
+// Package store writes and reads run folders (results/<run-id>/): the
+// manifest, one folder per arm and trial, and the files in it. Every file
+// is written atomically (a temporary file, synced, then renamed), so an
+// interrupted run keeps every trial it finished and never leaves a torn
+// file; one writer at a time holds the folder's lock. The reader checks
+// schema versions and names any corrupt or truncated file.
+package store
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Schema versions of the files this package writes.
+const (
+	ManifestSchema = "qmlsab/run/v1"
+	TrialSchema    = "qmlsab/trial/v1"
+)
+
+// Trial statuses.
+const (
+	Pending     = "pending"
+	Valid       = "valid"
+	Invalid     = "invalid"     // a harness fault; Reason says which
+	Interrupted = "interrupted" // the run was stopped during the trial
+)
+
+// Manifest describes a run.
+type Manifest struct {
+	Schema      string          `json:"schema"`
+	ToolVersion string          `json:"toolVersion"`
+	Created     time.Time       `json:"created"`
+	Host        string          `json:"host"`
+	CommandLine []string        `json:"commandLine"`
+	Workload    json.RawMessage `json:"workload,omitempty"`
+	Arms        json.RawMessage `json:"arms,omitempty"` // redacted
+	Seed        uint64          `json:"seed"`
+	Target      string          `json:"target"`
+	Simulated   bool            `json:"simulated"`
+	Trials      []TrialStatus   `json:"trials"`
+}
+
+// TrialStatus is one trial's place in the run.
+type TrialStatus struct {
+	Arm    string `json:"arm"`
+	Index  int    `json:"index"`
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Trial is a trial's metadata and summary metrics.
+type Trial struct {
+	Schema    string             `json:"schema"`
+	Arm       string             `json:"arm"`
+	Index     int                `json:"index"`
+	Started   time.Time          `json:"started"`
+	Phases    map[string]float64 `json:"phases,omitempty"` // phase -> start, seconds into the trial
+	Metadata  json.RawMessage    `json:"metadata,omitempty"`
+	Metrics   map[string]float64 `json:"metrics"`
+	Simulated bool               `json:"simulated"`
+}
+
+// TrialDir is where a trial's files live in a run folder.
+func TrialDir(run, arm string, index int) string {
+	return filepath.Join(run, arm, "trial-"+strconv.Itoa(index))
+}
+
+// WriteFileAtomic writes data to path so that readers see the old file or
+// the whole new one, never a part: a temporary file in the same folder,
+// synced, then renamed over path.
+func WriteFileAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// WriteJSON writes v as indented JSON, atomically.
+func WriteJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", path, err)
+	}
+	return WriteFileAtomic(path, append(b, '\n'))
+}
+
+// WriteJSONLinesGz writes records as gzip-compressed JSON lines, atomically
+// (for samples and events, which are large).
+func WriteJSONLinesGz[T any](path string, records []T) error {
+	var buf strings.Builder
+	zw := gzip.NewWriter(&buf)
+	enc := json.NewEncoder(zw)
+	for _, r := range records {
+		if err := enc.Encode(r); err != nil {
+			return fmt.Errorf("encoding %s: %w", path, err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return WriteFileAtomic(path, []byte(buf.String()))
+}
+
+// ReadJSONLinesGz reads what WriteJSONLinesGz wrote; a truncated or
+// corrupt file is an error naming it.
+func ReadJSONLinesGz[T any](path string) ([]T, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: corrupt or truncated: %w", path, err)
+	}
+	var out []T
+	sc := bufio.NewScanner(zr)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		var r T
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return nil, fmt.Errorf("%s: record %d: %w", path, line, err)
+		}
+		out = append(out, r)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: corrupt or truncated: %w", path, err)
+	}
+	return out, nil
+}
+
+// Lock takes a run folder for one writer; the lock file holds the
+// writer's pid. A second writer is refused, naming the holder.
+type Lock struct{ path string }
+
+// Acquire locks dir for writing.
+func Acquire(dir string) (*Lock, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	p := filepath.Join(dir, "run.lock")
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		if errors.Is(err, os.ErrExist) {
+			holder, _ := os.ReadFile(p)
+			pid, _ := strconv.Atoi(strings.TrimSpace(string(holder)))
+			if pid > 0 && !processAlive(pid) {
+				// The writer died (SIGKILL): its lock is stale; take it.
+				os.Remove(p)
+				return Acquire(dir)
+			}
+			return nil, fmt.Errorf("%s is being written by another qmlsab (pid %s); refusing to write it too", dir, strings.TrimSpace(string(holder)))
+		}
+		return nil, err
+	}
+	fmt.Fprintf(f, "%d\n", os.Getpid())
+	f.Close()
+	return &Lock{path: p}, nil
+}
+
+// Release gives the folder back.
+func (l *Lock) Release() error { return os.Remove(l.path) }
+
+func processAlive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	return p.Signal(syscall.Signal(0)) == nil
+}
+
+// Run is a run folder as read back.
+type Run struct {
+	Dir      string
+	Manifest Manifest
+	// Trials are the finished trials, by arm, in index order.
+	Trials map[string][]Trial
+}
+
+// Open reads a run folder: the manifest (whose schema must be ours) and
+// every trial the manifest says finished. Trials still running or never
+// finished are not read, so a report of a run in progress sees only
+// finished trials.
+func Open(dir string) (*Run, error) {
+	mpath := filepath.Join(dir, "manifest.json")
+	b, err := os.ReadFile(mpath)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", mpath, err)
+	}
+	r := &Run{Dir: dir, Trials: map[string][]Trial{}}
+	if err := decodeStrict(b, &r.Manifest); err != nil {
+		return nil, fmt.Errorf("%s: corrupt or truncated: %w", mpath, err)
+	}
+	if r.Manifest.Schema != ManifestSchema {
+		return nil, fmt.Errorf("%s: schema %q, this qmlsab reads %q", mpath, r.Manifest.Schema, ManifestSchema)
+	}
+	for _, ts := range r.Manifest.Trials {
+		if ts.Status != Valid && ts.Status != Invalid {
+			continue
+		}
+		tpath := filepath.Join(TrialDir(dir, ts.Arm, ts.Index), "trial.json")
+		tb, err := os.ReadFile(tpath)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", tpath, err)
+		}
+		var t Trial
+		if err := decodeStrict(tb, &t); err != nil {
+			return nil, fmt.Errorf("%s: corrupt or truncated: %w", tpath, err)
+		}
+		if t.Schema != TrialSchema {
+			return nil, fmt.Errorf("%s: schema %q, this qmlsab reads %q", tpath, t.Schema, TrialSchema)
+		}
+		r.Trials[ts.Arm] = append(r.Trials[ts.Arm], t)
+	}
+	return r, nil
+}
+
+func decodeStrict(b []byte, v any) error {
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("trailing data after the document")
+	}
+	return nil
+}

@@ -1,0 +1,155 @@
+package store
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeRun(t *testing.T, dir string) {
+	t.Helper()
+	m := Manifest{Schema: ManifestSchema, ToolVersion: "test", Created: time.Unix(1, 0).UTC(), Seed: 7, Target: "embedded", Simulated: true,
+		Trials: []TrialStatus{{Arm: "D", Index: 1, Status: Valid}, {Arm: "E", Index: 1, Status: Valid}, {Arm: "D", Index: 2, Status: Interrupted}, {Arm: "E", Index: 2, Status: Pending}}}
+	for _, ts := range m.Trials[:2] {
+		tr := Trial{Schema: TrialSchema, Arm: ts.Arm, Index: ts.Index, Metrics: map[string]float64{"availability": 0.97}, Simulated: true}
+		if err := WriteJSON(filepath.Join(TrialDir(dir, ts.Arm, ts.Index), "trial.json"), tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := WriteJSON(filepath.Join(dir, "manifest.json"), m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRunRoundTripReadsOnlyFinishedTrials(t *testing.T) {
+	dir := t.TempDir()
+	writeRun(t, dir)
+	// A trial still being written has a partial folder; it must be ignored.
+	os.MkdirAll(TrialDir(dir, "D", 2), 0o755)
+	os.WriteFile(filepath.Join(TrialDir(dir, "D", 2), "trial.json"), []byte(`{"schema":"qmlsab/tri`), 0o644)
+	r, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Trials["D"]) != 1 || len(r.Trials["E"]) != 1 || r.Trials["D"][0].Metrics["availability"] != 0.97 {
+		t.Fatalf("trials read: %+v", r.Trials)
+	}
+}
+
+func TestOpenNamesTheBadFile(t *testing.T) {
+	for name, breakIt := range map[string]func(dir string) string{
+		"truncated manifest": func(dir string) string {
+			p := filepath.Join(dir, "manifest.json")
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, b[:len(b)/2], 0o644)
+			return p
+		},
+		"truncated trial": func(dir string) string {
+			p := filepath.Join(TrialDir(dir, "E", 1), "trial.json")
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, b[:len(b)-5], 0o644)
+			return p
+		},
+		"other schema version": func(dir string) string {
+			p := filepath.Join(dir, "manifest.json")
+			b, _ := os.ReadFile(p)
+			os.WriteFile(p, []byte(strings.Replace(string(b), ManifestSchema, "qmlsab/run/v9", 1)), 0o644)
+			return p
+		},
+		"missing trial file": func(dir string) string {
+			p := filepath.Join(TrialDir(dir, "D", 1), "trial.json")
+			os.Remove(p)
+			return p
+		},
+	} {
+		dir := t.TempDir()
+		writeRun(t, dir)
+		bad := breakIt(dir)
+		_, err := Open(dir)
+		if err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("%s: error %v does not name %s", name, err, bad)
+		}
+	}
+}
+
+func TestJSONLinesGzRoundTripAndTruncation(t *testing.T) {
+	type rec struct {
+		At int     `json:"at"`
+		V  float64 `json:"v"`
+	}
+	p := filepath.Join(t.TempDir(), "samples.jsonl.gz")
+	var in []rec
+	for i := range 5000 {
+		in = append(in, rec{i, float64(i) / 3})
+	}
+	if err := WriteJSONLinesGz(p, in); err != nil {
+		t.Fatal(err)
+	}
+	out, err := ReadJSONLinesGz[rec](p)
+	if err != nil || len(out) != 5000 || out[4999] != in[4999] {
+		t.Fatalf("round trip: %d records, %v", len(out), err)
+	}
+	b, _ := os.ReadFile(p)
+	os.WriteFile(p, b[:len(b)/2], 0o644)
+	if _, err := ReadJSONLinesGz[rec](p); err == nil || !strings.Contains(err.Error(), p) {
+		t.Fatalf("truncated file: %v", err)
+	}
+}
+
+func TestAtomicWriteThatFailsLeavesWhatWasThere(t *testing.T) {
+	// The final rename cannot replace a non-empty directory (even for
+	// root): the write fails, what was there stays whole, and no temporary
+	// file is left behind.
+	dir := t.TempDir()
+	p := filepath.Join(dir, "trial.json")
+	os.MkdirAll(filepath.Join(p, "inside"), 0o755)
+	if err := WriteFileAtomic(p, []byte("new")); err == nil || !strings.Contains(err.Error(), p) {
+		t.Fatalf("write over a directory: %v (must fail naming %s)", err, p)
+	}
+	if st, err := os.Stat(filepath.Join(p, "inside")); err != nil || !st.IsDir() {
+		t.Fatalf("what was there was damaged: %v", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Fatalf("temporary left behind: %v", entries)
+	}
+}
+
+func TestAtomicWriteReplacesWholeFiles(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "manifest.json")
+	for i := range 20 {
+		if err := WriteFileAtomic(p, []byte(strings.Repeat(strconv.Itoa(i%10), 1000))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Fatalf("temporary files left behind: %v", entries)
+	}
+}
+
+func TestLockRefusesASecondWriterButNotADeadOne(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Acquire(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Acquire(dir); err == nil || !strings.Contains(err.Error(), strconv.Itoa(os.Getpid())) {
+		t.Fatalf("second writer: %v", err)
+	}
+	l.Release()
+	// A writer killed with SIGKILL leaves its lock; its pid is gone.
+	cmd := exec.Command("true")
+	cmd.Run()
+	os.WriteFile(filepath.Join(dir, "run.lock"), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644)
+	l2, err := Acquire(dir)
+	if err != nil {
+		t.Fatalf("a dead writer's lock must not block: %v", err)
+	}
+	l2.Release()
+}
