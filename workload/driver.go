@@ -1,0 +1,233 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
+)
+
+// Driver runs the spill_to_disk workload over the wire: canaries through
+// every phase, the open-loop storm in the storm phase, on a small real
+// collection that stands for the modelled data.
+type Driver struct {
+	Spec SpillToDisk
+	// URI connects to the deployment. It may carry credentials: the
+	// driver never logs or returns it.
+	URI string
+	// RealDocs is the real collection's size (default 400 documents of
+	// ~1 KB in 20 partitions).
+	RealDocs int
+	// DB is the workload's database (default "qmlsab").
+	DB string
+}
+
+// StormResult is one storm query's outcome.
+type StormResult struct {
+	Scheduled time.Time     `json:"scheduled"`
+	Latency   time.Duration `json:"latencyNs"`
+	Stage     string        `json:"stage"`
+	Outcome   Outcome       `json:"outcome"`
+	Code      string        `json:"code,omitempty"`
+}
+
+// CanaryResult is one canary's outcome; OK means it succeeded within the
+// SLO, measured from its scheduled start.
+type CanaryResult struct {
+	Scheduled time.Time     `json:"scheduled"`
+	Latency   time.Duration `json:"latencyNs"`
+	Write     bool          `json:"write"`
+	OK        bool          `json:"ok"`
+	Code      string        `json:"code,omitempty"`
+}
+
+// Results are a trial's workload outcomes.
+type Results struct {
+	PhaseStarts map[string]time.Time
+	Storm       []StormResult
+	Canaries    []CanaryResult
+}
+
+// Availability is canaries that succeeded within the SLO over canaries
+// scheduled (DESIGN.md's availability).
+func (r Results) Availability() float64 {
+	if len(r.Canaries) == 0 {
+		return 0
+	}
+	ok := 0
+	for _, c := range r.Canaries {
+		if c.OK {
+			ok++
+		}
+	}
+	return float64(ok) / float64(len(r.Canaries))
+}
+
+func (d *Driver) defaults() {
+	if d.RealDocs <= 0 {
+		d.RealDocs = 400
+	}
+	if d.DB == "" {
+		d.DB = "qmlsab"
+	}
+}
+
+// client connects with an appName and no retries of its own: every shed,
+// kill and failure must reach the measurement (maxAdaptiveRetries=0 turns
+// off the driver's overload retries).
+func (d *Driver) client(app string) (*mongo.Client, error) {
+	return mongo.Connect(options.Client().ApplyURI(d.URI).SetAppName(app).SetRetryReads(false).SetRetryWrites(false).
+		SetMaxAdaptiveRetries(0).SetServerSelectionTimeout(d.Spec.ServerSelectionTimeout))
+}
+
+// Load writes the real collection unless it is already there
+// (idempotent): RealDocs documents of ~1 KB in 20 partitions.
+func (d *Driver) Load(ctx context.Context) error {
+	d.defaults()
+	c, err := d.client(d.Spec.AppName + "-loader")
+	if err != nil {
+		return err
+	}
+	defer c.Disconnect(context.Background())
+	coll := c.Database(d.DB).Collection("events", options.Collection().SetWriteConcern(writeconcern.Majority()))
+	n, err := coll.CountDocuments(ctx, bson.D{})
+	if err != nil {
+		return fmt.Errorf("loading: counting: %w", err)
+	}
+	if n == int64(d.RealDocs) {
+		return nil
+	}
+	if n > 0 {
+		if err := coll.Drop(ctx); err != nil {
+			return fmt.Errorf("loading: %w", err)
+		}
+	}
+	pad := strings.Repeat("x", 900)
+	docs := make([]any, d.RealDocs)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: i}, {Key: "p", Value: i % 20}, {Key: "v", Value: i}, {Key: "pad", Value: pad}}
+	}
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		return fmt.Errorf("loading: %w", err)
+	}
+	return nil
+}
+
+// pipeline is the storm query for a stage.
+func pipeline(stage string) mongo.Pipeline {
+	switch stage {
+	case "$sort":
+		return mongo.Pipeline{{{Key: "$sort", Value: bson.D{{Key: "v", Value: -1}}}}}
+	case "$group":
+		return mongo.Pipeline{{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$p"}, {Key: "total", Value: bson.D{{Key: "$sum", Value: "$v"}}}}}}}
+	}
+	return mongo.Pipeline{{{Key: "$setWindowFields", Value: bson.D{
+		{Key: "partitionBy", Value: "$p"}, {Key: "sortBy", Value: bson.D{{Key: "_id", Value: 1}}},
+		{Key: "output", Value: bson.D{{Key: "run", Value: bson.D{{Key: "$sum", Value: "$v"},
+			{Key: "window", Value: bson.D{{Key: "documents", Value: bson.A{"unbounded", "current"}}}}}}}}}}}}
+}
+
+// Run runs the phases from start and returns every outcome.
+func (d *Driver) Run(ctx context.Context, start time.Time, seed uint64) (Results, error) {
+	d.defaults()
+	storm, err := d.client(d.Spec.AppName)
+	if err != nil {
+		return Results{}, err
+	}
+	defer storm.Disconnect(context.Background())
+	canary, err := d.client(d.Spec.CanaryAppName)
+	if err != nil {
+		return Results{}, err
+	}
+	defer canary.Disconnect(context.Background())
+	ph := d.Spec.Phases
+	stormStart, stormEnd := start.Add(ph.Warmup), start.Add(ph.Warmup+ph.Storm)
+	end := start.Add(ph.Total())
+	res := Results{PhaseStarts: map[string]time.Time{"warmup": start, "storm": stormStart, "recovery": stormEnd, "end": end}}
+
+	events := storm.Database(d.DB).Collection("events")
+	rng := rand.New(rand.NewPCG(seed, 0x570))
+	var rmu sync.Mutex
+	stages := make(map[time.Time]string)
+	pick := func() string {
+		rmu.Lock()
+		defer rmu.Unlock()
+		x, total := rng.Float64(), 0.0
+		for _, m := range d.Spec.Mix {
+			total += m.Weight
+		}
+		x *= total
+		for _, m := range d.Spec.Mix {
+			if x < m.Weight {
+				return m.Stage
+			}
+			x -= m.Weight
+		}
+		return d.Spec.Mix[len(d.Spec.Mix)-1].Stage
+	}
+	var wg sync.WaitGroup
+	var stormRes []Result
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		stormRes = OpenLoop{Rate: d.Spec.StormRate, Poisson: true, Seed: seed}.Run(ctx, stormStart, stormEnd, func(ctx context.Context, at time.Time) error {
+			stage := pick()
+			rmu.Lock()
+			stages[at] = stage
+			rmu.Unlock()
+			opts := options.Aggregate().SetAllowDiskUse(true)
+			if d.Spec.BatchDocs > 0 {
+				opts.SetBatchSize(int32(max(d.Spec.BatchDocs/1000, 10)))
+			}
+			cur, err := events.Aggregate(ctx, pipeline(stage), opts)
+			if err != nil {
+				return err
+			}
+			defer cur.Close(context.Background())
+			for cur.Next(ctx) {
+			}
+			return cur.Err()
+		})
+	}()
+	canaries := canary.Database(d.DB).Collection("canary", options.Collection().SetWriteConcern(&writeconcern.WriteConcern{W: 1}))
+	var seq atomic.Int64
+	var writes sync.Map // scheduled time -> the canary was a write
+	canaryRes := OpenLoop{Rate: d.Spec.CanaryRate}.Run(ctx, start, end, func(ctx context.Context, at time.Time) error {
+		cctx, cancel := context.WithDeadline(ctx, at.Add(max(d.Spec.CanarySLO*5, 5*time.Second)))
+		defer cancel()
+		i := seq.Add(1)
+		write := i%2 == 0
+		writes.Store(at, write)
+		if write {
+			_, err := canaries.InsertOne(cctx, bson.D{{Key: "at", Value: at}})
+			return err
+		}
+		err := canaries.FindOne(cctx, bson.D{{Key: "_id", Value: i % 97}}).Err()
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return nil
+		}
+		return err
+	})
+	wg.Wait()
+	for _, r := range stormRes {
+		o, code := Classify(r.Err)
+		res.Storm = append(res.Storm, StormResult{Scheduled: r.Scheduled, Latency: r.Latency, Stage: stages[r.Scheduled], Outcome: o, Code: code})
+	}
+	for _, r := range canaryRes {
+		_, code := Classify(r.Err)
+		w, _ := writes.Load(r.Scheduled)
+		write, _ := w.(bool)
+		res.Canaries = append(res.Canaries, CanaryResult{Scheduled: r.Scheduled, Latency: r.Latency, Write: write,
+			OK: r.Err == nil && r.Latency <= d.Spec.CanarySLO, Code: code})
+	}
+	return res, nil
+}

@@ -1,0 +1,75 @@
+package workload
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/mongosim"
+)
+
+func TestDriverRunsTheStormAndCanariesOverTheWire(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time workload")
+	}
+	f, _ := arms.Lookup("F")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rs, err := mongosim.StartReplicaSet(ctx, mongosim.ReplicaSetOptions{Parameters: f.SetParameters, MemLimitMB: 4096,
+		Sim: mongosim.SimOptions{CPUs: 4, BaselineMB: 512, ScanScale: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rs.Close)
+	spec := DefaultSpillToDisk()
+	spec.Phases = Phases{Warmup: time.Second, Storm: 3 * time.Second, Recovery: time.Second}
+	spec.StormRate, spec.CanaryRate = 20, 20
+	spec.ServerSelectionTimeout = 10 * time.Second
+	d := &Driver{Spec: spec, URI: rs.URI()}
+	if err := d.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Load(ctx); err != nil { // idempotent: the data is there already
+		t.Fatalf("second load: %v", err)
+	}
+	start := time.Now().Add(200 * time.Millisecond)
+	res, err := d.Run(ctx, start, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(res.Canaries); n < 95 || n > 101 {
+		t.Errorf("%d canaries over 5 s at 20/s", n)
+	}
+	if n := len(res.Storm); n < 30 || n > 100 {
+		t.Errorf("%d storm queries over 3 s at a Poisson 20/s", n)
+	}
+	writes, stages := 0, map[string]int{}
+	for _, c := range res.Canaries {
+		if c.Write {
+			writes++
+		}
+		if c.Scheduled.Before(start) || c.Scheduled.After(res.PhaseStarts["end"]) || c.Latency < 0 {
+			t.Fatalf("canary outside its schedule: %+v", c)
+		}
+	}
+	if writes < len(res.Canaries)/2-1 || writes > len(res.Canaries)/2+1 {
+		t.Errorf("%d of %d canaries were writes; they alternate", writes, len(res.Canaries))
+	}
+	for _, s := range res.Storm {
+		stages[s.Stage]++
+		if s.Outcome == "" || s.Scheduled.Before(res.PhaseStarts["storm"]) || !s.Scheduled.Before(res.PhaseStarts["recovery"]) {
+			t.Fatalf("storm query outside the storm phase or unclassified: %+v", s)
+		}
+		if s.Outcome == Failed {
+			t.Errorf("storm query failed with %s (expected completed, shed or killed)", s.Code)
+		}
+	}
+	if stages["$setWindowFields"] == 0 {
+		t.Errorf("the storm's mix lacks $setWindowFields: %v", stages)
+	}
+	if a := res.Availability(); a < 0.9 {
+		t.Errorf("availability %.2f under a light storm on F", a)
+	}
+	t.Logf("%d canaries (availability %.2f), %d storm queries %v", len(res.Canaries), res.Availability(), len(res.Storm), stages)
+}
