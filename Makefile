@@ -23,6 +23,8 @@ vet:
 
 race:
 	$(GO) test -race -short -count=1 $(RACE_PKGS)
+	# The orchestrator runs trials concurrently: one real-time run under -race.
+	$(GO) test -race -count=1 -run '^TestRunWritesInterleavedValidTrials$$' ./run/
 
 # Short fuzz runs of every fuzz target (seed corpora live in testdata/fuzz).
 fuzz:

@@ -19,7 +19,8 @@ type embedded struct {
 func provisionEmbedded(ctx context.Context, arm arms.Arm, opts Options) (Deployment, error) {
 	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	rs, err := mongosim.StartReplicaSet(sctx, mongosim.ReplicaSetOptions{Parameters: arm.SetParameters, Logger: opts.Logger})
+	rs, err := mongosim.StartReplicaSet(sctx, mongosim.ReplicaSetOptions{Parameters: arm.SetParameters, Logger: opts.Logger,
+		Sim: opts.Sim, MemLimitMB: opts.SimMemLimitMB})
 	if err != nil {
 		return nil, fmt.Errorf("arm %s: starting the embedded mongosim set: %w", arm.Name, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/mongosim"
 )
 
 // Deployment is a provisioned target.
@@ -51,7 +52,12 @@ type Options struct {
 	// MemberMemLimitMB caps each member's memory on the local target
 	// (cmd/mongosim binaries only: --simMemLimitMB). 0: no cap.
 	MemberMemLimitMB int64
-	Logger           *slog.Logger
+	// Sim configures the embedded target's mongosim members (hardware, and
+	// how many modelled documents one real document stands for).
+	Sim mongosim.SimOptions
+	// SimMemLimitMB is the embedded members' memory limit (0: 32 GiB).
+	SimMemLimitMB int64
+	Logger        *slog.Logger
 }
 
 // Provision creates the arm's deployment and applies its parameters.

@@ -1,0 +1,278 @@
+// Package run carries out an experiment: it provisions each trial's
+// deployment, drives the workload with the arm's actors beside it, samples
+// the members, and writes every finished trial to the run folder. Trials of
+// different arms are interleaved (D1 E1 D2 E2 …) so drift hits all arms
+// alike; an interrupted run keeps its finished trials and Resume completes
+// it.
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/arms/actor"
+	"github.com/qmlsab/qmlsab/collect"
+	"github.com/qmlsab/qmlsab/mongosim"
+	"github.com/qmlsab/qmlsab/store"
+	"github.com/qmlsab/qmlsab/target"
+	"github.com/qmlsab/qmlsab/workload"
+)
+
+// Config is an experiment.
+type Config struct {
+	Arms     []arms.Arm
+	N        int
+	Workload workload.SpillToDisk
+	// Dir is the run folder; with Resume, an existing one to complete.
+	Dir    string
+	Resume bool
+	Seed   uint64
+	// Parallel trials at once (0: all at once on the embedded target, one
+	// at a time elsewhere).
+	Parallel       int
+	AllowRemote    bool
+	SampleInterval time.Duration
+	// Sim is the embedded target's mongosim configuration.
+	Sim           mongosim.SimOptions
+	SimMemLimitMB int64
+	ToolVersion   string
+	CommandLine   []string
+	Log           *slog.Logger
+	// Progress receives one line per trial start and finish.
+	Progress io.Writer
+}
+
+// Execute runs (or resumes) the experiment and returns the run folder.
+func Execute(ctx context.Context, cfg Config) (string, error) {
+	if cfg.N < 1 {
+		return "", errors.New("--n must be at least 1")
+	}
+	if len(cfg.Arms) == 0 {
+		return "", errors.New("no arms to run")
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.Progress == nil {
+		cfg.Progress = io.Discard
+	}
+	// Trials run concurrently; their progress lines must not interleave.
+	var pmu sync.Mutex
+	progress := func(format string, args ...any) {
+		pmu.Lock()
+		defer pmu.Unlock()
+		fmt.Fprintf(cfg.Progress, format, args...)
+	}
+	if cfg.SampleInterval <= 0 {
+		cfg.SampleInterval = time.Second
+	}
+	lock, err := store.Acquire(cfg.Dir)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Release()
+	m, err := manifest(cfg)
+	if err != nil {
+		return "", err
+	}
+	var mu sync.Mutex
+	save := func(update func(*store.Manifest)) error {
+		mu.Lock()
+		defer mu.Unlock()
+		update(&m)
+		return store.WriteJSON(filepath.Join(cfg.Dir, "manifest.json"), m)
+	}
+	if err := save(func(*store.Manifest) {}); err != nil {
+		return "", err
+	}
+	parallel := cfg.Parallel
+	if parallel <= 0 {
+		parallel = len(m.Trials)
+		for _, a := range cfg.Arms {
+			if a.Target != arms.TargetEmbedded && a.Target != "" {
+				parallel = 1
+			}
+		}
+	}
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	var writeErr error
+	for i, ts := range m.Trials {
+		if ts.Status == store.Valid || ts.Status == store.Invalid {
+			continue // finished before a resume
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		arm := cfg.Arms[slices.IndexFunc(cfg.Arms, func(a arms.Arm) bool { return a.Name == ts.Arm })]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			progress("trial %s#%d: started\n", ts.Arm, ts.Index)
+			status, reason := runTrial(ctx, cfg, arm, ts.Index, cfg.Seed+uint64(i))
+			progress("trial %s#%d: %s %s\n", ts.Arm, ts.Index, status, reason)
+			if err := save(func(m *store.Manifest) { m.Trials[i].Status, m.Trials[i].Reason = status, reason }); err != nil {
+				mu.Lock()
+				writeErr = errors.Join(writeErr, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if writeErr != nil {
+		return cfg.Dir, fmt.Errorf("the run stopped: %w (finished trials are intact)", writeErr)
+	}
+	if ctx.Err() != nil {
+		return cfg.Dir, fmt.Errorf("interrupted; finished trials are kept, resume with: qmlsab run --resume %s", cfg.Dir)
+	}
+	return cfg.Dir, nil
+}
+
+// manifest builds the run's manifest, or reads it back to resume.
+func manifest(cfg Config) (store.Manifest, error) {
+	path := filepath.Join(cfg.Dir, "manifest.json")
+	if cfg.Resume {
+		r, err := store.Open(cfg.Dir)
+		if err != nil {
+			return store.Manifest{}, err
+		}
+		m := r.Manifest
+		for i := range m.Trials {
+			if m.Trials[i].Status == store.Interrupted {
+				m.Trials[i].Status, m.Trials[i].Reason = store.Pending, ""
+			}
+		}
+		return m, nil
+	}
+	if _, err := os.Stat(path); err == nil {
+		return store.Manifest{}, fmt.Errorf("%s already holds a run; use --resume %s or another --out", cfg.Dir, cfg.Dir)
+	}
+	host, _ := os.Hostname()
+	redacted := make([]arms.Arm, len(cfg.Arms))
+	for i, a := range cfg.Arms {
+		redacted[i] = a.Redacted()
+	}
+	armsYAML, _ := arms.Marshal(redacted)
+	armsJSON, _ := json.Marshal(string(armsYAML))
+	wl, _ := json.Marshal(cfg.Workload)
+	m := store.Manifest{Schema: store.ManifestSchema, ToolVersion: cfg.ToolVersion, Created: time.Now().UTC(), Host: host,
+		CommandLine: redactArgs(cfg.CommandLine), Workload: wl, Arms: armsJSON, Seed: cfg.Seed, Target: cfg.Arms[0].Target}
+	for _, a := range cfg.Arms {
+		m.Simulated = m.Simulated || a.Target == arms.TargetEmbedded || a.Target == ""
+	}
+	for i := 1; i <= cfg.N; i++ { // interleaved: D1 E1 D2 E2 …
+		for _, a := range cfg.Arms {
+			m.Trials = append(m.Trials, store.TrialStatus{Arm: a.Name, Index: i, Status: store.Pending})
+		}
+	}
+	return m, nil
+}
+
+func redactArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if len(a) > 10 && (a[:10] == "mongodb://" || (len(a) > 14 && a[:14] == "mongodb+srv://")) {
+			a = arms.RedactURI(a)
+		}
+		out[i] = a
+	}
+	return out
+}
+
+// runTrial provisions, drives and records one trial. Failures of the
+// system under test are outcomes; only harness faults make it invalid.
+func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uint64) (status, reason string) {
+	dir := store.TrialDir(cfg.Dir, arm.Name, index)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return store.Invalid, err.Error()
+	}
+	dep, err := target.Provision(ctx, arm, target.Options{Dir: dir, AllowRemote: cfg.AllowRemote, Logger: cfg.Log,
+		Sim: cfg.Sim, SimMemLimitMB: cfg.SimMemLimitMB})
+	if err != nil {
+		if ctx.Err() != nil {
+			return store.Interrupted, ""
+		}
+		return store.Invalid, "provisioning: " + err.Error()
+	}
+	defer dep.Close(context.Background())
+	d := &workload.Driver{Spec: cfg.Workload, URI: dep.URI()}
+	if err := d.Load(ctx); err != nil {
+		if ctx.Err() != nil {
+			return store.Interrupted, ""
+		}
+		return store.Invalid, "loading data: " + err.Error()
+	}
+	tctx, stop := context.WithCancel(ctx)
+	defer stop()
+	sampler := &collect.Sampler{Members: dep.Members(), Interval: cfg.SampleInterval}
+	var bg sync.WaitGroup
+	bg.Go(func() { sampler.Run(tctx) })
+	var kmu sync.Mutex
+	var kills []actor.KillEvent
+	if k := arm.KillOp(); k != nil {
+		c, err := mongo.Connect(options.Client().ApplyURI(dep.URI()).SetAppName("qmlsab-killop"))
+		if err == nil {
+			defer c.Disconnect(context.Background())
+			bg.Go(func() {
+				_ = actor.KillOp(tctx, c, *k, func(e actor.KillEvent) { kmu.Lock(); kills = append(kills, e); kmu.Unlock() })
+			})
+		}
+	}
+	for _, a := range arm.Actors {
+		if a.Exec != nil {
+			stopExec, err := actor.Exec(*a.Exec, dep.URI(), filepath.Join(dir, "exec-actor.log"))
+			if err != nil {
+				return store.Invalid, err.Error()
+			}
+			defer stopExec()
+		}
+	}
+	start := time.Now().Add(500 * time.Millisecond)
+	res, err := d.Run(tctx, start, seed)
+	stop()
+	bg.Wait()
+	if ctx.Err() != nil {
+		return store.Interrupted, ""
+	}
+	if err != nil {
+		return store.Invalid, "workload: " + err.Error()
+	}
+	samples := sampler.Samples()
+	kmu.Lock()
+	defer kmu.Unlock()
+	trial := store.Trial{Schema: store.TrialSchema, Arm: arm.Name, Index: index, Started: start, Simulated: dep.Simulated(),
+		Phases:  map[string]float64{"warmup": 0, "storm": res.PhaseStarts["storm"].Sub(start).Seconds(), "recovery": res.PhaseStarts["recovery"].Sub(start).Seconds()},
+		Metrics: Summarize(res, samples, kills)}
+	meta, _ := json.Marshal(map[string]any{"target": dep.Describe(), "members": dep.Startup(), "seed": seed})
+	trial.Metadata = meta
+	for _, w := range []error{
+		store.WriteJSONLinesGz(filepath.Join(dir, "samples.jsonl.gz"), samples),
+		store.WriteJSONLinesGz(filepath.Join(dir, "storm.jsonl.gz"), res.Storm),
+		store.WriteJSONLinesGz(filepath.Join(dir, "canaries.jsonl.gz"), res.Canaries),
+		store.WriteJSONLinesGz(filepath.Join(dir, "events.jsonl.gz"), kills),
+		store.WriteJSON(filepath.Join(dir, "trial.json"), trial),
+	} {
+		if w != nil {
+			return store.Invalid, "writing results: " + w.Error()
+		}
+	}
+	return store.Valid, ""
+}

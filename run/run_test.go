@@ -1,0 +1,155 @@
+package run
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/mongosim"
+	"github.com/qmlsab/qmlsab/store"
+	"github.com/qmlsab/qmlsab/workload"
+)
+
+func quickConfig(t *testing.T, dir string, n int) Config {
+	sel, err := arms.Select([]string{"D", "E"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := workload.DefaultSpillToDisk()
+	w.Phases = workload.Phases{Warmup: time.Second, Storm: 3 * time.Second, Recovery: time.Second}
+	w.StormRate, w.CanaryRate = 15, 10
+	w.ServerSelectionTimeout = 10 * time.Second
+	return Config{Arms: sel, N: n, Workload: w, Dir: dir, Seed: 1, SampleInterval: 250 * time.Millisecond,
+		Sim: mongosim.SimOptions{CPUs: 4, BaselineMB: 512, ScanScale: 100}, SimMemLimitMB: 4096, ToolVersion: "test",
+		CommandLine: []string{"qmlsab", "run", "--arms", "D,E"}}
+}
+
+func TestRunWritesInterleavedValidTrials(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time trials")
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	var progress bytes.Buffer
+	cfg := quickConfig(t, dir, 2)
+	cfg.Progress = &progress
+	if _, err := Execute(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	r, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, ts := range r.Manifest.Trials {
+		order = append(order, ts.Arm+string(rune('0'+ts.Index)))
+		if ts.Status != store.Valid {
+			t.Errorf("trial %s#%d: %s %s", ts.Arm, ts.Index, ts.Status, ts.Reason)
+		}
+	}
+	if strings.Join(order, " ") != "D1 E1 D2 E2" {
+		t.Errorf("trial order %v, want interleaved D1 E1 D2 E2", order)
+	}
+	if !r.Manifest.Simulated {
+		t.Error("a run on the embedded target must say it is simulated")
+	}
+	for _, arm := range []string{"D", "E"} {
+		if len(r.Trials[arm]) != 2 {
+			t.Fatalf("%s: %d trials read back", arm, len(r.Trials[arm]))
+		}
+		for _, tr := range r.Trials[arm] {
+			for _, k := range []string{"availability", "failovers", "restarts", "read_tickets_median", "rss_peak_bytes", "storm_completed", "canary_p99_ms"} {
+				if _, ok := tr.Metrics[k]; !ok {
+					t.Errorf("%s#%d lacks metric %s: %v", arm, tr.Index, k, tr.Metrics)
+				}
+			}
+			if !tr.Simulated {
+				t.Errorf("%s#%d not marked simulated", arm, tr.Index)
+			}
+			for _, f := range []string{"samples.jsonl.gz", "storm.jsonl.gz", "canaries.jsonl.gz", "events.jsonl.gz"} {
+				if _, err := os.Stat(filepath.Join(store.TrialDir(dir, arm, tr.Index), f)); err != nil {
+					t.Errorf("%s#%d: %v", arm, tr.Index, err)
+				}
+			}
+		}
+	}
+	if strings.Count(progress.String(), "valid") != 4 {
+		t.Errorf("progress lines:\n%s", progress.String())
+	}
+	if _, err := Execute(context.Background(), quickConfig(t, dir, 2)); err == nil || !strings.Contains(err.Error(), "--resume") {
+		t.Errorf("a second run into the same folder: %v", err)
+	}
+}
+
+func TestInterruptedRunResumesToExactlyNTrials(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time trials")
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	cfg := quickConfig(t, dir, 2)
+	cfg.Parallel = 1
+	ctx, cancel := context.WithCancel(context.Background())
+	var progress syncBuffer
+	cfg.Progress = &progress
+	go func() { // Ctrl-C once the first trial has finished
+		for !strings.Contains(progress.String(), "D#1: valid") {
+			time.Sleep(20 * time.Millisecond)
+		}
+		cancel()
+	}()
+	_, err := Execute(ctx, cfg)
+	if err == nil || !strings.Contains(err.Error(), "--resume") {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	r, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	valid := 0
+	for _, ts := range r.Manifest.Trials {
+		if ts.Status == store.Valid {
+			valid++
+		}
+	}
+	if valid < 1 || valid > 2 {
+		t.Fatalf("%d valid trials after the interrupt, want the finished ones (1 or 2)", valid)
+	}
+	resume := quickConfig(t, dir, 2)
+	resume.Resume = true
+	if _, err := Execute(context.Background(), resume); err != nil {
+		t.Fatal(err)
+	}
+	r, err = store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, arm := range []string{"D", "E"} {
+		seen := map[int]bool{}
+		for _, tr := range r.Trials[arm] {
+			if seen[tr.Index] {
+				t.Fatalf("%s#%d twice", arm, tr.Index)
+			}
+			seen[tr.Index] = true
+		}
+		if len(seen) != 2 {
+			t.Fatalf("%s: %d valid trials after resume, want exactly 2", arm, len(seen))
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
