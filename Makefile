@@ -6,7 +6,7 @@ PKGS    := ./...
 RACE_PKGS := ./mongosim/... ./target/... ./arms/... ./collect/...
 FUZZTIME ?= 10s
 
-.PHONY: all build test vet fmt-check race fuzz mongosh-check run bench clean
+.PHONY: all build test vet fmt-check race fuzz mongosh-check run calibrate bench clean
 
 all: build
 
@@ -46,7 +46,11 @@ bench: build
 
 # Until `qmlsab run` lands: the seed's D-vs-E A/B on mongosim's model
 # (virtual time, n = 5 seeds per arm), printed beside the seed's figures.
+PROFILE ?= default
 run: build
+	$(BIN)/qmlsab run --arms D,E --n 5 --profile $(PROFILE)
+
+calibrate: build
 	$(BIN)/mongosim calibrate --arms D,E --seeds 5
 
 clean:

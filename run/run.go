@@ -88,6 +88,17 @@ func Execute(ctx context.Context, cfg Config) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if cfg.Resume {
+		// A resumed run keeps the workload it started with.
+		if err := json.Unmarshal(m.Workload, &cfg.Workload); err != nil {
+			return "", fmt.Errorf("%s: workload: %w", filepath.Join(cfg.Dir, "manifest.json"), err)
+		}
+	}
+	for _, ts := range m.Trials {
+		if !slices.ContainsFunc(cfg.Arms, func(a arms.Arm) bool { return a.Name == ts.Arm }) {
+			return "", fmt.Errorf("the run has trials of arm %q, which is not among the arms given", ts.Arm)
+		}
+	}
 	var mu sync.Mutex
 	save := func(update func(*store.Manifest)) error {
 		mu.Lock()

@@ -136,6 +136,9 @@ func pipeline(stage string) mongo.Pipeline {
 			{Key: "window", Value: bson.D{{Key: "documents", Value: bson.A{"unbounded", "current"}}}}}}}}}}}}
 }
 
+// stormDrain is how long storm ops may outlive the trial.
+const stormDrain = 10 * time.Second
+
 // Run runs the phases from start and returns every outcome.
 func (d *Driver) Run(ctx context.Context, start time.Time, seed uint64) (Results, error) {
 	d.defaults()
@@ -184,6 +187,11 @@ func (d *Driver) Run(ctx context.Context, start time.Time, seed uint64) (Results
 			rmu.Lock()
 			stages[at] = stage
 			rmu.Unlock()
+			// An op may drain for stormDrain after the trial ends; one still
+			// running then is counted as failed (Timeout). This bounds a
+			// trial's length when the server queues ops for minutes.
+			ctx, cancel := context.WithDeadline(ctx, end.Add(stormDrain))
+			defer cancel()
 			opts := options.Aggregate().SetAllowDiskUse(true)
 			if d.Spec.BatchDocs > 0 {
 				opts.SetBatchSize(int32(max(d.Spec.BatchDocs/1000, 10)))

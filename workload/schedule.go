@@ -129,11 +129,11 @@ func Classify(err error) (Outcome, string) {
 	if errors.As(err, &we) && len(we.WriteErrors) > 0 {
 		return Failed, "WriteError"
 	}
-	switch {
-	case mongo.IsNetworkError(err):
-		return Failed, "NetworkError"
+	switch { // a deadline that cut a read short is a timeout, not a network fault
 	case mongo.IsTimeout(err), errors.Is(err, context.DeadlineExceeded):
 		return Failed, "Timeout"
+	case mongo.IsNetworkError(err):
+		return Failed, "NetworkError"
 	case errors.Is(err, mongo.ErrClientDisconnected):
 		return Failed, "ClientDisconnected"
 	}

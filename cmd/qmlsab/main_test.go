@@ -11,10 +11,11 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/store"
 )
 
-// run runs the CLI in-process and returns its output and exit code.
-func run(t *testing.T, args ...string) (string, int) {
+// qmlsab runs the CLI in-process and returns its output and exit code.
+func qmlsab(t *testing.T, args ...string) (string, int) {
 	t.Helper()
 	app := newApp()
 	var out bytes.Buffer
@@ -35,7 +36,7 @@ func run(t *testing.T, args ...string) (string, int) {
 }
 
 func TestArmsListAndShow(t *testing.T) {
-	out, code := run(t, "arms", "list")
+	out, code := qmlsab(t, "arms", "list")
 	if code != 0 {
 		t.Fatalf("arms list exit %d: %s", code, out)
 	}
@@ -44,7 +45,7 @@ func TestArmsListAndShow(t *testing.T) {
 			t.Errorf("arms list lacks arm %q:\n%s", name, out)
 		}
 	}
-	out, code = run(t, "arms", "show", "F")
+	out, code = qmlsab(t, "arms", "show", "F")
 	if code != 0 {
 		t.Fatalf("arms show F exit %d: %s", code, out)
 	}
@@ -58,28 +59,84 @@ func TestArmsFileOverridesAndErrors(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "arms.yaml")
 	os.WriteFile(good, []byte("arms:\n  - name: U\n    target: uri\n    uri: mongodb://bob:pa55@127.0.0.1:27017/?replicaSet=rs0\n"), 0o644)
-	out, code := run(t, "arms", "show", "--arms-file", good, "U")
+	out, code := qmlsab(t, "arms", "show", "--arms-file", good, "U")
 	if code != 0 || strings.Contains(out, "pa55") || !strings.Contains(out, "bob:<redacted>@127.0.0.1:27017") {
 		t.Fatalf("show of a uri arm (exit %d) must redact the password:\n%s", code, out)
 	}
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("arms:\n  - name: X\n    colour: blue\n"), 0o644)
 	for _, args := range [][]string{{"arms", "list", "--arms-file", bad}, {"arms", "show", "--arms-file", bad, "X"}} {
-		out, code := run(t, args...)
+		out, code := qmlsab(t, args...)
 		if code != 1 || !strings.Contains(out, bad+`:3: unknown key "colour"`) {
 			t.Errorf("%v: exit %d, output %q; want exit 1 naming %s:3", args, code, out, bad)
 		}
 	}
-	out, code = run(t, "arms", "list", "--arms-file", filepath.Join(dir, "missing.yaml"))
+	out, code = qmlsab(t, "arms", "list", "--arms-file", filepath.Join(dir, "missing.yaml"))
 	if code != 1 || !strings.Contains(out, "missing.yaml") {
 		t.Errorf("missing file: exit %d %q", code, out)
 	}
-	out, code = run(t, "arms", "show", "U", "--arms-file", good)
+	out, code = qmlsab(t, "arms", "show", "U", "--arms-file", good)
 	if code != 1 || !strings.Contains(out, "after the flags") {
 		t.Errorf("flags after the name: exit %d %q; want a message saying where flags go", code, out)
 	}
-	out, code = run(t, "arms", "show", "Z")
+	out, code = qmlsab(t, "arms", "show", "Z")
 	if code != 1 || !strings.Contains(out, `unknown arm "Z"`) {
 		t.Errorf("unknown arm: exit %d %q", code, out)
+	}
+}
+
+func TestRunRejectsBadFlagsByName(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--profile", "fast"}, "--profile"},
+		{[]string{"run", "--arms", "D,Q"}, `unknown arm "Q"`},
+		{[]string{"run", "--n", "0"}, "--n"},
+		{[]string{"run", "--workload", "nope"}, "--workload"},
+		{[]string{"run", "--resume", filepath.Join(t.TempDir(), "missing")}, "--resume"},
+	} {
+		out, code := qmlsab(t, tc.args...)
+		if code == 0 || !strings.Contains(out, tc.want) {
+			t.Errorf("%v: exit %d, output %q; want an error naming %s", tc.args, code, out, tc.want)
+		}
+	}
+}
+
+func TestRunQuickProfileWritesASimulatedRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time trials")
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	out, code := qmlsab(t, "run", "--arms", "D,E", "--n", "1", "--profile", "quick", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if !strings.Contains(out, "SIMULATED") {
+		t.Errorf("a run on mongosim must say it is simulated:\n%s", out)
+	}
+	r, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, arm := range []string{"D", "E"} {
+		if len(r.Trials[arm]) != 1 {
+			t.Fatalf("%s: %d trials", arm, len(r.Trials[arm]))
+		}
+		tr := r.Trials[arm][0]
+		if tr.Metrics["storm_completed"]+tr.Metrics["storm_shed"]+tr.Metrics["storm_killed"]+tr.Metrics["storm_failed"] == 0 {
+			t.Errorf("%s: no storm ops recorded: %v", arm, tr.Metrics)
+		}
+	}
+	// E sheds in the server; D's killOp actor kills instead.
+	if r.Trials["E"][0].Metrics["storm_shed"] == 0 || r.Trials["D"][0].Metrics["storm_shed"] != 0 {
+		t.Errorf("E should shed and D should not: E %v, D %v", r.Trials["E"][0].Metrics, r.Trials["D"][0].Metrics)
+	}
+	if r.Trials["D"][0].Metrics["storm_killed"] == 0 {
+		t.Errorf("D's killOp actor killed nothing: %v", r.Trials["D"][0].Metrics)
+	}
+	out, code = qmlsab(t, "run", "--resume", dir)
+	if code != 0 || strings.Count(out, "started") != 0 {
+		t.Errorf("resuming a finished run must run nothing (exit %d):\n%s", code, out)
 	}
 }

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/mongosim"
+	"github.com/qmlsab/qmlsab/run"
+	"github.com/qmlsab/qmlsab/store"
+	"github.com/qmlsab/qmlsab/workload"
+)
+
+// profiles scale the workload's phases: quick is for CI and smoke tests,
+// long for a nightly run that wants more storm per trial.
+var profiles = map[string]float64{"quick": 0.1, "default": 1, "long": 2}
+
+func runCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "run",
+		Usage: "run the A/B experiment: each arm n times, interleaved, into a results folder",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "arms", Value: "D,E", Usage: "comma-separated arm names; the first is the baseline"},
+			armsFileFlag,
+			&cli.IntFlag{Name: "n", Value: 5, Usage: "trials per arm"},
+			&cli.StringFlag{Name: "workload", Value: "spill_to_disk", Usage: "workload name"},
+			&cli.StringFlag{Name: "profile", Value: "default", Usage: "phase lengths: quick, default or long"},
+			&cli.StringFlag{Name: "out", Usage: "run folder (default results/<timestamp>-<id>)"},
+			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of every random draw (arrivals, query shapes, the model)"},
+			&cli.IntFlag{Name: "parallel", Usage: "trials at once (default: all on the embedded target, one elsewhere)"},
+			&cli.StringFlag{Name: "resume", Usage: "complete the interrupted run in `DIR`"},
+			&cli.BoolFlag{Name: "allow-remote", Usage: "let the storm run against a non-loopback target"},
+			&cli.BoolFlag{Name: "verbose", Usage: "log each trial's steps to stderr"},
+		},
+		Action: runAction,
+	}
+}
+
+func runAction(c *cli.Context) error {
+	fail := func(format string, args ...any) error {
+		return cli.Exit(fmt.Sprintf("qmlsab run: "+format, args...), 1)
+	}
+	if c.Args().Len() > 0 {
+		return fail("unexpected argument %q (flags only)", c.Args().First())
+	}
+	if c.String("workload") != "spill_to_disk" {
+		return fail("--workload %q: only spill_to_disk is built so far", c.String("workload"))
+	}
+	scale, ok := profiles[c.String("profile")]
+	if !ok {
+		return fail("--profile %q: want quick, default or long", c.String("profile"))
+	}
+	if c.Int("n") < 1 {
+		return fail("--n %d: at least one trial per arm", c.Int("n"))
+	}
+	if c.Int("parallel") < 0 {
+		return fail("--parallel %d: must not be negative", c.Int("parallel"))
+	}
+	fromFile, err := loadArms(c)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, n := range strings.Split(c.String("arms"), ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			names = append(names, n)
+		}
+	}
+	if dir := c.String("resume"); dir != "" && !c.IsSet("arms") {
+		// A resumed run keeps its own arms.
+		r, err := store.Open(dir)
+		if err != nil {
+			return fail("--resume: %v", err)
+		}
+		names = names[:0]
+		for _, ts := range r.Manifest.Trials {
+			if !slices.Contains(names, ts.Arm) {
+				names = append(names, ts.Arm)
+			}
+		}
+	}
+	selected, err := arms.Select(names, fromFile)
+	if err != nil {
+		return fail("--arms: %v", err)
+	}
+
+	w := workload.DefaultSpillToDisk()
+	w.Phases = workload.Phases{
+		Warmup:   time.Duration(float64(w.Phases.Warmup) * scale),
+		Storm:    time.Duration(float64(w.Phases.Storm) * scale),
+		Recovery: time.Duration(float64(w.Phases.Recovery) * scale),
+	}
+
+	dir := c.String("resume")
+	if dir == "" {
+		dir = c.String("out")
+	}
+	if dir == "" {
+		id := make([]byte, 3)
+		rand.Read(id)
+		dir = filepath.Join("results", time.Now().UTC().Format("20060102T150405Z")+"-"+hex.EncodeToString(id))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fail("--out: %v", err)
+	}
+
+	logLevel := slog.LevelWarn
+	if c.Bool("verbose") {
+		logLevel = slog.LevelInfo
+	}
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg := run.Config{
+		Arms: selected, N: c.Int("n"), Workload: w, Dir: dir, Resume: c.String("resume") != "",
+		Seed: c.Uint64("seed"), Parallel: c.Int("parallel"), AllowRemote: c.Bool("allow-remote"),
+		SampleInterval: time.Second,
+		// The embedded set stands for the seed's M50 primary: its storm
+		// runs on small real data at the modelled scale.
+		Sim:           mongosim.SimOptions{CPUs: 4, BaselineMB: 512, ScanScale: 200, PartitionMB: 20},
+		SimMemLimitMB: 4096,
+		ToolVersion:   toolVersion(),
+		CommandLine:   os.Args,
+		Log:           slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: logLevel})),
+		Progress:      c.App.Writer,
+	}
+	fmt.Fprintf(c.App.Writer, "qmlsab run: %d arms × %d trials, %s per trial, into %s\n",
+		len(selected), cfg.N, w.Phases.Total(), dir)
+	out, runErr := run.Execute(ctx, cfg)
+	if r, err := store.Open(out); err == nil {
+		printTrials(c, r)
+	}
+	if runErr != nil {
+		return fail("%v", runErr)
+	}
+	fmt.Fprintf(c.App.Writer, "results in %s; next: qmlsab report %s\n", out, out)
+	return nil
+}
+
+// printTrials shows each finished trial's headline metrics, arm by arm.
+func printTrials(c *cli.Context, r *store.Run) {
+	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	if r.Manifest.Simulated {
+		fmt.Fprintln(tw, "SIMULATED: these trials ran against mongosim, a model of mongod, not a real server.")
+	}
+	fmt.Fprintln(tw, "arm\ttrial\tavailability\tfailovers\trestarts\tcompleted\tshed\tkilled\tfailed\tcanary p99 ms\trss peak MB")
+	var names []string
+	for _, ts := range r.Manifest.Trials {
+		if !slices.Contains(names, ts.Arm) {
+			names = append(names, ts.Arm)
+		}
+	}
+	for _, name := range names {
+		for _, t := range r.Trials[name] {
+			m := t.Metrics
+			fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\n", name, t.Index,
+				m["availability"], m["failovers"], m["restarts"], m["storm_completed"], m["storm_shed"],
+				m["storm_killed"], m["storm_failed"], m["canary_p99_ms"], m["rss_peak_bytes"]/(1<<20))
+		}
+	}
+	tw.Flush()
+}
