@@ -3,6 +3,7 @@ package collect
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -199,5 +200,27 @@ func TestSamplerSeesAGapAFailoverAndARestart(t *testing.T) {
 	}
 	if len(PrimaryGauge(samples, "read.totalTickets")) == 0 {
 		t.Error("no primary series")
+	}
+}
+
+func TestUnreachableCountsOnlyTimeWithEveryMemberDown(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	samples := []Sample{
+		{At: at(0), Member: "a", Up: true}, {At: at(0.1), Member: "b", Up: true},
+		{At: at(1), Member: "a", Up: false}, {At: at(1.1), Member: "b", Up: true}, // one down: not unreachable
+		{At: at(2), Member: "b", Up: false}, // from here both down
+		{At: at(3), Member: "a", Up: false}, {At: at(3.1), Member: "b", Up: false},
+		{At: at(4.5), Member: "a", Up: true}, {At: at(5), Member: "b", Up: true}, // 2.5 s
+		{At: at(6), Member: "a", Up: false}, {At: at(6.1), Member: "b", Up: false}, // down to the end
+		{At: at(7.1), Member: "a", Up: false}, // 1 s
+	}
+	// Out of order on purpose: samples of concurrent members arrive unordered.
+	slices.Reverse(samples)
+	if got, want := Unreachable(samples), 3500*time.Millisecond; got != want {
+		t.Fatalf("Unreachable = %v, want %v", got, want)
+	}
+	if got := Unreachable(samples[:0]); got != 0 {
+		t.Fatalf("no samples: %v", got)
 	}
 }

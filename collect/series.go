@@ -131,3 +131,37 @@ func Departures(samples []Sample) (admissions, kills []Point) {
 	}
 	return admissions, kills
 }
+
+// Unreachable is how long no member answered: the time from a sample that
+// left every member down until the next sample of a member that is up.
+// On an in-process set it means the host, not the server, failed to keep
+// up; on a real deployment it is an outage or a partition from the harness.
+func Unreachable(samples []Sample) time.Duration {
+	ss := slices.Clone(samples)
+	sortByTime(ss)
+	up := map[string]bool{}
+	members := map[string]bool{}
+	for _, s := range ss {
+		members[s.Member] = true
+	}
+	var total time.Duration
+	var since time.Time
+	for _, s := range ss {
+		up[s.Member] = s.Up
+		allDown := len(up) == len(members)
+		for _, u := range up {
+			allDown = allDown && !u
+		}
+		switch {
+		case allDown && since.IsZero():
+			since = s.At
+		case !allDown && !since.IsZero():
+			total += s.At.Sub(since)
+			since = time.Time{}
+		}
+	}
+	if !since.IsZero() && len(ss) > 0 {
+		total += ss[len(ss)-1].At.Sub(since)
+	}
+	return total
+}

@@ -285,5 +285,13 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 			return store.Invalid, "writing results: " + w.Error()
 		}
 	}
+	if arm.Target == arms.TargetEmbedded || arm.Target == "" {
+		// The embedded set lives in this process: when no member answers,
+		// the host could not keep up, and the trial measured the harness.
+		if lost, total := collect.Unreachable(samples), cfg.Workload.Phases.Total(); lost > max(5*time.Second, total/10) {
+			return store.Invalid, fmt.Sprintf("host saturated: no member of the in-process set answered serverStatus for %.0f s of %.0f s; run fewer trials at once (--parallel)",
+				lost.Seconds(), total.Seconds())
+		}
+	}
 	return store.Valid, ""
 }
