@@ -39,7 +39,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "profile", Value: "default", Usage: "phase lengths: quick, default or long"},
 			&cli.StringFlag{Name: "out", Usage: "run folder (default results/<timestamp>-<id>)"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of every random draw (arrivals, query shapes, the model)"},
-			&cli.IntFlag{Name: "parallel", Usage: "trials at once (default: all on the embedded target, one elsewhere)"},
+			&cli.IntFlag{Name: "parallel", Usage: "trials at once (default: two per CPU on the embedded target, one elsewhere)"},
 			&cli.StringFlag{Name: "resume", Usage: "complete the interrupted run in `DIR`"},
 			&cli.BoolFlag{Name: "allow-remote", Usage: "let the storm run against a non-loopback target"},
 			&cli.BoolFlag{Name: "verbose", Usage: "log each trial's steps to stderr"},
@@ -141,6 +141,15 @@ func runAction(c *cli.Context) error {
 	out, runErr := run.Execute(ctx, cfg)
 	if r, err := store.Open(out); err == nil {
 		printTrials(c, r)
+		invalid := 0
+		for _, ts := range r.Manifest.Trials {
+			if ts.Status == store.Invalid {
+				invalid++
+			}
+		}
+		if invalid > 0 {
+			fmt.Fprintf(c.App.Writer, "warning: %d of %d trials are invalid (harness faults; reasons in the lines above and in manifest.json)\n", invalid, len(r.Manifest.Trials))
+		}
 	}
 	if runErr != nil {
 		return fail("%v", runErr)
@@ -155,7 +164,11 @@ func printTrials(c *cli.Context, r *store.Run) {
 	if r.Manifest.Simulated {
 		fmt.Fprintln(tw, "SIMULATED: these trials ran against mongosim, a model of mongod, not a real server.")
 	}
-	fmt.Fprintln(tw, "arm\ttrial\tavailability\tfailovers\trestarts\tcompleted\tshed\tkilled\tfailed\tcanary p99 ms\trss peak MB")
+	status := map[string]string{}
+	for _, ts := range r.Manifest.Trials {
+		status[fmt.Sprint(ts.Arm, "#", ts.Index)] = ts.Status
+	}
+	fmt.Fprintln(tw, "arm\ttrial\tstatus\tavailability\tfailovers\trestarts\tcompleted\tshed\tkilled\tfailed\tcanary p99 ms\trss peak MB")
 	var names []string
 	for _, ts := range r.Manifest.Trials {
 		if !slices.Contains(names, ts.Arm) {
@@ -165,7 +178,7 @@ func printTrials(c *cli.Context, r *store.Run) {
 	for _, name := range names {
 		for _, t := range r.Trials[name] {
 			m := t.Metrics
-			fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\n", name, t.Index,
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\n", name, t.Index, status[fmt.Sprint(name, "#", t.Index)],
 				m["availability"], m["failovers"], m["restarts"], m["storm_completed"], m["storm_shed"],
 				m["storm_killed"], m["storm_failed"], m["canary_p99_ms"], m["rss_peak_bytes"]/(1<<20))
 		}
