@@ -40,6 +40,10 @@ type ExecActor struct {
 	Env     map[string]string
 }
 
+// Embedded reports whether the arm runs on an in-process mongosim set (the
+// default target).
+func (a Arm) Embedded() bool { return a.Target == TargetEmbedded || a.Target == "" }
+
 // KillOp returns the arm's killOp actor, if it has one.
 func (a Arm) KillOp() *killop.Config {
 	for _, act := range a.Actors {

@@ -117,7 +117,7 @@ func Execute(ctx context.Context, cfg Config) (string, error) {
 		// for a fifth of each trial, while four at once stayed valid.
 		parallel = min(len(m.Trials), 2*runtime.GOMAXPROCS(0))
 		for _, a := range cfg.Arms {
-			if a.Target != arms.TargetEmbedded && a.Target != "" {
+			if !a.Embedded() {
 				parallel = 1
 			}
 		}
@@ -191,7 +191,7 @@ func manifest(cfg Config) (store.Manifest, error) {
 	m := store.Manifest{Schema: store.ManifestSchema, ToolVersion: cfg.ToolVersion, Created: time.Now().UTC(), Host: host,
 		CommandLine: redactArgs(cfg.CommandLine), Workload: wl, Arms: armsJSON, Seed: cfg.Seed, Target: cfg.Arms[0].Target}
 	for _, a := range cfg.Arms {
-		m.Simulated = m.Simulated || a.Target == arms.TargetEmbedded || a.Target == ""
+		m.Simulated = m.Simulated || a.Embedded()
 	}
 	for i := 1; i <= cfg.N; i++ { // interleaved: D1 E1 D2 E2 …
 		for _, a := range cfg.Arms {
@@ -289,7 +289,7 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 			return store.Invalid, "writing results: " + w.Error()
 		}
 	}
-	if arm.Target == arms.TargetEmbedded || arm.Target == "" {
+	if arm.Embedded() {
 		// The embedded set lives in this process: when no member answers,
 		// the host could not keep up, and the trial measured the harness.
 		if lost, total := collect.Unreachable(samples), cfg.Workload.Phases.Total(); lost > max(5*time.Second, total/10) {

@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -48,6 +49,18 @@ type Manifest struct {
 	Target      string          `json:"target"`
 	Simulated   bool            `json:"simulated"`
 	Trials      []TrialStatus   `json:"trials"`
+}
+
+// ArmNames are the run's arms in the order of their first trial (the
+// baseline first).
+func (m Manifest) ArmNames() []string {
+	var names []string
+	for _, ts := range m.Trials {
+		if !slices.Contains(names, ts.Arm) {
+			names = append(names, ts.Arm)
+		}
+	}
+	return names
 }
 
 // TrialStatus is one trial's place in the run.

@@ -22,19 +22,7 @@ import (
 
 var mongosimBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "target-bin")
-	if err != nil {
-		panic(err)
-	}
-	if mongosimBin, err = stormtest.BuildMongosim(dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { stormtest.MainWithMongosim(m, &mongosimBin) }
 
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 

@@ -26,19 +26,7 @@ import (
 
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "mongosim-bin")
-	if err != nil {
-		panic(err)
-	}
-	if binary, err = stormtest.BuildMongosim(dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { stormtest.MainWithMongosim(m, &binary) }
 
 // member is one mongosim process of a test's replica set.
 type member struct {

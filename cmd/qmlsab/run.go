@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -84,12 +83,7 @@ func runAction(c *cli.Context) error {
 		if err != nil {
 			return fail("--resume: %v", err)
 		}
-		names = names[:0]
-		for _, ts := range r.Manifest.Trials {
-			if !slices.Contains(names, ts.Arm) {
-				names = append(names, ts.Arm)
-			}
-		}
+		names = r.Manifest.ArmNames()
 	}
 	selected, err := arms.Select(names, fromFile)
 	if err != nil {
@@ -169,13 +163,7 @@ func printTrials(c *cli.Context, r *store.Run) {
 		status[fmt.Sprint(ts.Arm, "#", ts.Index)] = ts.Status
 	}
 	fmt.Fprintln(tw, "arm\ttrial\tstatus\tavailability\tfailovers\trestarts\tcompleted\tshed\tkilled\tfailed\tcanary p99 ms\trss peak MB")
-	var names []string
-	for _, ts := range r.Manifest.Trials {
-		if !slices.Contains(names, ts.Arm) {
-			names = append(names, ts.Arm)
-		}
-	}
-	for _, name := range names {
+	for _, name := range r.Manifest.ArmNames() {
 		for _, t := range r.Trials[name] {
 			m := t.Metrics
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\n", name, t.Index, status[fmt.Sprint(name, "#", t.Index)],

@@ -6,6 +6,7 @@ package stormtest
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -26,6 +27,25 @@ func BuildMongosim(dir string) (string, error) {
 		return "", fmt.Errorf("building cmd/mongosim: %v\n%s", err, out)
 	}
 	return bin, nil
+}
+
+// MainWithMongosim is a TestMain for packages that launch cmd/mongosim as
+// a process: it builds the binary into a temporary folder, stores its path
+// in *bin, runs the tests, and removes the folder.
+func MainWithMongosim(m *testing.M, bin *string) {
+	dir, err := os.MkdirTemp("", "mongosim-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if *bin, err = BuildMongosim(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 // LoadData writes the storm's small real collection: 200 documents of
