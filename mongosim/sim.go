@@ -29,6 +29,26 @@ type simulation struct {
 	partitionBytes int64
 }
 
+// Hardware is the modelled machine of a member with these options and a
+// memory limit.
+func (so SimOptions) Hardware(memLimitMB int64) model.Hardware {
+	hw := model.DefaultHardware()
+	if so.CPUs > 0 {
+		hw.CPUs = so.CPUs
+	}
+	hw.MemLimitBytes = memLimitMB << 20
+	if so.BaselineMB > 0 {
+		hw.BaselineBytes = so.BaselineMB << 20
+	}
+	if hw.BaselineBytes >= hw.MemLimitBytes {
+		hw.BaselineBytes = hw.MemLimitBytes / 5
+	}
+	if so.DiskMBps > 0 {
+		hw.DiskBytesPerSec = so.DiskMBps * (1 << 20)
+	}
+	return hw
+}
+
 // Simulation options of a member (mongosim-only flags, --sim...).
 type SimOptions struct {
 	CPUs         int
@@ -92,21 +112,8 @@ func (s *Server) modelParams() model.Params {
 }
 
 func (s *Server) startSimulation() {
-	hw := model.DefaultHardware()
 	so := s.opts.Sim
-	if so.CPUs > 0 {
-		hw.CPUs = so.CPUs
-	}
-	hw.MemLimitBytes = s.opts.MemLimitMB << 20
-	if so.BaselineMB > 0 {
-		hw.BaselineBytes = so.BaselineMB << 20
-	}
-	if hw.BaselineBytes >= hw.MemLimitBytes {
-		hw.BaselineBytes = hw.MemLimitBytes / 5
-	}
-	if so.DiskMBps > 0 {
-		hw.DiskBytesPerSec = so.DiskMBps * (1 << 20)
-	}
+	hw := so.Hardware(s.opts.MemLimitMB)
 	scale := so.ScanScale
 	if scale <= 0 {
 		scale = 1
@@ -333,79 +340,21 @@ func (s *Server) addModelStatusSections() {
 }
 
 func (s *Server) queuesSection() any {
-	sim := s.sim
-	sim.mu.Lock()
-	defer sim.mu.Unlock()
-	n := sim.node
-	pool := func(write, low bool) bson.D {
-		p := n.Pool(write, low)
-		return bson.D{
-			{Key: "out", Value: int32(p.Out)}, {Key: "available", Value: int32(max(p.Total-p.Out, 0))}, {Key: "totalTickets", Value: int32(p.Total)},
-			{Key: "addedToQueue", Value: p.AddedToQueue}, {Key: "removedFromQueue", Value: p.RemovedFromQueue},
-			{Key: "queueLength", Value: int64(p.QueueLength)}, {Key: "queuedOperationsTotalAdmissions", Value: p.QueuedAdmissions},
-			{Key: "startedProcessing", Value: p.StartedProcessing}, {Key: "processing", Value: int64(p.Out)},
-			{Key: "finishedProcessing", Value: p.FinishedProcessing}, {Key: "totalTimeProcessingMicros", Value: p.TotalTimeProcessingMicros},
-			{Key: "canceled", Value: p.Canceled}, {Key: "newAdmissions", Value: p.NewAdmissions},
-			{Key: "totalTimeQueuedMicros", Value: p.TotalTimeQueuedMicros},
-		}
-	}
-	rw := func(write bool) bson.D {
-		normal, low := n.Pool(write, false), n.Pool(write, true)
-		out, total := normal.Out, normal.Total
-		if n.UsesPrioritization() {
-			out, total = out+low.Out, total+low.Total
-		}
-		return bson.D{{Key: "lowPriority", Value: pool(write, true)}, {Key: "normalPriority", Value: pool(write, false)},
-			{Key: "out", Value: int32(out)}, {Key: "available", Value: int32(max(total-out, 0))}, {Key: "totalTickets", Value: int32(total)}}
-	}
-	m := n.Monitor()
-	p := n.Params()
-	return bson.D{{Key: "execution", Value: bson.D{
-		{Key: "usesThroughputProbing", Value: true},
-		{Key: "usesPrioritization", Value: n.UsesPrioritization()},
-		{Key: "deprioritizationGate", Value: p.DeprioritizationGate},
-		{Key: "heuristicDeprioritization", Value: p.HeuristicDeprioritization},
-		{Key: "totalDeprioritizations", Value: n.TotalDeprioritizations},
-		{Key: "heuristicDeprioritizationThreshold", Value: int32(p.DeprioritizeThreshold)},
-		{Key: "read", Value: rw(false)},
-		{Key: "write", Value: rw(true)},
-		{Key: "monitor", Value: bson.D{
-			{Key: "timesDecreased", Value: m.TimesDecreased}, {Key: "timesIncreased", Value: m.TimesIncreased},
-			{Key: "totalAmountDecreased", Value: m.TotalAmountDecreased}, {Key: "totalAmountIncreased", Value: m.TotalAmountIncreased},
-			{Key: "resizeDurationMicros", Value: int64(0)}, {Key: "timesProbedStable", Value: m.TimesProbedStable},
-			{Key: "timesProbedUp", Value: m.TimesProbedUp}, {Key: "timesProbedDown", Value: m.TimesProbedDown}}},
-	}}}
+	s.sim.mu.Lock()
+	defer s.sim.mu.Unlock()
+	return QueuesSection(s.sim.node)
 }
 
 func (s *Server) queryMemorySection() any {
-	sim := s.sim
-	sim.mu.Lock()
-	defer sim.mu.Unlock()
-	n := sim.node
-	if !n.SheddingEnabled() {
-		return bson.D{}
-	}
-	limit := n.Hardware().MemLimitBytes
-	p := n.Params()
-	return bson.D{{Key: "loadShedding", Value: bson.D{
-		{Key: "currentUsageBytes", Value: n.RSSSample()},
-		{Key: "lowMarkBytes", Value: int64(float64(limit) * p.ShedLowPercent / 100)},
-		{Key: "highMarkBytes", Value: int64(float64(limit) * p.ShedHighPercent / 100)},
-		{Key: "memLimitBytes", Value: limit},
-		{Key: "operationsShed", Value: n.OperationsShed},
-		{Key: "operationsShedQueued", Value: n.OperationsShedQueued},
-	}}}
+	s.sim.mu.Lock()
+	defer s.sim.mu.Unlock()
+	return QueryMemorySection(s.sim.node)
 }
 
 func (s *Server) tcmallocSection() any {
-	sim := s.sim
-	sim.mu.Lock()
-	defer sim.mu.Unlock()
-	c := sim.node.Census()
-	return bson.D{{Key: "generic", Value: bson.D{
-		{Key: "current_allocated_bytes", Value: sim.node.RSS() - sim.node.Hardware().BaselineBytes/2},
-		{Key: "heap_size", Value: sim.node.RSS()},
-		{Key: "tracked_query_bytes", Value: c.TrackedBytes + c.CursorBytes}}}}
+	s.sim.mu.Lock()
+	defer s.sim.mu.Unlock()
+	return TcmallocSection(s.sim.node)
 }
 
 // residentMB is mem.resident from the model.

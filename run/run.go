@@ -46,6 +46,9 @@ type Config struct {
 	Parallel       int
 	AllowRemote    bool
 	SampleInterval time.Duration
+	// Clock is how embedded arms run: Virtual (default) or Wall. Other
+	// targets always run on the wall clock.
+	Clock string
 	// Sim is the embedded target's mongosim configuration.
 	Sim           mongosim.SimOptions
 	SimMemLimitMB int64
@@ -80,6 +83,13 @@ func Execute(ctx context.Context, cfg Config) (string, error) {
 	if cfg.SampleInterval <= 0 {
 		cfg.SampleInterval = time.Second
 	}
+	switch cfg.Clock {
+	case "":
+		cfg.Clock = Virtual
+	case Virtual, Wall:
+	default:
+		return "", fmt.Errorf("clock %q: want %s or %s", cfg.Clock, Virtual, Wall)
+	}
 	lock, err := store.Acquire(cfg.Dir)
 	if err != nil {
 		return "", err
@@ -112,10 +122,14 @@ func Execute(ctx context.Context, cfg Config) (string, error) {
 	}
 	parallel := cfg.Parallel
 	if parallel <= 0 {
-		// Every embedded trial is a whole simulated replica set in this
-		// process; on 2 cores ten at once left every member unanswering
-		// for a fifth of each trial, while four at once stayed valid.
-		parallel = min(len(m.Trials), 2*runtime.GOMAXPROCS(0))
+		// A virtual trial is pure computation: one per CPU. A wall-clock
+		// embedded trial is a whole simulated replica set in this process;
+		// on 2 cores ten at once left every member unanswering for a fifth
+		// of each trial, while four at once stayed valid.
+		parallel = min(len(m.Trials), runtime.GOMAXPROCS(0))
+		if cfg.Clock == Wall {
+			parallel = min(len(m.Trials), 2*runtime.GOMAXPROCS(0))
+		}
 		for _, a := range cfg.Arms {
 			if !a.Embedded() {
 				parallel = 1
@@ -142,7 +156,11 @@ func Execute(ctx context.Context, cfg Config) (string, error) {
 			defer wg.Done()
 			defer func() { <-sem }()
 			progress("trial %s#%d: started\n", ts.Arm, ts.Index)
-			status, reason := runTrial(ctx, cfg, arm, ts.Index, cfg.Seed+uint64(i))
+			trial := runTrial
+			if arm.Embedded() && cfg.Clock == Virtual {
+				trial = runVirtualTrial
+			}
+			status, reason := trial(ctx, cfg, arm, ts.Index, cfg.Seed+uint64(i))
 			progress("trial %s#%d: %s %s\n", ts.Arm, ts.Index, status, reason)
 			if err := save(func(m *store.Manifest) { m.Trials[i].Status, m.Trials[i].Reason = status, reason }); err != nil {
 				mu.Lock()
@@ -190,8 +208,12 @@ func manifest(cfg Config) (store.Manifest, error) {
 	wl, _ := json.Marshal(cfg.Workload)
 	m := store.Manifest{Schema: store.ManifestSchema, ToolVersion: cfg.ToolVersion, Created: time.Now().UTC(), Host: host,
 		CommandLine: redactArgs(cfg.CommandLine), Workload: wl, Arms: armsJSON, Seed: cfg.Seed, Target: cfg.Arms[0].Target}
+	m.Clock = Wall
 	for _, a := range cfg.Arms {
 		m.Simulated = m.Simulated || a.Embedded()
+		if a.Embedded() && cfg.Clock == Virtual {
+			m.Clock = Virtual
+		}
 	}
 	for i := 1; i <= cfg.N; i++ { // interleaved: D1 E1 D2 E2 …
 		for _, a := range cfg.Arms {
@@ -273,27 +295,19 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 	samples := sampler.Samples()
 	kmu.Lock()
 	defer kmu.Unlock()
-	trial := store.Trial{Schema: store.TrialSchema, Arm: arm.Name, Index: index, Started: start, Simulated: dep.Simulated(),
+	trial := store.Trial{Schema: store.TrialSchema, Arm: arm.Name, Index: index, Started: start, Simulated: dep.Simulated(), Clock: Wall,
 		Phases:  map[string]float64{"warmup": 0, "storm": res.PhaseStarts["storm"].Sub(start).Seconds(), "recovery": res.PhaseStarts["recovery"].Sub(start).Seconds()},
 		Metrics: Summarize(res, samples, kills)}
-	meta, _ := json.Marshal(map[string]any{"target": dep.Describe(), "members": dep.Startup(), "seed": seed})
+	meta, _ := json.Marshal(map[string]any{"target": dep.Describe(), "members": dep.Startup(), "seed": seed, "clock": Wall})
 	trial.Metadata = meta
-	for _, w := range []error{
-		store.WriteJSONLinesGz(filepath.Join(dir, "samples.jsonl.gz"), samples),
-		store.WriteJSONLinesGz(filepath.Join(dir, "storm.jsonl.gz"), res.Storm),
-		store.WriteJSONLinesGz(filepath.Join(dir, "canaries.jsonl.gz"), res.Canaries),
-		store.WriteJSONLinesGz(filepath.Join(dir, "events.jsonl.gz"), kills),
-		store.WriteJSON(filepath.Join(dir, "trial.json"), trial),
-	} {
-		if w != nil {
-			return store.Invalid, "writing results: " + w.Error()
-		}
+	if status, reason := writeTrial(dir, trial, samples, res, kills); status != store.Valid {
+		return status, reason
 	}
 	if arm.Embedded() {
 		// The embedded set lives in this process: when no member answers,
 		// the host could not keep up, and the trial measured the harness.
 		if lost, total := collect.Unreachable(samples), cfg.Workload.Phases.Total(); lost > max(5*time.Second, total/10) {
-			return store.Invalid, fmt.Sprintf("host saturated: no member of the in-process set answered serverStatus for %.0f s of %.0f s; run fewer trials at once (--parallel)",
+			return store.Invalid, fmt.Sprintf("host saturated: no member of the in-process set answered serverStatus for %.0f s of %.0f s; run fewer trials at once (--parallel) or use --clock virtual",
 				lost.Seconds(), total.Seconds())
 		}
 	}

@@ -25,7 +25,7 @@ func quickConfig(t *testing.T, dir string, n int) Config {
 	w.Phases = workload.Phases{Warmup: time.Second, Storm: 3 * time.Second, Recovery: time.Second}
 	w.StormRate, w.CanaryRate = 15, 10
 	w.ServerSelectionTimeout = 10 * time.Second
-	return Config{Arms: sel, N: n, Workload: w, Dir: dir, Seed: 1, SampleInterval: 250 * time.Millisecond,
+	return Config{Arms: sel, N: n, Workload: w, Dir: dir, Seed: 1, SampleInterval: 250 * time.Millisecond, Clock: Wall,
 		Sim: mongosim.SimOptions{CPUs: 4, BaselineMB: 512, ScanScale: 100}, SimMemLimitMB: 4096, ToolVersion: "test",
 		CommandLine: []string{"qmlsab", "run", "--arms", "D,E"}}
 }

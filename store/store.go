@@ -48,7 +48,10 @@ type Manifest struct {
 	Seed        uint64          `json:"seed"`
 	Target      string          `json:"target"`
 	Simulated   bool            `json:"simulated"`
-	Trials      []TrialStatus   `json:"trials"`
+	// Clock is "virtual" when the embedded model ran in model time
+	// (faster than the wall clock, no wire), "wall" otherwise.
+	Clock  string        `json:"clock,omitempty"`
+	Trials []TrialStatus `json:"trials"`
 }
 
 // ArmNames are the run's arms in the order of their first trial (the
@@ -81,6 +84,7 @@ type Trial struct {
 	Metadata  json.RawMessage    `json:"metadata,omitempty"`
 	Metrics   map[string]float64 `json:"metrics"`
 	Simulated bool               `json:"simulated"`
+	Clock     string             `json:"clock,omitempty"` // as Manifest.Clock
 }
 
 // TrialDir is where a trial's files live in a run folder.

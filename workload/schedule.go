@@ -106,6 +106,20 @@ const (
 	Failed    Outcome = "failed" // anything else
 )
 
+// ClassifyCode is the outcome of an operation that failed with the named
+// server error.
+func ClassifyCode(name string) Outcome {
+	switch name {
+	case "":
+		return Completed
+	case "QueryMemoryLimitExceeded":
+		return Shed
+	case "Interrupted":
+		return Killed
+	}
+	return Failed
+}
+
 // Classify returns an operation's outcome and, for failures, the server's
 // code name (or the client-side error's kind). QueryMemoryLimitExceeded is
 // matched by name: its number is not settled across builds.
@@ -115,14 +129,11 @@ func Classify(err error) (Outcome, string) {
 	}
 	var ce mongo.CommandError
 	if errors.As(err, &ce) {
-		switch {
-		case ce.Name == "QueryMemoryLimitExceeded":
-			return Shed, ce.Name
-		case ce.Code == 11601 || ce.Name == "Interrupted":
-			return Killed, "Interrupted"
+		if ce.Code == 11601 {
+			ce.Name = "Interrupted"
 		}
 		if ce.Name != "" {
-			return Failed, ce.Name
+			return ClassifyCode(ce.Name), ce.Name
 		}
 	}
 	var we mongo.WriteException

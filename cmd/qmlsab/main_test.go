@@ -95,6 +95,7 @@ func TestRunRejectsBadFlagsByName(t *testing.T) {
 		{[]string{"run", "--n", "0"}, "--n"},
 		{[]string{"run", "--workload", "nope"}, "--workload"},
 		{[]string{"run", "--resume", filepath.Join(t.TempDir(), "missing")}, "--resume"},
+		{[]string{"run", "--clock", "fast"}, "--clock"},
 	} {
 		out, code := qmlsab(t, tc.args...)
 		if code == 0 || !strings.Contains(out, tc.want) {
@@ -108,7 +109,7 @@ func TestRunQuickProfileWritesASimulatedRun(t *testing.T) {
 		t.Skip("real-time trials")
 	}
 	dir := filepath.Join(t.TempDir(), "run")
-	out, code := qmlsab(t, "run", "--arms", "D,E", "--n", "1", "--profile", "quick", "--out", dir)
+	out, code := qmlsab(t, "run", "--arms", "D,E", "--n", "1", "--profile", "quick", "--clock", "wall", "--out", dir)
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
@@ -138,5 +139,32 @@ func TestRunQuickProfileWritesASimulatedRun(t *testing.T) {
 	out, code = qmlsab(t, "run", "--resume", dir)
 	if code != 0 || strings.Count(out, "started") != 0 {
 		t.Errorf("resuming a finished run must run nothing (exit %d):\n%s", code, out)
+	}
+}
+
+// The main job on the embedded default: five trials per arm with the
+// default profile's 150 model-seconds of storm, in model time.
+func TestRunMainJobInModelTime(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	out, code := qmlsab(t, "run", "--arms", "D,E", "--n", "5", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if !strings.Contains(out, "SIMULATED") || !strings.Contains(out, "virtual time") {
+		t.Errorf("a model-time run must say it is simulated and in virtual time:\n%s", out)
+	}
+	r, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, arm := range []string{"D", "E"} {
+		if len(r.Trials[arm]) != 5 {
+			t.Fatalf("%s: %d valid trials, want 5", arm, len(r.Trials[arm]))
+		}
+		for _, tr := range r.Trials[arm] {
+			if storm := tr.Phases["recovery"] - tr.Phases["storm"]; storm < 120 {
+				t.Errorf("%s#%d: %.0f s of storm, want at least 120 model seconds", arm, tr.Index, storm)
+			}
+		}
 	}
 }

@@ -36,6 +36,7 @@ func runCommand() *cli.Command {
 			&cli.IntFlag{Name: "n", Value: 5, Usage: "trials per arm"},
 			&cli.StringFlag{Name: "workload", Value: "spill_to_disk", Usage: "workload name"},
 			&cli.StringFlag{Name: "profile", Value: "default", Usage: "phase lengths: quick, default or long"},
+			&cli.StringFlag{Name: "clock", Value: run.Virtual, Usage: "embedded target only: virtual (the model in model time, no wire; seconds per trial) or wall (real time over the wire protocol)"},
 			&cli.StringFlag{Name: "out", Usage: "run folder (default results/<timestamp>-<id>)"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of every random draw (arrivals, query shapes, the model)"},
 			&cli.IntFlag{Name: "parallel", Usage: "trials at once (default: two per CPU on the embedded target, one elsewhere)"},
@@ -64,6 +65,9 @@ func runAction(c *cli.Context) error {
 	if c.Int("n") < 1 {
 		return fail("--n %d: at least one trial per arm", c.Int("n"))
 	}
+	if clk := c.String("clock"); clk != run.Virtual && clk != run.Wall {
+		return fail("--clock %q: want %s or %s", clk, run.Virtual, run.Wall)
+	}
 	if c.Int("parallel") < 0 {
 		return fail("--parallel %d: must not be negative", c.Int("parallel"))
 	}
@@ -88,6 +92,13 @@ func runAction(c *cli.Context) error {
 	selected, err := arms.Select(names, fromFile)
 	if err != nil {
 		return fail("--arms: %v", err)
+	}
+	if c.IsSet("clock") && c.String("clock") == run.Virtual {
+		for _, a := range selected {
+			if !a.Embedded() {
+				return fail("--clock virtual: arm %s runs on the %s target; only the embedded model can run in model time", a.Name, a.Target)
+			}
+		}
 	}
 
 	w := workload.DefaultSpillToDisk()
@@ -120,6 +131,7 @@ func runAction(c *cli.Context) error {
 		Arms: selected, N: c.Int("n"), Workload: w, Dir: dir, Resume: c.String("resume") != "",
 		Seed: c.Uint64("seed"), Parallel: c.Int("parallel"), AllowRemote: c.Bool("allow-remote"),
 		SampleInterval: time.Second,
+		Clock:          c.String("clock"),
 		// The embedded set stands for the seed's Atlas M50 (8 vCPUs,
 		// 32 GiB, ~6 GiB resident before the storm), as the calibration
 		// does; its storm runs on small real data at the modelled scale.
@@ -157,6 +169,9 @@ func printTrials(c *cli.Context, r *store.Run) {
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
 	if r.Manifest.Simulated {
 		fmt.Fprintln(tw, "SIMULATED: these trials ran against mongosim, a model of mongod, not a real server.")
+		if r.Manifest.Clock == run.Virtual {
+			fmt.Fprintln(tw, "The model ran in virtual time (no wire protocol); durations are model seconds.")
+		}
 	}
 	status := map[string]string{}
 	for _, ts := range r.Manifest.Trials {

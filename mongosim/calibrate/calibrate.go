@@ -32,6 +32,50 @@ type Config struct {
 	Hardware        model.Hardware
 	ElectionTimeout time.Duration // settings.electionTimeoutMillis
 	RestartDelay    time.Duration // --simRestartDelay
+	// Observer, when set, sees every member every SampleInterval (default
+	// 1 s) and every operation's outcome: qmlsab run's virtual clock
+	// records a trial through it.
+	Observer       Observer
+	SampleInterval time.Duration
+}
+
+// Observer receives a trial as it happens, in model time from the trial's
+// start.
+type Observer interface {
+	// Member is one member at a sampling instant; n is nil while it is
+	// down. process changes each time the member starts.
+	Member(at time.Duration, member int, n *model.Node, primary bool, process uint64, uptime time.Duration)
+	Storm(OpRecord)
+	Canary(OpRecord)
+	// Kill is a killOp the actor sent and the primary carried out.
+	Kill(at time.Duration, k killop.Op, residentBytes int64)
+}
+
+// OpRecord is one client operation's outcome as its client saw it,
+// latency measured from its scheduled start.
+type OpRecord struct {
+	Scheduled, Latency time.Duration
+	Stage              string
+	Write              bool
+	// Code is mongod's error code (0: success); CodeName names it, or the
+	// client-side failure ("Timeout") when no server answered.
+	Code     int32
+	CodeName string
+}
+
+// codeName is the name a client sees for a model error code.
+func codeName(code int32) string {
+	switch code {
+	case 0:
+		return ""
+	case model.CodeInterrupted:
+		return "Interrupted"
+	case model.CodeQueryMemoryLimitExceeded:
+		return "QueryMemoryLimitExceeded"
+	case model.CodeHostUnreachable:
+		return "HostUnreachable"
+	}
+	return fmt.Sprintf("Location%d", code)
 }
 
 // DefaultConfig is the seed's setting on an M50 replica set.
@@ -73,6 +117,8 @@ type member struct {
 	node      *model.Node
 	up        bool
 	restartAt time.Duration
+	startedAt time.Duration
+	process   uint64
 }
 
 type sim struct {
@@ -87,7 +133,7 @@ type sim struct {
 	nodeSeq uint64
 
 	stormStart, stormEnd time.Duration
-	pending              []pendingQuery
+	pending              []pendingQuery // waiting for a primary
 	cursorSeq            int64
 
 	m            Metrics
@@ -100,11 +146,14 @@ type sim struct {
 	victims      []int64
 	lastLow      map[*model.Node]model.PoolStats
 	lastShed     map[*model.Node]int64
+	// inflight are the client operations not yet answered (for Observer).
+	inflight map[*OpRecord]bool
 }
 
 type pendingQuery struct {
 	at    time.Duration
 	shape model.QueryShape
+	rec   *OpRecord
 }
 
 // Run runs one trial of arm.
@@ -114,7 +163,11 @@ func Run(cfg Config, arm arms.Arm) (Trial, error) {
 		return Trial{}, err
 	}
 	s := &sim{cfg: cfg, arm: arm, params: params, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
-		primary: 0, elect: -1, lastLow: map[*model.Node]model.PoolStats{}, lastShed: map[*model.Node]int64{}}
+		primary: 0, elect: -1, lastLow: map[*model.Node]model.PoolStats{}, lastShed: map[*model.Node]int64{},
+		inflight: map[*OpRecord]bool{}}
+	if s.cfg.SampleInterval <= 0 {
+		s.cfg.SampleInterval = time.Second
+	}
 	s.m.VictimStages = map[string]int{}
 	for i := range s.members {
 		s.members[i] = &member{up: true}
@@ -132,7 +185,7 @@ func (s *sim) startNode(i int) {
 	n := model.NewNode(s.cfg.Hardware, s.params, s.cfg.Seed*1000+s.nodeSeq)
 	n.AdvanceTo(s.now) // a fresh process starts at the trial's current time
 	mb := s.members[i]
-	mb.node, mb.up = n, true
+	mb.node, mb.up, mb.startedAt, mb.process = n, true, s.now, s.nodeSeq
 	n.OnCrash = func() { s.crash(i) }
 }
 
@@ -172,7 +225,7 @@ func (s *sim) loop(total time.Duration) {
 	nextCanary := canaryEvery
 	canaryWrite := false
 	var nextActor time.Duration
-	var nextSample, nextSecond time.Duration
+	var nextSample, nextSecond, nextObserve time.Duration
 	for s.now = 0; s.now < total; s.now += model.Tick {
 		// Restarts and elections.
 		for i, mb := range s.members {
@@ -193,7 +246,8 @@ func (s *sim) loop(total time.Duration) {
 		}
 		// Open-loop storm arrivals.
 		for s.now < s.stormEnd && s.now >= nextStorm {
-			s.startQuery(nextStorm, w.Query(s.rng))
+			q := w.Query(s.rng)
+			s.startQuery(nextStorm, q, s.track(nextStorm, q.Stage, false))
 			nextStorm += s.expo(w.StormRate)
 		}
 		// Canaries at a fixed rate, alternating reads and writes.
@@ -220,6 +274,50 @@ func (s *sim) loop(total time.Duration) {
 			nextSecond = s.now + time.Second
 			s.sampleSecond()
 		}
+		if s.cfg.Observer != nil && s.now >= nextObserve {
+			nextObserve = s.now + s.cfg.SampleInterval
+			for i, mb := range s.members {
+				var n *model.Node
+				if mb.up {
+					n = mb.node
+				}
+				s.cfg.Observer.Member(s.now, i, n, mb.up && s.primary == i, mb.process, s.now-mb.startedAt)
+			}
+		}
+	}
+	// What is still unanswered when the trial ends timed out: the wire
+	// driver bounds every operation by the trial's end the same way.
+	for rec := range s.inflight {
+		rec.Latency, rec.CodeName = s.now-rec.Scheduled, "Timeout"
+		s.report(rec)
+	}
+}
+
+// track registers a client operation the observer will hear about.
+func (s *sim) track(at time.Duration, stage string, write bool) *OpRecord {
+	if s.cfg.Observer == nil {
+		return nil
+	}
+	rec := &OpRecord{Scheduled: at, Stage: stage, Write: write}
+	s.inflight[rec] = true
+	return rec
+}
+
+// answer ends a tracked operation with a server's code.
+func (s *sim) answer(rec *OpRecord, code int32) {
+	if rec == nil {
+		return
+	}
+	rec.Latency, rec.Code, rec.CodeName = s.now-rec.Scheduled, code, codeName(code)
+	s.report(rec)
+}
+
+func (s *sim) report(rec *OpRecord) {
+	delete(s.inflight, rec)
+	if rec.Stage == "" {
+		s.cfg.Observer.Canary(*rec)
+	} else {
+		s.cfg.Observer.Storm(*rec)
 	}
 }
 
@@ -248,10 +346,10 @@ func (s *sim) primaryNode() *model.Node {
 
 // startQuery sends a storm query's aggregate; a client that finds no
 // primary waits for one (server selection) up to its timeout.
-func (s *sim) startQuery(at time.Duration, q model.QueryShape) {
+func (s *sim) startQuery(at time.Duration, q model.QueryShape, rec *OpRecord) {
 	n := s.primaryNode()
 	if n == nil {
-		s.pending = append(s.pending, pendingQuery{at: at, shape: q})
+		s.pending = append(s.pending, pendingQuery{at: at, shape: q, rec: rec})
 		return
 	}
 	s.cursorSeq++
@@ -261,7 +359,7 @@ func (s *sim) startQuery(at time.Duration, q model.QueryShape) {
 	if len(gms) > 0 {
 		cursor = s.cursorSeq
 	}
-	s.submitStorm(n, &model.Op{Kind: model.KindAggregate, AppName: s.cfg.Workload.AppName, Eligible: true, CursorID: cursor, Work: agg}, gms)
+	s.submitStorm(n, &model.Op{Kind: model.KindAggregate, AppName: s.cfg.Workload.AppName, Eligible: true, CursorID: cursor, Work: agg}, gms, rec)
 }
 
 func (s *sim) flushPending() {
@@ -270,14 +368,21 @@ func (s *sim) flushPending() {
 	for _, q := range p {
 		if s.now-q.at > s.cfg.Workload.ServerSelectionTimeout {
 			s.m.StormFailed++
+			if q.rec != nil {
+				q.rec.Latency, q.rec.CodeName = s.now-q.at, "Timeout"
+				s.report(q.rec)
+			}
 			continue
 		}
-		s.startQuery(q.at, q.shape)
+		s.startQuery(q.at, q.shape, q.rec)
 	}
 }
 
-func (s *sim) submitStorm(n *model.Node, op *model.Op, rest []model.Work) {
+func (s *sim) submitStorm(n *model.Node, op *model.Op, rest []model.Work, rec *OpRecord) {
 	op.Done = func(o model.Outcome) {
+		if o.Code != 0 || len(rest) == 0 {
+			s.answer(rec, o.Code)
+		}
 		switch o.Code {
 		case 0:
 			if len(rest) == 0 {
@@ -286,9 +391,10 @@ func (s *sim) submitStorm(n *model.Node, op *model.Op, rest []model.Work) {
 			}
 			if n.Dead() {
 				s.m.StormFailed++
+				s.answer(rec, model.CodeHostUnreachable)
 				return
 			}
-			s.submitStorm(n, &model.Op{Kind: model.KindGetMore, AppName: op.AppName, Eligible: true, CursorID: op.CursorID, Work: rest[0]}, rest[1:])
+			s.submitStorm(n, &model.Op{Kind: model.KindGetMore, AppName: op.AppName, Eligible: true, CursorID: op.CursorID, Work: rest[0]}, rest[1:], rec)
 		case model.CodeQueryMemoryLimitExceeded:
 			s.m.StormShed++
 			s.victim(o)
@@ -311,9 +417,15 @@ func (s *sim) victim(o model.Outcome) {
 
 func (s *sim) canary(at time.Duration, write bool) {
 	s.canaryTotal++
+	rec := s.track(at, "", write)
 	n := s.primaryNode()
 	if n == nil {
-		return // no primary: the canary cannot succeed within its SLO
+		// No primary: the client waits for one past the SLO.
+		if rec != nil {
+			rec.Latency, rec.CodeName = s.cfg.Workload.CanarySLO, "Timeout"
+			s.report(rec)
+		}
+		return
 	}
 	kind := model.KindFind
 	if write {
@@ -321,6 +433,7 @@ func (s *sim) canary(at time.Duration, write bool) {
 	}
 	op := &model.Op{Kind: kind, AppName: s.cfg.Workload.CanaryAppName, Eligible: !write, Write: write, Work: model.PointWork()}
 	op.Done = func(o model.Outcome) {
+		s.answer(rec, o.Code)
 		lat := s.now - at
 		s.canaryLat = append(s.canaryLat, lat)
 		if o.Code == 0 && lat <= s.cfg.Workload.CanarySLO {
@@ -341,9 +454,16 @@ func (s *sim) actor(c killop.Config) {
 	n.Ops(func(op *model.Op) {
 		ops = append(ops, killop.Op{ID: op.ID, AppName: op.AppName, TrackedBytes: op.Tracked(), Queued: op.Queued(), Stage: op.Work.Stage, Writes: op.Write})
 	})
-	for _, k := range killop.Decide(c, n.RSS(), n.Hardware().MemLimitBytes, ops) {
-		if n.Kill(k.ID, model.CodeInterrupted) && s.inStorm() {
+	rss := n.RSS()
+	for _, k := range killop.Decide(c, rss, n.Hardware().MemLimitBytes, ops) {
+		if !n.Kill(k.ID, model.CodeInterrupted) {
+			continue
+		}
+		if s.inStorm() {
 			s.m.ActorKills++
+		}
+		if s.cfg.Observer != nil {
+			s.cfg.Observer.Kill(s.now, k, rss)
 		}
 	}
 }

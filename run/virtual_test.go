@@ -1,0 +1,81 @@
+package run
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/mongosim"
+	"github.com/qmlsab/qmlsab/mongosim/calibrate"
+	"github.com/qmlsab/qmlsab/store"
+	"github.com/qmlsab/qmlsab/workload"
+)
+
+// A virtual trial's files must say what the model did: the counts and
+// availability computed from the recorded files equal the model's own
+// accounting for the same seed, and the samples carry the storm's
+// signature (D's queue departures include kills, E's are all admissions).
+func TestVirtualTrialRecordsWhatTheModelDid(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	sel, err := arms.Select([]string{"D", "E"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := workload.DefaultSpillToDisk()
+	w.Phases = workload.Phases{Warmup: 10 * time.Second, Storm: 60 * time.Second, Recovery: 20 * time.Second}
+	cfg := Config{Arms: sel, N: 1, Workload: w, Dir: dir, Seed: 7, Clock: Virtual,
+		Sim: mongosim.SimOptions{CPUs: 8, BaselineMB: 6 << 10}, SimMemLimitMB: 32 << 10, ToolVersion: "test"}
+	if _, err := Execute(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	r, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Manifest.Simulated || r.Manifest.Clock != Virtual {
+		t.Errorf("manifest simulated=%v clock=%q, want true and virtual", r.Manifest.Simulated, r.Manifest.Clock)
+	}
+	for i, a := range sel {
+		tr := r.Trials[a.Name][0]
+		if !tr.Simulated || tr.Clock != Virtual {
+			t.Errorf("%s: simulated=%v clock=%q", a.Name, tr.Simulated, tr.Clock)
+		}
+		want, err := calibrate.Run(calibrate.Config{Seed: cfg.Seed + uint64(i), Workload: w, Hardware: cfg.Sim.Hardware(cfg.SimMemLimitMB),
+			ElectionTimeout: 10 * time.Second, RestartDelay: 5 * time.Second}, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := tr.Metrics
+		for _, c := range []struct {
+			name string
+			got  float64
+			want float64
+		}{
+			{"availability", m["availability"], want.Metrics.Availability},
+			{"storm_completed", m["storm_completed"], float64(want.Metrics.StormCompleted)},
+			{"storm_shed", m["storm_shed"], float64(want.Metrics.StormShed)},
+			{"storm_killed", m["storm_killed"], float64(want.Metrics.StormKilled)},
+			{"restarts", m["restarts"], float64(want.Metrics.Restarts)},
+			{"failovers", m["failovers"], float64(want.Metrics.Failovers)},
+		} {
+			if c.got != c.want {
+				t.Errorf("%s %s: files say %v, the model counted %v", a.Name, c.name, c.got, c.want)
+			}
+		}
+		if tr.Phases["recovery"]-tr.Phases["storm"] != 60 {
+			t.Errorf("%s: storm phase %v s, want 60 model seconds", a.Name, tr.Phases["recovery"]-tr.Phases["storm"])
+		}
+		if m["read_tickets_min"] >= 128 || m["admissions_per_s"] <= 0 {
+			t.Errorf("%s: the storm left no mark on the samples: %v", a.Name, m)
+		}
+	}
+	d, e := r.Trials["D"][0].Metrics, r.Trials["E"][0].Metrics
+	if d["kills_per_s"] <= 0 || d["storm_killed"] <= 0 {
+		t.Errorf("D: the killOp actor killed nothing (kills/s %v, killed %v)", d["kills_per_s"], d["storm_killed"])
+	}
+	if e["kills_per_s"] != 0 || e["storm_shed"] <= 0 || e["sheds_per_s"] <= 0 {
+		t.Errorf("E: want departures all admissions and server sheds; kills/s %v shed %v sheds/s %v", e["kills_per_s"], e["storm_shed"], e["sheds_per_s"])
+	}
+}
