@@ -29,6 +29,7 @@ race:
 # Short fuzz runs of every fuzz target (seed corpora live in testdata/fuzz).
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./mongosim/wire
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./workload
 
 # A real client nobody here wrote: mongosh against a 3-process mongosim set.
 mongosh-check: build
@@ -44,8 +45,8 @@ test: fmt-check vet build
 bench: build
 	bash scripts/bench.sh
 
-# Until `qmlsab run` lands: the seed's D-vs-E A/B on mongosim's model
-# (virtual time, n = 5 seeds per arm), printed beside the seed's figures.
+# The main job: the seed's D-vs-E A/B, five trials per arm, on the
+# embedded simulator (its model in virtual time: seconds, not minutes).
 PROFILE ?= default
 run: build
 	$(BIN)/qmlsab run --arms D,E --n 5 --profile $(PROFILE)

@@ -36,7 +36,7 @@ import (
 type Config struct {
 	Arms     []arms.Arm
 	N        int
-	Workload workload.SpillToDisk
+	Workload workload.Spec
 	// Dir is the run folder; with Resume, an existing one to complete.
 	Dir    string
 	Resume bool
@@ -66,6 +66,11 @@ func Execute(ctx context.Context, cfg Config) (string, error) {
 	}
 	if len(cfg.Arms) == 0 {
 		return "", errors.New("no arms to run")
+	}
+	if !cfg.Resume {
+		if err := cfg.Workload.Validate(); err != nil {
+			return "", fmt.Errorf("workload %s: %w", cfg.Workload.Name, err)
+		}
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -101,7 +106,11 @@ func Execute(ctx context.Context, cfg Config) (string, error) {
 	}
 	if cfg.Resume {
 		// A resumed run keeps the workload it started with.
+		cfg.Workload = workload.Spec{}
 		if err := json.Unmarshal(m.Workload, &cfg.Workload); err != nil {
+			return "", fmt.Errorf("%s: workload: %w", filepath.Join(cfg.Dir, "manifest.json"), err)
+		}
+		if err := cfg.Workload.Validate(); err != nil {
 			return "", fmt.Errorf("%s: workload: %w", filepath.Join(cfg.Dir, "manifest.json"), err)
 		}
 	}
@@ -157,7 +166,10 @@ func Execute(ctx context.Context, cfg Config) (string, error) {
 			defer func() { <-sem }()
 			progress("trial %s#%d: started\n", ts.Arm, ts.Index)
 			trial := runTrial
-			if arm.Embedded() && cfg.Clock == Virtual {
+			switch {
+			case cfg.Workload.Merge != nil:
+				trial = runMergeTrial
+			case arm.Embedded() && cfg.Clock == Virtual:
 				trial = runVirtualTrial
 			}
 			status, reason := trial(ctx, cfg, arm, ts.Index, cfg.Seed+uint64(i))
@@ -206,12 +218,12 @@ func manifest(cfg Config) (store.Manifest, error) {
 	armsYAML, _ := arms.Marshal(redacted)
 	armsJSON, _ := json.Marshal(string(armsYAML))
 	wl, _ := json.Marshal(cfg.Workload)
-	m := store.Manifest{Schema: store.ManifestSchema, ToolVersion: cfg.ToolVersion, Created: time.Now().UTC(), Host: host,
+	m := store.Manifest{Schema: store.ManifestSchema, WorkloadName: cfg.Workload.Name, ToolVersion: cfg.ToolVersion, Created: time.Now().UTC(), Host: host,
 		CommandLine: redactArgs(cfg.CommandLine), Workload: wl, Arms: armsJSON, Seed: cfg.Seed, Target: cfg.Arms[0].Target}
 	m.Clock = Wall
 	for _, a := range cfg.Arms {
 		m.Simulated = m.Simulated || a.Embedded()
-		if a.Embedded() && cfg.Clock == Virtual {
+		if a.Embedded() && cfg.Clock == Virtual && cfg.Workload.SpillToDisk != nil {
 			m.Clock = Virtual
 		}
 	}
@@ -250,7 +262,7 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 		return store.Invalid, "provisioning: " + err.Error()
 	}
 	defer dep.Close(context.Background())
-	d := &workload.Driver{Spec: cfg.Workload, URI: dep.URI()}
+	d := &workload.Driver{Spec: *cfg.Workload.SpillToDisk, URI: dep.URI()}
 	if err := d.Load(ctx); err != nil {
 		if ctx.Err() != nil {
 			return store.Interrupted, ""
@@ -306,7 +318,7 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 	if arm.Embedded() {
 		// The embedded set lives in this process: when no member answers,
 		// the host could not keep up, and the trial measured the harness.
-		if lost, total := collect.Unreachable(samples), cfg.Workload.Phases.Total(); lost > max(5*time.Second, total/10) {
+		if lost, total := collect.Unreachable(samples), cfg.Workload.Duration(); lost > max(5*time.Second, total/10) {
 			return store.Invalid, fmt.Sprintf("host saturated: no member of the in-process set answered serverStatus for %.0f s of %.0f s; run fewer trials at once (--parallel) or use --clock virtual",
 				lost.Seconds(), total.Seconds())
 		}

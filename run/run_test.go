@@ -21,11 +21,12 @@ func quickConfig(t *testing.T, dir string, n int) Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := workload.DefaultSpillToDisk()
+	spec, _ := workload.Builtin(workload.KindSpillToDisk)
+	w := spec.SpillToDisk
 	w.Phases = workload.Phases{Warmup: time.Second, Storm: 3 * time.Second, Recovery: time.Second}
 	w.StormRate, w.CanaryRate = 15, 10
 	w.ServerSelectionTimeout = 10 * time.Second
-	return Config{Arms: sel, N: n, Workload: w, Dir: dir, Seed: 1, SampleInterval: 250 * time.Millisecond, Clock: Wall,
+	return Config{Arms: sel, N: n, Workload: spec, Dir: dir, Seed: 1, SampleInterval: 250 * time.Millisecond, Clock: Wall,
 		Sim: mongosim.SimOptions{CPUs: 4, BaselineMB: 512, ScanScale: 100}, SimMemLimitMB: 4096, ToolVersion: "test",
 		CommandLine: []string{"qmlsab", "run", "--arms", "D,E"}}
 }

@@ -86,7 +86,7 @@ func runVirtualTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, s
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return store.Invalid, err.Error()
 	}
-	w := cfg.Workload
+	w := *cfg.Workload.SpillToDisk
 	v := &virtualTrial{base: time.Now().UTC().Truncate(time.Millisecond), slo: w.CanarySLO}
 	v.res.PhaseStarts = map[string]time.Time{"warmup": v.base, "storm": v.at(w.Phases.Warmup), "recovery": v.at(w.Phases.Warmup + w.Phases.Storm)}
 	hw := cfg.Sim.Hardware(cfg.SimMemLimitMB)

@@ -38,16 +38,18 @@ const (
 
 // Manifest describes a run.
 type Manifest struct {
-	Schema      string          `json:"schema"`
-	ToolVersion string          `json:"toolVersion"`
-	Created     time.Time       `json:"created"`
-	Host        string          `json:"host"`
-	CommandLine []string        `json:"commandLine"`
-	Workload    json.RawMessage `json:"workload,omitempty"`
-	Arms        json.RawMessage `json:"arms,omitempty"` // redacted
-	Seed        uint64          `json:"seed"`
-	Target      string          `json:"target"`
-	Simulated   bool            `json:"simulated"`
+	Schema      string    `json:"schema"`
+	ToolVersion string    `json:"toolVersion"`
+	Created     time.Time `json:"created"`
+	Host        string    `json:"host"`
+	CommandLine []string  `json:"commandLine"`
+	// WorkloadName names the workload; Workload is its resolved spec.
+	WorkloadName string          `json:"workloadName,omitempty"`
+	Workload     json.RawMessage `json:"workload,omitempty"`
+	Arms         json.RawMessage `json:"arms,omitempty"` // redacted
+	Seed         uint64          `json:"seed"`
+	Target       string          `json:"target"`
+	Simulated    bool            `json:"simulated"`
 	// Clock is "virtual" when the embedded model ran in model time
 	// (faster than the wall clock, no wire), "wall" otherwise.
 	Clock  string        `json:"clock,omitempty"`

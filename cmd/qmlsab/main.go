@@ -56,6 +56,7 @@ func newApp() *cli.App {
 			},
 			simCommand(),
 			armsCommand(),
+			workloadsCommand(),
 			runCommand(),
 		},
 	}

@@ -168,3 +168,57 @@ func TestRunMainJobInModelTime(t *testing.T) {
 		}
 	}
 }
+
+// Seed 003 end to end: E's shedder sheds a secondary's $merge after it
+// wrote; G's write-started flag never does.
+func TestRunMergeWorkloadCountsUnsafeSheds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time trials")
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	out, code := qmlsab(t, "run", "--workload", "merge_partial_write", "--arms", "E,G", "--n", "3", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	r, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for arm, wantUnsafe := range map[string]bool{"E": true, "G": false} {
+		if len(r.Trials[arm]) != 3 {
+			t.Fatalf("%s: %d valid trials, want 3", arm, len(r.Trials[arm]))
+		}
+		for _, tr := range r.Trials[arm] {
+			m := tr.Metrics
+			if got := m["unsafe_sheds"] > 0; got != wantUnsafe {
+				t.Errorf("%s#%d: unsafe_sheds %v, want >0: %v", arm, tr.Index, m["unsafe_sheds"], wantUnsafe)
+			}
+			if m["unsafe_sheds_primary"] != 0 {
+				t.Errorf("%s#%d: a $merge on the primary holds the write-intent latch, yet %v unsafe sheds there", arm, tr.Index, m["unsafe_sheds_primary"])
+			}
+		}
+	}
+}
+
+func TestWorkloadsListShowAndBadFiles(t *testing.T) {
+	out, code := qmlsab(t, "workloads", "list")
+	if code != 0 || !strings.Contains(out, "spill_to_disk") || !strings.Contains(out, "merge_partial_write") {
+		t.Fatalf("workloads list: exit %d\n%s", code, out)
+	}
+	out, code = qmlsab(t, "workloads", "show", "spill_to_disk")
+	if code != 0 || !strings.Contains(out, "stormRate: 150") || !strings.Contains(out, "storm: 2m30s") {
+		t.Fatalf("workloads show: exit %d\n%s", code, out)
+	}
+	// What show prints is a workload file run accepts.
+	f := filepath.Join(t.TempDir(), "mine.yaml")
+	os.WriteFile(f, []byte(strings.Replace(out, "name: spill_to_disk", "name: mine", 1)), 0o644)
+	if out, code := qmlsab(t, "workloads", "show", f); code != 0 || !strings.Contains(out, "name: mine") {
+		t.Errorf("show of a file written from show: exit %d\n%s", code, out)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("name: b\nkind: spill_to_disk\nspill_to_disk:\n  stormRate: lots\n"), 0o644)
+	out, code = qmlsab(t, "run", "--workload", bad, "--out", filepath.Join(t.TempDir(), "r"))
+	if code != 1 || !strings.Contains(out, bad+":4:") {
+		t.Errorf("bad workload file: exit %d, want 1 and %s:4 in\n%s", code, bad, out)
+	}
+}

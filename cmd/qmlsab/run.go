@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -34,7 +35,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "arms", Value: "D,E", Usage: "comma-separated arm names; the first is the baseline"},
 			armsFileFlag,
 			&cli.IntFlag{Name: "n", Value: 5, Usage: "trials per arm"},
-			&cli.StringFlag{Name: "workload", Value: "spill_to_disk", Usage: "workload name"},
+			&cli.StringFlag{Name: "workload", Value: workload.KindSpillToDisk, Usage: "a built-in workload (qmlsab workloads list) or a workload YAML `FILE`"},
 			&cli.StringFlag{Name: "profile", Value: "default", Usage: "phase lengths: quick, default or long"},
 			&cli.StringFlag{Name: "clock", Value: run.Virtual, Usage: "embedded target only: virtual (the model in model time, no wire; seconds per trial) or wall (real time over the wire protocol)"},
 			&cli.StringFlag{Name: "out", Usage: "run folder (default results/<timestamp>-<id>)"},
@@ -55,8 +56,9 @@ func runAction(c *cli.Context) error {
 	if c.Args().Len() > 0 {
 		return fail("unexpected argument %q (flags only)", c.Args().First())
 	}
-	if c.String("workload") != "spill_to_disk" {
-		return fail("--workload %q: only spill_to_disk is built so far", c.String("workload"))
+	spec, err := resolveWorkload(c.String("workload"))
+	if err != nil {
+		return fail("--workload: %v", err)
 	}
 	scale, ok := profiles[c.String("profile")]
 	if !ok {
@@ -101,12 +103,7 @@ func runAction(c *cli.Context) error {
 		}
 	}
 
-	w := workload.DefaultSpillToDisk()
-	w.Phases = workload.Phases{
-		Warmup:   time.Duration(float64(w.Phases.Warmup) * scale),
-		Storm:    time.Duration(float64(w.Phases.Storm) * scale),
-		Recovery: time.Duration(float64(w.Phases.Recovery) * scale),
-	}
+	w := spec.Scaled(scale)
 
 	dir := c.String("resume")
 	if dir == "" {
@@ -142,8 +139,12 @@ func runAction(c *cli.Context) error {
 		Log:           slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: logLevel})),
 		Progress:      c.App.Writer,
 	}
-	fmt.Fprintf(c.App.Writer, "qmlsab run: %d arms × %d trials, %s per trial, into %s\n",
-		len(selected), cfg.N, w.Phases.Total(), dir)
+	length := "a fixed number of ops"
+	if d := w.Duration(); d > 0 {
+		length = d.String()
+	}
+	fmt.Fprintf(c.App.Writer, "qmlsab run: %s, %d arms × %d trials, %s per trial, into %s\n",
+		w.Name, len(selected), cfg.N, length, dir)
 	out, runErr := run.Execute(ctx, cfg)
 	if r, err := store.Open(out); err == nil {
 		printTrials(c, r)
@@ -164,6 +165,24 @@ func runAction(c *cli.Context) error {
 	return nil
 }
 
+// column is a metric shown in the trial table.
+type column struct {
+	title, metric, format string
+	unit                  float64
+}
+
+var trialColumns = []column{
+	{"availability", "availability", "%.3f", 1}, {"failovers", "failovers", "%.0f", 1}, {"restarts", "restarts", "%.0f", 1},
+	{"completed", "storm_completed", "%.0f", 1}, {"shed", "storm_shed", "%.0f", 1}, {"killed", "storm_killed", "%.0f", 1},
+	{"failed", "storm_failed", "%.0f", 1}, {"canary p99 ms", "canary_p99_ms", "%.0f", 1}, {"rss peak MB", "rss_peak_bytes", "%.0f", 1 << 20},
+}
+
+var mergeColumns = []column{
+	{"ops", "merge_ops", "%.0f", 1}, {"completed", "merge_completed", "%.0f", 1}, {"shed", "merge_shed", "%.0f", 1},
+	{"killed", "merge_killed", "%.0f", 1}, {"failed", "merge_failed", "%.0f", 1}, {"unsafe sheds", "unsafe_sheds", "%.0f", 1},
+	{"on primary", "unsafe_sheds_primary", "%.0f", 1}, {"on secondary", "unsafe_sheds_secondary", "%.0f", 1},
+}
+
 // printTrials shows each finished trial's headline metrics, arm by arm.
 func printTrials(c *cli.Context, r *store.Run) {
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
@@ -177,13 +196,23 @@ func printTrials(c *cli.Context, r *store.Run) {
 	for _, ts := range r.Manifest.Trials {
 		status[fmt.Sprint(ts.Arm, "#", ts.Index)] = ts.Status
 	}
-	fmt.Fprintln(tw, "arm\ttrial\tstatus\tavailability\tfailovers\trestarts\tcompleted\tshed\tkilled\tfailed\tcanary p99 ms\trss peak MB")
+	cols := trialColumns
+	var spec workload.Spec
+	if json.Unmarshal(r.Manifest.Workload, &spec) == nil && spec.Kind == workload.KindMergePartialWrite {
+		cols = mergeColumns
+	}
+	fmt.Fprint(tw, "arm\ttrial\tstatus")
+	for _, col := range cols {
+		fmt.Fprint(tw, "\t", col.title)
+	}
+	fmt.Fprintln(tw)
 	for _, name := range r.Manifest.ArmNames() {
 		for _, t := range r.Trials[name] {
-			m := t.Metrics
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\n", name, t.Index, status[fmt.Sprint(name, "#", t.Index)],
-				m["availability"], m["failovers"], m["restarts"], m["storm_completed"], m["storm_shed"],
-				m["storm_killed"], m["storm_failed"], m["canary_p99_ms"], m["rss_peak_bytes"]/(1<<20))
+			fmt.Fprintf(tw, "%s\t%d\t%s", name, t.Index, status[fmt.Sprint(name, "#", t.Index)])
+			for _, col := range cols {
+				fmt.Fprintf(tw, "\t"+col.format, t.Metrics[col.metric]/col.unit)
+			}
+			fmt.Fprintln(tw)
 		}
 	}
 	tw.Flush()
