@@ -9,6 +9,7 @@ import (
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/collect"
+	"github.com/qmlsab/qmlsab/progress"
 	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/target"
 	"github.com/qmlsab/qmlsab/workload"
@@ -18,7 +19,7 @@ import (
 // provisioned target. It always crosses the wire, even on the embedded
 // target: the hole it measures is a secondary forwarding its $merge
 // writes to the primary.
-func runMergeTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uint64) (status, reason string) {
+func runMergeTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uint64, report func(progress.Update)) (status, reason string) {
 	dir := store.TrialDir(cfg.Dir, arm.Name, index)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return store.Invalid, err.Error()
@@ -38,6 +39,7 @@ func runMergeTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, see
 	done := make(chan struct{})
 	go func() { sampler.Run(tctx); close(done) }()
 	start := time.Now()
+	report(progress.Update{Phase: "merge ops"})
 	d := &workload.MergeDriver{Spec: *cfg.Workload.Merge, URI: dep.URI(), Members: dep.Members()}
 	res, err := d.Run(tctx)
 	stop()

@@ -27,6 +27,7 @@ import (
 	"github.com/qmlsab/qmlsab/arms/actor"
 	"github.com/qmlsab/qmlsab/collect"
 	"github.com/qmlsab/qmlsab/mongosim"
+	"github.com/qmlsab/qmlsab/progress"
 	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/target"
 	"github.com/qmlsab/qmlsab/workload"
@@ -55,8 +56,8 @@ type Config struct {
 	ToolVersion   string
 	CommandLine   []string
 	Log           *slog.Logger
-	// Progress receives one line per trial start and finish.
-	Progress io.Writer
+	// Progress shows the trials as they run (default: nowhere).
+	Progress progress.Sink
 }
 
 // Execute runs (or resumes) the experiment and returns the run folder.
@@ -76,15 +77,9 @@ func Execute(ctx context.Context, cfg Config) (string, error) {
 		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if cfg.Progress == nil {
-		cfg.Progress = io.Discard
+		cfg.Progress = progress.Lines(io.Discard)
 	}
-	// Trials run concurrently; their progress lines must not interleave.
-	var pmu sync.Mutex
-	progress := func(format string, args ...any) {
-		pmu.Lock()
-		defer pmu.Unlock()
-		fmt.Fprintf(cfg.Progress, format, args...)
-	}
+	defer cfg.Progress.Close()
 	if cfg.SampleInterval <= 0 {
 		cfg.SampleInterval = time.Second
 	}
@@ -164,7 +159,11 @@ func Execute(ctx context.Context, cfg Config) (string, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			progress("trial %s#%d: started\n", ts.Arm, ts.Index)
+			report := func(u progress.Update) {
+				u.Arm, u.Index = ts.Arm, ts.Index
+				cfg.Progress.Update(u)
+			}
+			report(progress.Update{Phase: "provisioning"})
 			trial := runTrial
 			switch {
 			case cfg.Workload.Merge != nil:
@@ -172,8 +171,8 @@ func Execute(ctx context.Context, cfg Config) (string, error) {
 			case arm.Embedded() && cfg.Clock == Virtual:
 				trial = runVirtualTrial
 			}
-			status, reason := trial(ctx, cfg, arm, ts.Index, cfg.Seed+uint64(i))
-			progress("trial %s#%d: %s %s\n", ts.Arm, ts.Index, status, reason)
+			status, reason := trial(ctx, cfg, arm, ts.Index, cfg.Seed+uint64(i), report)
+			report(progress.Update{Status: status, Reason: reason})
 			if err := save(func(m *store.Manifest) { m.Trials[i].Status, m.Trials[i].Reason = status, reason }); err != nil {
 				mu.Lock()
 				writeErr = errors.Join(writeErr, err)
@@ -248,7 +247,7 @@ func redactArgs(args []string) []string {
 
 // runTrial provisions, drives and records one trial. Failures of the
 // system under test are outcomes; only harness faults make it invalid.
-func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uint64) (status, reason string) {
+func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uint64, report func(progress.Update)) (status, reason string) {
 	dir := store.TrialDir(cfg.Dir, arm.Name, index)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return store.Invalid, err.Error()
@@ -263,6 +262,7 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 	}
 	defer dep.Close(context.Background())
 	d := &workload.Driver{Spec: *cfg.Workload.SpillToDisk, URI: dep.URI()}
+	report(progress.Update{Phase: "loading"})
 	if err := d.Load(ctx); err != nil {
 		if ctx.Err() != nil {
 			return store.Interrupted, ""
@@ -295,9 +295,11 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 		}
 	}
 	start := time.Now().Add(500 * time.Millisecond)
+	bg.Go(func() { liveProgress(tctx, d, sampler, start, report) })
 	res, err := d.Run(tctx, start, seed)
 	stop()
 	bg.Wait()
+	report(progress.Update{Phase: "writing"})
 	if ctx.Err() != nil {
 		return store.Interrupted, ""
 	}
@@ -324,4 +326,35 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 		}
 	}
 	return store.Valid, ""
+}
+
+// liveProgress reports a running wall-clock trial every second: its
+// phase, the availability of the canaries so far, and failovers seen.
+func liveProgress(ctx context.Context, d *workload.Driver, s *collect.Sampler, start time.Time, report func(progress.Update)) {
+	ph := d.Spec.Phases
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		el := max(time.Since(start), 0)
+		u := progress.Update{Phase: phaseAt(ph, el), Elapsed: min(el, ph.Total()), Total: ph.Total(),
+			Failovers: collect.PrimaryChanges(s.Samples())}
+		u.Availability, u.HasAvailability = d.Availability()
+		report(u)
+	}
+}
+
+// phaseAt is the phase at a time into the trial.
+func phaseAt(ph workload.Phases, el time.Duration) string {
+	switch {
+	case el < ph.Warmup:
+		return "warmup"
+	case el < ph.Warmup+ph.Storm:
+		return "storm"
+	}
+	return "recovery"
 }

@@ -1,7 +1,6 @@
 package run
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/mongosim"
+	"github.com/qmlsab/qmlsab/progress"
 	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/workload"
 )
@@ -36,9 +36,9 @@ func TestRunWritesInterleavedValidTrials(t *testing.T) {
 		t.Skip("real-time trials")
 	}
 	dir := filepath.Join(t.TempDir(), "run")
-	var progress bytes.Buffer
+	var buf syncBuffer
 	cfg := quickConfig(t, dir, 2)
-	cfg.Progress = &progress
+	cfg.Progress = progress.Lines(&buf)
 	if _, err := Execute(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -79,8 +79,8 @@ func TestRunWritesInterleavedValidTrials(t *testing.T) {
 			}
 		}
 	}
-	if strings.Count(progress.String(), "valid") != 4 {
-		t.Errorf("progress lines:\n%s", progress.String())
+	if strings.Count(buf.String(), "valid") != 4 {
+		t.Errorf("progress lines:\n%s", buf.String())
 	}
 	if _, err := Execute(context.Background(), quickConfig(t, dir, 2)); err == nil || !strings.Contains(err.Error(), "--resume") {
 		t.Errorf("a second run into the same folder: %v", err)
@@ -95,10 +95,10 @@ func TestInterruptedRunResumesToExactlyNTrials(t *testing.T) {
 	cfg := quickConfig(t, dir, 2)
 	cfg.Parallel = 1
 	ctx, cancel := context.WithCancel(context.Background())
-	var progress syncBuffer
-	cfg.Progress = &progress
+	var buf syncBuffer
+	cfg.Progress = progress.Lines(&buf)
 	go func() { // Ctrl-C once the first trial has finished
-		for !strings.Contains(progress.String(), "D#1: valid") {
+		for !strings.Contains(buf.String(), "D#1: valid") {
 			time.Sleep(20 * time.Millisecond)
 		}
 		cancel()
@@ -145,7 +145,7 @@ func TestInterruptedRunResumesToExactlyNTrials(t *testing.T) {
 
 type syncBuffer struct {
 	mu sync.Mutex
-	b  bytes.Buffer
+	b  strings.Builder
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {

@@ -17,6 +17,7 @@ import (
 	"github.com/qmlsab/qmlsab/mongosim"
 	"github.com/qmlsab/qmlsab/mongosim/calibrate"
 	"github.com/qmlsab/qmlsab/mongosim/model"
+	"github.com/qmlsab/qmlsab/progress"
 	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/workload"
 )
@@ -43,6 +44,11 @@ type virtualTrial struct {
 	res     workload.Results
 	kills   []actor.KillEvent
 	err     error
+
+	phases     workload.Phases
+	report     func(progress.Update)
+	lastReport time.Duration
+	canariesOK int
 }
 
 func (v *virtualTrial) at(d time.Duration) time.Time { return v.base.Add(d) }
@@ -59,6 +65,15 @@ func (v *virtualTrial) Member(at time.Duration, member int, n *model.Node, prima
 		smp.Values = collect.Extract(raw)
 	}
 	v.samples = append(v.samples, smp)
+	if member == 0 && at-v.lastReport >= 10*time.Second {
+		v.lastReport = at
+		u := progress.Update{Phase: phaseAt(v.phases, at), Elapsed: at, Total: v.phases.Total(), Virtual: true,
+			Failovers: collect.PrimaryChanges(v.samples)}
+		if n := len(v.res.Canaries); n > 0 {
+			u.Availability, u.HasAvailability = float64(v.canariesOK)/float64(n), true
+		}
+		v.report(u)
+	}
 }
 
 func (v *virtualTrial) Storm(r calibrate.OpRecord) {
@@ -67,8 +82,12 @@ func (v *virtualTrial) Storm(r calibrate.OpRecord) {
 }
 
 func (v *virtualTrial) Canary(r calibrate.OpRecord) {
+	ok := r.CodeName == "" && r.Latency <= v.slo
+	if ok {
+		v.canariesOK++
+	}
 	v.res.Canaries = append(v.res.Canaries, workload.CanaryResult{Scheduled: v.at(r.Scheduled), Latency: r.Latency, Write: r.Write,
-		OK: r.CodeName == "" && r.Latency <= v.slo, Code: r.CodeName})
+		OK: ok, Code: r.CodeName})
 }
 
 func (v *virtualTrial) Kill(at time.Duration, k killop.Op, rss int64) {
@@ -78,7 +97,7 @@ func (v *virtualTrial) Kill(at time.Duration, k killop.Op, rss int64) {
 
 // runVirtualTrial runs an embedded arm's trial on the model in model time
 // and writes the same files as a wall-clock trial.
-func runVirtualTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uint64) (status, reason string) {
+func runVirtualTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uint64, report func(progress.Update)) (status, reason string) {
 	if ctx.Err() != nil {
 		return store.Interrupted, ""
 	}
@@ -87,7 +106,7 @@ func runVirtualTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, s
 		return store.Invalid, err.Error()
 	}
 	w := *cfg.Workload.SpillToDisk
-	v := &virtualTrial{base: time.Now().UTC().Truncate(time.Millisecond), slo: w.CanarySLO}
+	v := &virtualTrial{base: time.Now().UTC().Truncate(time.Millisecond), slo: w.CanarySLO, phases: w.Phases, report: report}
 	v.res.PhaseStarts = map[string]time.Time{"warmup": v.base, "storm": v.at(w.Phases.Warmup), "recovery": v.at(w.Phases.Warmup + w.Phases.Storm)}
 	hw := cfg.Sim.Hardware(cfg.SimMemLimitMB)
 	restart := cfg.Sim.RestartDelay

@@ -29,6 +29,18 @@ type Driver struct {
 	RealDocs int
 	// DB is the workload's database (default "qmlsab").
 	DB string
+
+	canariesDone, canariesOK atomic.Int64
+}
+
+// Availability is the share of canaries finished so far that met the SLO
+// (false before any finished): the live figure of a running trial.
+func (d *Driver) Availability() (float64, bool) {
+	n := d.canariesDone.Load()
+	if n == 0 {
+		return 0, false
+	}
+	return float64(d.canariesOK.Load()) / float64(n), true
 }
 
 // StormResult is one storm query's outcome.
@@ -215,13 +227,15 @@ func (d *Driver) Run(ctx context.Context, start time.Time, seed uint64) (Results
 		i := seq.Add(1)
 		write := i%2 == 0
 		writes.Store(at, write)
+		var err error
 		if write {
-			_, err := canaries.InsertOne(cctx, bson.D{{Key: "at", Value: at}})
-			return err
+			_, err = canaries.InsertOne(cctx, bson.D{{Key: "at", Value: at}})
+		} else if err = canaries.FindOne(cctx, bson.D{{Key: "_id", Value: i % 97}}).Err(); errors.Is(err, mongo.ErrNoDocuments) {
+			err = nil
 		}
-		err := canaries.FindOne(cctx, bson.D{{Key: "_id", Value: i % 97}}).Err()
-		if errors.Is(err, mongo.ErrNoDocuments) {
-			return nil
+		d.canariesDone.Add(1)
+		if err == nil && time.Since(at) <= d.Spec.CanarySLO {
+			d.canariesOK.Add(1)
 		}
 		return err
 	})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/mongosim"
+	"github.com/qmlsab/qmlsab/progress"
 	"github.com/qmlsab/qmlsab/run"
 	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/workload"
@@ -137,7 +138,7 @@ func runAction(c *cli.Context) error {
 		ToolVersion:   toolVersion(),
 		CommandLine:   os.Args,
 		Log:           slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: logLevel})),
-		Progress:      c.App.Writer,
+		Progress:      progress.For(c.App.Writer),
 	}
 	length := "a fixed number of ops"
 	if d := w.Duration(); d > 0 {
