@@ -1,18 +1,28 @@
 #!/usr/bin/env bash
 # make bench: runs the benchmarks and prints each target as a ratio of its
 # baseline measured in the same run (never an absolute time target: these
-# machines are noisy).
+# machines are noisy). Exit 1 when a target is missed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 go test -run '^$' -bench 'BenchmarkFindByID' -benchtime "${BENCHTIME:-3s}" -count "${BENCHCOUNT:-3}" ./mongosim/ | tee "$out"
+go test -run '^$' -bench 'BenchmarkGenerator' -benchtime "${BENCHITER:-6}x" ./workload/ | tee -a "$out"
+go test -run '^$' -bench 'BenchmarkCollectorCPU' -benchtime 2x ./collect/ | tee -a "$out"
 awk '
-  /BenchmarkFindByID\/fixed-reply/ { for (i=1;i<=NF;i++) if ($i=="ops/s") { f+=$(i-1); nf++ } }
-  /BenchmarkFindByID\/mongosim/    { for (i=1;i<=NF;i++) if ($i=="ops/s") { m+=$(i-1); nm++ } }
+  function metric(unit,   i) { for (i=1;i<=NF;i++) if ($i==unit) return $(i-1); return "" }
+  /BenchmarkFindByID\/fixed-reply/ { f+=metric("ops/s"); nf++ }
+  /BenchmarkFindByID\/mongosim/    { m+=metric("ops/s"); nm++ }
+  /BenchmarkGenerator\/throughput/ { bare=metric("bare-ops/s"); gen=metric("generator-ops/s"); share=metric("generator-%-of-bare") }
+  /BenchmarkGenerator\/lag-2000/   { p99=metric("p99-lag-ms"); p50=metric("p50-lag-ms"); rate=metric("ops/s"); gcpu=metric("process-cpu-ms/s") }
+  /BenchmarkCollectorCPU/          { ccpu=metric("3-members-1Hz-cpu-ms/s"); idle=metric("idle-set-cpu-ms/s") }
   END {
-    if (!nf || !nm) { print "bench: missing results"; exit 1 }
-    f/=nf; m/=nm; r=100*m/f
-    printf "\nfind-by-_id through the Go driver: mongosim %.0f ops/s vs fixed-reply server %.0f ops/s = %.1f%% of the protocol limit (target >= 50%%): %s\n", m, f, r, (r>=50 ? "PASS" : "FAIL")
-    exit (r>=50 ? 0 : 1)
+    if (!nf || !nm || share=="" || p99=="" || ccpu=="") { print "bench: missing results"; exit 1 }
+    f/=nf; m/=nm; r=100*m/f; fail=0
+    printf "\n"
+    printf "find-by-_id through the Go driver: mongosim %.0f ops/s vs fixed-reply server %.0f ops/s = %.1f%% (target >= 50%%): %s\n", m, f, r, (r>=50 ? "PASS" : "FAIL"); fail+=(r<50)
+    printf "generator throughput: open loop %.0f ops/s vs bare driver loop %.0f ops/s, side by side = %.1f%% (target >= 90%%): %s\n", gen, bare, share, (share>=90 ? "PASS" : "FAIL"); fail+=(share<90)
+    printf "start lag at %.0f scheduled ops/s against mongosim: p50 %.2f ms, p99 %.2f ms (target p99 <= 2 ms): %s; process CPU %.0f ms/s, server included\n", rate, p50, p99, (p99<=2 ? "PASS" : "FAIL"), gcpu; fail+=(p99>2)
+    printf "collector, 3 members at 1 Hz: %.2f ms CPU per second of run (%.3f%% of a core; the idle in-process set itself uses %.0f ms/s)\n", ccpu, ccpu/10, idle
+    exit (fail ? 1 : 0)
   }' "$out"

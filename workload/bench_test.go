@@ -1,0 +1,166 @@
+package workload
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/qmlsab/qmlsab/mongosim"
+)
+
+// benchWindow is how long each generator measurement runs (BENCHWINDOW
+// overrides, in seconds).
+func benchWindow() time.Duration {
+	if s, err := strconv.ParseFloat(os.Getenv("BENCHWINDOW"), 64); err == nil && s > 0 {
+		return time.Duration(s * float64(time.Second))
+	}
+	return 3 * time.Second
+}
+
+func benchServer(b *testing.B) *mongo.Collection {
+	s, err := mongosim.Start(mongosim.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(s.Kill)
+	c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + s.Addr() + "/?directConnection=true").SetMaxPoolSize(64))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Disconnect(context.Background()) })
+	coll := c.Database("bench").Collection("c")
+	if _, err := coll.InsertOne(context.Background(), bson.D{{Key: "_id", Value: 1}, {Key: "v", Value: 1}}); err != nil {
+		b.Fatal(err)
+	}
+	return coll
+}
+
+// BenchmarkGenerator measures the open-loop generator against mongosim
+// beside a bare driver loop on the same op (find by _id), in one process:
+//
+//   - bare-loop: 16 goroutines issuing the op back to back;
+//   - open-loop: the scheduler offered far more than the server can take,
+//     16 in flight, so its throughput is the driver's minus the
+//     generator's overhead;
+//   - lag-2000: 2,000 scheduled ops/s, reporting how late ops start.
+//
+// make bench prints open-loop as a share of bare-loop and lag-2000's p99.
+func BenchmarkGenerator(b *testing.B) {
+	const inFlight = 16
+	op := func(coll *mongo.Collection) Op {
+		return func(ctx context.Context, _ time.Time) error {
+			return coll.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Err()
+		}
+	}
+	// The bare loop and the generator run side by side on the same server
+	// and client, the generator doing as many ops as the bare loop managed
+	// in its window; their order alternates (ABBA), because whichever runs
+	// second pays for the first one's garbage.
+	b.Run("throughput", func(b *testing.B) {
+		coll := benchServer(b)
+		f := op(coll)
+		bare := func() (int64, float64) {
+			var n atomic.Int64
+			start := time.Now()
+			end := start.Add(benchWindow())
+			var wg sync.WaitGroup
+			for range inFlight {
+				wg.Go(func() {
+					for time.Now().Before(end) {
+						if err := f(context.Background(), time.Time{}); err != nil {
+							b.Error(err)
+							return
+						}
+						n.Add(1)
+					}
+				})
+			}
+			wg.Wait()
+			return n.Load(), float64(n.Load()) / time.Since(start).Seconds()
+		}
+		generator := func(n int64) float64 {
+			// All slots fall due at once (a rate far above the server's),
+			// so ops run back to back, 16 at a time, as in the bare loop.
+			const rate = 1e9
+			start := time.Now()
+			res := OpenLoop{Rate: rate, MaxInFlight: inFlight}.Run(context.Background(), start,
+				start.Add(time.Duration(float64(n)/rate*float64(time.Second))), f)
+			el := time.Since(start)
+			for _, r := range res {
+				if r.Err != nil {
+					b.Fatal(r.Err)
+				}
+			}
+			return float64(len(res)) / el.Seconds()
+		}
+		n, _ := bare() // warm up, and size the generator's first run
+		var bareRate, genRate []float64
+		i := 0
+		for b.Loop() {
+			if i%2 == 0 {
+				var r float64
+				n, r = bare()
+				bareRate = append(bareRate, r)
+				genRate = append(genRate, generator(n))
+			} else {
+				genRate = append(genRate, generator(n))
+				var r float64
+				n, r = bare()
+				bareRate = append(bareRate, r)
+			}
+			i++
+		}
+		br, gr := mean(bareRate), mean(genRate)
+		b.ReportMetric(br, "bare-ops/s")
+		b.ReportMetric(gr, "generator-ops/s")
+		b.ReportMetric(100*gr/br, "generator-%-of-bare")
+	})
+	b.Run("lag-2000", func(b *testing.B) {
+		coll := benchServer(b)
+		var lags []float64
+		var cpu time.Duration
+		var secs float64
+		for b.Loop() {
+			start := time.Now().Add(50 * time.Millisecond)
+			c0 := processCPU()
+			res := OpenLoop{Rate: 2000}.Run(context.Background(), start, start.Add(benchWindow()), op(coll))
+			cpu += processCPU() - c0
+			secs += time.Since(start).Seconds()
+			for _, r := range res {
+				if r.Err != nil {
+					b.Fatal(r.Err)
+				}
+				lags = append(lags, float64(r.Lag)/float64(time.Millisecond))
+			}
+		}
+		slices.Sort(lags)
+		b.ReportMetric(float64(len(lags))/(benchWindow().Seconds()*float64(b.N)), "ops/s")
+		b.ReportMetric(lags[len(lags)/2], "p50-lag-ms")
+		b.ReportMetric(lags[len(lags)*99/100], "p99-lag-ms")
+		b.ReportMetric(float64(cpu)/float64(time.Millisecond)/secs, "process-cpu-ms/s")
+	})
+}
+
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func mean(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
