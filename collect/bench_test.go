@@ -58,7 +58,9 @@ func BenchmarkCollectorCPU(b *testing.B) {
 		c, n := measure(50 * time.Millisecond)
 		at20, n20 = at20+c, n20+n
 	}
-	per := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / (window.Seconds() * float64(b.N)) }
+	per := func(d time.Duration) float64 {
+		return float64(d) / float64(time.Millisecond) / (window.Seconds() * float64(b.N))
+	}
 	b.ReportMetric(per(idle), "idle-set-cpu-ms/s")
 	perSample := (per(at20) - per(idle)) / (float64(n20) / (window.Seconds() * float64(b.N)))
 	b.ReportMetric(perSample*3, "3-members-1Hz-cpu-ms/s")
