@@ -18,6 +18,9 @@ type Sampler struct {
 	Interval time.Duration
 	// Timeout bounds one member's sample (default: the interval).
 	Timeout time.Duration
+	// Census adds a $currentOp census of active operations to each
+	// sample (see AddCensus).
+	Census bool
 
 	mu      sync.Mutex
 	samples []Sample
@@ -53,7 +56,7 @@ func (s *Sampler) Run(ctx context.Context) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				s.add(sampleMember(ctx, clients[i], m, s.Timeout))
+				s.add(sampleMember(ctx, clients[i], m, s.Timeout, s.Census))
 			}()
 		}
 		wg.Wait()
@@ -78,7 +81,7 @@ func (s *Sampler) Samples() []Sample {
 	return append([]Sample(nil), s.samples...)
 }
 
-func sampleMember(ctx context.Context, c *mongo.Client, member string, timeout time.Duration) Sample {
+func sampleMember(ctx context.Context, c *mongo.Client, member string, timeout time.Duration, census bool) Sample {
 	smp := Sample{At: time.Now(), Member: member}
 	if c == nil {
 		return smp
@@ -100,15 +103,31 @@ func sampleMember(ctx context.Context, c *mongo.Client, member string, timeout t
 		smp.ProcessID = pid.Hex()
 	}
 	smp.Values = Extract(ss)
+	if census {
+		if ops, err := censusOps(sctx, c); err == nil {
+			AddCensus(smp.Values, ops)
+		}
+	}
 	return smp
+}
+
+// Change is a topology event seen in the samples: a new primary, or a
+// member's process restart.
+type Change struct {
+	At     time.Time `json:"at"`
+	Member string    `json:"member"`
 }
 
 // PrimaryChanges counts the times the primary became a different member
 // (or a restarted process) between consecutive observations of a primary.
-func PrimaryChanges(samples []Sample) int {
+func PrimaryChanges(samples []Sample) int { return len(NewPrimaries(samples)) }
+
+// NewPrimaries are the primary changes, each at the first sample that saw
+// the new primary.
+func NewPrimaries(samples []Sample) []Change {
 	type ident struct{ member, process string }
 	var last *ident
-	changes := 0
+	var out []Change
 	sorted := append([]Sample(nil), samples...)
 	sortByTime(sorted)
 	for _, s := range sorted {
@@ -117,16 +136,20 @@ func PrimaryChanges(samples []Sample) int {
 		}
 		cur := ident{s.Member, s.ProcessID}
 		if last != nil && *last != cur {
-			changes++
+			out = append(out, Change{At: s.At, Member: s.Member})
 		}
 		last = &cur
 	}
-	return changes
+	return out
 }
 
 // Restarts counts member process restarts seen in the samples.
-func Restarts(samples []Sample) int {
-	n := 0
+func Restarts(samples []Sample) int { return len(RestartsSeen(samples)) }
+
+// RestartsSeen are the member restarts, each at the first sample of the
+// new process.
+func RestartsSeen(samples []Sample) []Change {
+	var out []Change
 	for _, ss := range ByMember(samples) {
 		var prev *Sample
 		for i := range ss {
@@ -134,10 +157,10 @@ func Restarts(samples []Sample) int {
 				continue
 			}
 			if prev != nil && restarted(*prev, ss[i]) {
-				n++
+				out = append(out, Change{At: ss[i].At, Member: ss[i].Member})
 			}
 			prev = &ss[i]
 		}
 	}
-	return n
+	return out
 }

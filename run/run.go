@@ -271,7 +271,7 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 	}
 	tctx, stop := context.WithCancel(ctx)
 	defer stop()
-	sampler := &collect.Sampler{Members: dep.Members(), Interval: cfg.SampleInterval}
+	sampler := &collect.Sampler{Members: dep.Members(), Interval: cfg.SampleInterval, Census: true}
 	var bg sync.WaitGroup
 	bg.Go(func() { sampler.Run(tctx) })
 	var kmu sync.Mutex
@@ -314,7 +314,7 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 		Metrics: Summarize(res, samples, kills)}
 	meta, _ := json.Marshal(map[string]any{"target": dep.Describe(), "members": dep.Startup(), "seed": seed, "clock": Wall})
 	trial.Metadata = meta
-	if status, reason := writeTrial(dir, trial, samples, res, kills); status != store.Valid {
+	if status, reason := writeTrial(dir, trial, start, samples, res, kills); status != store.Valid {
 		return status, reason
 	}
 	if arm.Embedded() {

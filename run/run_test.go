@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/collect"
 	"github.com/qmlsab/qmlsab/mongosim"
 	"github.com/qmlsab/qmlsab/progress"
 	"github.com/qmlsab/qmlsab/store"
@@ -78,6 +79,20 @@ func TestRunWritesInterleavedValidTrials(t *testing.T) {
 				}
 			}
 		}
+	}
+	// The $currentOp census saw the storm on the primary.
+	samples, err := store.ReadJSONLinesGz[collect.Sample](filepath.Join(store.TrialDir(dir, "E", 1), "samples.jsonl.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sawStorm bool
+	for _, smp := range samples {
+		if smp.Up && smp.Primary && smp.Values[collect.CensusStagePrefix+"$setWindowFields"] > 0 && smp.Values[collect.CensusRunning] > 0 {
+			sawStorm = true
+		}
+	}
+	if !sawStorm {
+		t.Error("no primary sample's census shows a running $setWindowFields")
 	}
 	if strings.Count(buf.String(), "valid") != 4 {
 		t.Errorf("progress lines:\n%s", buf.String())

@@ -63,6 +63,11 @@ func (v *virtualTrial) Member(at time.Duration, member int, n *model.Node, prima
 		}
 		smp.Up, smp.Primary, smp.ProcessID = true, primary, fmt.Sprintf("process%d", process)
 		smp.Values = collect.Extract(raw)
+		var ops []collect.CensusOp
+		n.Ops(func(op *model.Op) {
+			ops = append(ops, collect.CensusOp{Queued: op.Queued(), TrackedBytes: op.Tracked(), Stage: op.Work.Stage})
+		})
+		collect.AddCensus(smp.Values, ops)
 	}
 	v.samples = append(v.samples, smp)
 	if member == 0 && at-v.lastReport >= 10*time.Second {
@@ -78,7 +83,7 @@ func (v *virtualTrial) Member(at time.Duration, member int, n *model.Node, prima
 
 func (v *virtualTrial) Storm(r calibrate.OpRecord) {
 	v.res.Storm = append(v.res.Storm, workload.StormResult{Scheduled: v.at(r.Scheduled), Latency: r.Latency, Stage: r.Stage,
-		Outcome: workload.ClassifyCode(r.CodeName), Code: r.CodeName})
+		Outcome: workload.ClassifyCode(r.CodeName), Code: r.CodeName, TrackedBytes: r.TrackedBytes})
 }
 
 func (v *virtualTrial) Canary(r calibrate.OpRecord) {
@@ -126,17 +131,22 @@ func runVirtualTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, s
 		Metrics: Summarize(v.res, v.samples, v.kills)}
 	trial.Metadata, _ = json.Marshal(map[string]any{"target": "embedded mongosim replica set, model run in virtual time (no wire)",
 		"clock": Virtual, "hardware": hw, "seed": seed, "parameters": arm.SetParameters})
-	return writeTrial(dir, trial, v.samples, v.res, v.kills)
+	return writeTrial(dir, trial, v.base, v.samples, v.res, v.kills)
 }
 
 // writeTrial writes a finished trial's files, trial.json last: a trial
 // folder without trial.json is unfinished.
-func writeTrial(dir string, trial store.Trial, samples []collect.Sample, res workload.Results, kills []actor.KillEvent) (status, reason string) {
+func writeTrial(dir string, trial store.Trial, start time.Time, samples []collect.Sample, res workload.Results, kills []actor.KillEvent) (status, reason string) {
 	for _, w := range []func() error{
 		func() error { return store.WriteJSONLinesGz(filepath.Join(dir, "samples.jsonl.gz"), samples) },
 		func() error { return store.WriteJSONLinesGz(filepath.Join(dir, "storm.jsonl.gz"), res.Storm) },
 		func() error { return store.WriteJSONLinesGz(filepath.Join(dir, "canaries.jsonl.gz"), res.Canaries) },
-		func() error { return store.WriteJSONLinesGz(filepath.Join(dir, "events.jsonl.gz"), kills) },
+		func() error {
+			return store.WriteJSONLinesGz(filepath.Join(dir, "outcomes.jsonl.gz"), perSecond(start, res))
+		},
+		func() error {
+			return store.WriteJSONLinesGz(filepath.Join(dir, "events.jsonl.gz"), trialEvents(res.PhaseStarts, samples, kills))
+		},
 		func() error { return store.WriteJSON(filepath.Join(dir, "trial.json"), trial) },
 	} {
 		if err := w(); err != nil {

@@ -3,10 +3,12 @@ package run
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/collect"
 	"github.com/qmlsab/qmlsab/mongosim"
 	"github.com/qmlsab/qmlsab/mongosim/calibrate"
 	"github.com/qmlsab/qmlsab/store"
@@ -72,6 +74,58 @@ func TestVirtualTrialRecordsWhatTheModelDid(t *testing.T) {
 		if m["read_tickets_min"] >= 128 || m["admissions_per_s"] <= 0 {
 			t.Errorf("%s: the storm left no mark on the samples: %v", a.Name, m)
 		}
+	}
+	// The model's census: in E's storm, queued ops hold tracked memory.
+	samples, err := store.ReadJSONLinesGz[collect.Sample](filepath.Join(store.TrialDir(dir, "E", 1), "samples.jsonl.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var maxQueued, maxTracked float64
+	for _, smp := range samples {
+		if smp.Primary {
+			maxQueued = max(maxQueued, smp.Values[collect.CensusQueued])
+			maxTracked = max(maxTracked, smp.Values[collect.CensusTrackedBytes])
+		}
+	}
+	if maxQueued == 0 || maxTracked < 1<<30 {
+		t.Errorf("E's census: max queued %v, max tracked %v bytes; want a queue holding GiBs", maxQueued, maxTracked)
+	}
+	// Events: the three phases in order, and D's kills.
+	dDir := store.TrialDir(dir, "D", 1)
+	events, err := store.ReadJSONLinesGz[Event](filepath.Join(dDir, "events.jsonl.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var phases []string
+	kills := 0
+	for _, ev := range events {
+		switch ev.Kind {
+		case "phase":
+			phases = append(phases, ev.Phase)
+		case "kill":
+			kills++
+		}
+	}
+	if strings.Join(phases, ",") != "warmup,storm,recovery" || kills == 0 {
+		t.Errorf("D's events: phases %v, %d kills", phases, kills)
+	}
+	// Per-second outcomes add up to the trial's ops, histograms included.
+	secs, err := store.ReadJSONLinesGz[Second](filepath.Join(dDir, "outcomes.jsonl.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops, hist int
+	for _, s := range secs {
+		for _, n := range s.Storm {
+			ops += n
+		}
+		for _, n := range s.StormLatency {
+			hist += n
+		}
+	}
+	dm := r.Trials["D"][0].Metrics
+	if total := int(dm["storm_completed"] + dm["storm_shed"] + dm["storm_killed"] + dm["storm_failed"]); ops != total || hist != total {
+		t.Errorf("outcomes per second count %d ops (histograms %d), the trial %d", ops, hist, total)
 	}
 	d, e := r.Trials["D"][0].Metrics, r.Trials["E"][0].Metrics
 	if d["kills_per_s"] <= 0 || d["storm_killed"] <= 0 {

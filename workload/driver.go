@@ -50,6 +50,10 @@ type StormResult struct {
 	Stage     string        `json:"stage"`
 	Outcome   Outcome       `json:"outcome"`
 	Code      string        `json:"code,omitempty"`
+	// TrackedBytes is the tracked memory a shed or killed op held, when
+	// known (the virtual clock's model knows; over the wire only the
+	// killOp actor's kills carry it, in the events).
+	TrackedBytes int64 `json:"trackedBytes,omitempty"`
 }
 
 // CanaryResult is one canary's outcome; OK means it succeeded within the

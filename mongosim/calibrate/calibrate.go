@@ -61,6 +61,9 @@ type OpRecord struct {
 	// client-side failure ("Timeout") when no server answered.
 	Code     int32
 	CodeName string
+	// TrackedBytes is what a shed or killed op held when it ended (the
+	// model knows; a client over the wire does not).
+	TrackedBytes int64
 }
 
 // codeName is the name a client sees for a model error code.
@@ -381,6 +384,9 @@ func (s *sim) flushPending() {
 func (s *sim) submitStorm(n *model.Node, op *model.Op, rest []model.Work, rec *OpRecord) {
 	op.Done = func(o model.Outcome) {
 		if o.Code != 0 || len(rest) == 0 {
+			if rec != nil && o.Code != 0 {
+				rec.TrackedBytes = o.TrackedBytes
+			}
 			s.answer(rec, o.Code)
 		}
 		switch o.Code {
