@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	ms "github.com/aclements/go-moremath/stats"
+
 	"github.com/qmlsab/qmlsab/arms/actor"
 	"github.com/qmlsab/qmlsab/collect"
 	"github.com/qmlsab/qmlsab/workload"
@@ -42,8 +44,24 @@ func Summarize(res workload.Results, samples []collect.Sample, kills []actor.Kil
 	if v := values(collect.PrimaryGauge(samples, "read.totalTickets"), inStorm); len(v) > 0 {
 		m["read_tickets_median"], m["read_tickets_min"] = quantile(v, 0.5), slices.Min(v)
 	}
-	if v := values(collect.PrimaryGauge(samples, "read.low.queueLength"), inStorm); len(v) > 0 {
+	if q := collect.PrimaryGauge(samples, "read.low.queueLength"); len(values(q, inStorm)) > 0 {
+		v := values(q, inStorm)
 		m["lowpri_queue_p95"], m["lowpri_queue_max"] = quantile(v, 0.95), slices.Max(v)
+		var pts [][2]float64
+		for _, p := range q {
+			if inStorm(p) {
+				pts = append(pts, [2]float64{p.At.Sub(stormStart).Seconds(), p.Value})
+			}
+		}
+		if slope, p, ok := slopeTest(pts); ok {
+			m["lowpri_queue_slope_per_s"] = slope
+			// Sustained growth: a slope significantly above zero (one-sided
+			// p < 0.01) that added at least 10 queued ops over the storm.
+			m["lowpri_queue_growth"] = 0
+			if p < 0.01 && slope*stormSecs >= 10 {
+				m["lowpri_queue_growth"] = 1
+			}
+		}
 	}
 	peak := 0.0
 	for _, s := range samples {
@@ -121,4 +139,44 @@ func quantile(xs []float64, q float64) float64 {
 		return s[len(s)-1]
 	}
 	return s[i] + (pos-float64(i))*(s[i+1]-s[i])
+}
+
+// slopeTest fits y = a + b·x by least squares and returns b with the
+// one-sided p-value of b > 0 (t test on the slope, n − 2 degrees of
+// freedom). Written here because neither statistics library has a
+// regression slope test.
+func slopeTest(pts [][2]float64) (slope, p float64, ok bool) {
+	n := float64(len(pts))
+	if len(pts) < 3 {
+		return 0, 1, false
+	}
+	var sx, sy float64
+	for _, q := range pts {
+		sx += q[0]
+		sy += q[1]
+	}
+	mx, my := sx/n, sy/n
+	var sxx, sxy float64
+	for _, q := range pts {
+		sxx += (q[0] - mx) * (q[0] - mx)
+		sxy += (q[0] - mx) * (q[1] - my)
+	}
+	if sxx == 0 {
+		return 0, 1, false
+	}
+	slope = sxy / sxx
+	var sse float64
+	for _, q := range pts {
+		r := q[1] - (my + slope*(q[0]-mx))
+		sse += r * r
+	}
+	se := math.Sqrt(sse / (n - 2) / sxx)
+	switch {
+	case se == 0 && slope > 0:
+		return slope, 0, true
+	case se == 0:
+		return slope, 1, true
+	}
+	t := slope / se
+	return slope, 1 - ms.TDist{V: n - 2}.CDF(t), true
 }

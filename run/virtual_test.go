@@ -135,3 +135,21 @@ func TestVirtualTrialRecordsWhatTheModelDid(t *testing.T) {
 		t.Errorf("E: want departures all admissions and server sheds; kills/s %v shed %v sheds/s %v", e["kills_per_s"], e["storm_shed"], e["sheds_per_s"])
 	}
 }
+
+func TestSlopeTest(t *testing.T) {
+	var rising, flat [][2]float64
+	for i := range 60 {
+		x := float64(i)
+		rising = append(rising, [2]float64{x, 2*x + float64(i%3)})
+		flat = append(flat, [2]float64{x, 50 + float64(i%5)})
+	}
+	if s, p, ok := slopeTest(rising); !ok || s < 1.9 || s > 2.1 || p > 1e-6 {
+		t.Errorf("rising: slope %v p %v ok %v", s, p, ok)
+	}
+	if s, p, ok := slopeTest(flat); !ok || p < 0.01 {
+		t.Errorf("flat: slope %v p %v: a flat queue is not growth", s, p)
+	}
+	if _, _, ok := slopeTest(rising[:2]); ok {
+		t.Error("two points give no test")
+	}
+}

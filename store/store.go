@@ -107,6 +107,9 @@ func WriteFileAtomic(path string, data []byte) error {
 	}
 	_, err = tmp.Write(data)
 	if err == nil {
+		err = tmp.Chmod(0o644) // results are shared; CreateTemp makes them private
+	}
+	if err == nil {
 		err = tmp.Sync()
 	}
 	if cerr := tmp.Close(); err == nil {

@@ -57,6 +57,7 @@ func newApp() *cli.App {
 			simCommand(),
 			armsCommand(),
 			workloadsCommand(),
+			reportCommand(),
 			runCommand(),
 		},
 	}

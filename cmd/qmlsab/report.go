@@ -1,0 +1,150 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/qmlsab/qmlsab/report"
+	"github.com/qmlsab/qmlsab/store"
+)
+
+// formats are report outputs and their files.
+var formats = map[string]string{"html": "report.html", "json": "summary.json", "perf": "perf.json", "bench": "bench.txt", "md": "summary.md"}
+
+func reportCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "report",
+		Usage:     "the A/B report of one run (default: the newest in results/) or of several runs of one workload",
+		ArgsUsage: "[RUN_DIR ...]",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "out", Usage: "write the outputs into `DIR` (default: the (first) run folder)"},
+			&cli.StringFlag{Name: "format", Value: "html,json", Usage: "outputs: any of html, json, perf, bench, md"},
+			&cli.StringFlag{Name: "baseline", Usage: "the `ARM` the others are compared with (default: the run's first arm)"},
+			&cli.StringFlag{Name: "gates", Usage: "a gate set: `seed000` or a gate YAML file; exit 3 when a gate fails"},
+			&cli.Float64Flag{Name: "alpha", Value: 0.05, Usage: "significance level of the U test"},
+			&cli.StringFlag{Name: "results", Value: "results", Usage: "where to look for the newest run when none is given"},
+		},
+		Action: reportAction,
+	}
+}
+
+func reportAction(c *cli.Context) error {
+	fail := func(format string, args ...any) error {
+		return cli.Exit(fmt.Sprintf("qmlsab report: "+format, args...), 1)
+	}
+	// The CLI library stops at the first run folder; flags after it
+	// (qmlsab report DIR --gates seed000) are taken here.
+	var dirs []string
+	rest := c.Args().Slice()
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		if !strings.HasPrefix(a, "-") {
+			dirs = append(dirs, a)
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !hasValue {
+			if i+1 >= len(rest) {
+				return fail("flag %s needs a value", a)
+			}
+			i++
+			value = rest[i]
+		}
+		if err := c.Set(name, value); err != nil {
+			return fail("flag %s: %v", a, err)
+		}
+	}
+	var want []string
+	for _, f := range strings.Split(c.String("format"), ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		if _, ok := formats[f]; !ok {
+			return fail("--format %q: want any of html, json, perf, bench, md", f)
+		}
+		want = append(want, f)
+	}
+	if len(want) == 0 {
+		return fail("--format: no output named")
+	}
+	if a := c.Float64("alpha"); a <= 0 || a >= 1 {
+		return fail("--alpha %v: want a level between 0 and 1", a)
+	}
+	if len(dirs) == 0 {
+		d, err := report.Newest(c.String("results"))
+		if err != nil {
+			return fail("%v", err)
+		}
+		dirs = []string{d}
+	}
+	in, err := report.Load(dirs)
+	if err != nil {
+		return fail("%v", err)
+	}
+	opts := report.Options{Baseline: c.String("baseline"), Alpha: c.Float64("alpha")}
+	if g := c.String("gates"); g != "" {
+		gs, err := report.LoadGates(g)
+		if err != nil {
+			return fail("--gates: %v", err)
+		}
+		opts.Gates = &gs
+	}
+	a, err := report.Analyze(in, opts)
+	if err != nil {
+		return fail("%v", err)
+	}
+	out := c.String("out")
+	if out == "" {
+		out = dirs[0]
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fail("--out: %v", err)
+	}
+	slices.Sort(want)
+	for _, f := range want {
+		var b []byte
+		switch f {
+		case "html":
+			b, err = report.HTML(a, toolVersion())
+		case "json":
+			b, err = report.SummaryJSON(a, toolVersion())
+		case "perf":
+			b, err = report.PerfJSON(a)
+		case "bench":
+			b = report.BenchTxt(a)
+		case "md":
+			b = report.Markdown(a)
+		}
+		if err != nil {
+			return fail("%s: %v", formats[f], err)
+		}
+		path := filepath.Join(out, formats[f])
+		if err := store.WriteFileAtomic(path, b); err != nil {
+			return fail("%v", err)
+		}
+		fmt.Fprintf(c.App.Writer, "wrote %s\n", path)
+	}
+	if in.Simulated {
+		fmt.Fprintln(c.App.Writer, "SIMULATED: the trials ran against mongosim, a model of mongod, not a real server.")
+	}
+	if opts.Gates != nil {
+		for _, arm := range a.Arms {
+			for _, g := range arm.Gates {
+				mark := "pass"
+				if !g.Pass {
+					mark = "FAIL"
+				}
+				fmt.Fprintf(c.App.Writer, "gate %-26s %-4s %s (%s vs %s)\n", g.Gate.Name, arm.Name, mark, report.Number(g.Value), report.Number(g.Threshold))
+			}
+		}
+		if !a.GatesPass() {
+			return cli.Exit("qmlsab report: a gate failed", 3)
+		}
+	}
+	return nil
+}

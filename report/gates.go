@@ -1,0 +1,185 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"regexp"
+	"strconv"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Gate is a check over an arm's trial metrics: Of (median, mean, min,
+// max) of Metric, compared by Op with Value or with the same statistic of
+// metric Than.
+type Gate struct {
+	Name   string  `yaml:"name"`
+	Metric string  `yaml:"metric"`
+	Of     string  `yaml:"of,omitempty"`
+	Op     string  `yaml:"op"`
+	Value  float64 `yaml:"value,omitempty"`
+	Than   string  `yaml:"than,omitempty"`
+	// Why explains the gate in the report.
+	Why string `yaml:"why,omitempty"`
+}
+
+// GateSet is a named list of gates.
+type GateSet struct {
+	Name  string `yaml:"name"`
+	Gates []Gate `yaml:"gates"`
+}
+
+// Seed000 is seed 000's acceptance: the arm keeps the server available,
+// never fails over, keeps the low-priority queue bounded, and sheds
+// faster than the queue admits.
+var Seed000 = GateSet{Name: "seed000", Gates: []Gate{
+	{Name: "available", Metric: "availability", Of: "median", Op: ">", Value: 0.9, Why: "canary availability above 0.9"},
+	{Name: "no failover", Metric: "failovers", Of: "max", Op: "==", Value: 0, Why: "no trial saw a primary change (counts compared as counts)"},
+	{Name: "queue bounded", Metric: "lowpri_queue_growth", Of: "max", Op: "==", Value: 0, Why: "no trial's low-priority queue grew in the storm (slope test, one-sided p < 0.01, ≥ 10 ops)"},
+	{Name: "sheds outpace admissions", Metric: "sheds_per_s", Of: "median", Op: ">", Than: "admissions_per_s", Why: "sheds/s above low-priority admissions/s in the storm"},
+}}
+
+// BuiltinGates are the gate sets known by name.
+var BuiltinGates = map[string]GateSet{"seed000": Seed000}
+
+// GateResult is a gate evaluated for one arm.
+type GateResult struct {
+	Gate  Gate
+	Arm   string
+	Value float64 // the statistic of the metric
+	// Threshold is the value compared with (Than's statistic when set).
+	Threshold float64
+	Pass      bool
+	// Missing: the arm has no trials with the metric; the gate fails.
+	Missing bool
+}
+
+func statOf(s Summary, of string) float64 {
+	switch of {
+	case "mean":
+		return s.Mean
+	case "min":
+		return s.Min
+	case "max":
+		return s.Max
+	}
+	return s.Median
+}
+
+// Evaluate checks a gate against an arm's summaries.
+func (g Gate) Evaluate(arm string, sums map[string]Summary) GateResult {
+	r := GateResult{Gate: g, Arm: arm}
+	s, ok := sums[g.Metric]
+	if !ok || s.N == 0 {
+		r.Missing = true
+		return r
+	}
+	r.Value, r.Threshold = statOf(s, g.Of), g.Value
+	if g.Than != "" {
+		t, ok := sums[g.Than]
+		if !ok || t.N == 0 {
+			r.Missing = true
+			return r
+		}
+		r.Threshold = statOf(t, g.Of)
+	}
+	switch g.Op {
+	case ">":
+		r.Pass = r.Value > r.Threshold
+	case ">=":
+		r.Pass = r.Value >= r.Threshold
+	case "<":
+		r.Pass = r.Value < r.Threshold
+	case "<=":
+		r.Pass = r.Value <= r.Threshold
+	case "==":
+		r.Pass = r.Value == r.Threshold
+	}
+	return r
+}
+
+// String is the gate as a condition: "median availability > 0.9".
+func (g Gate) String() string {
+	of := g.Of
+	if of == "" {
+		of = "median"
+	}
+	rhs := Number(g.Value)
+	if g.Than != "" {
+		rhs = of + " " + g.Than
+	}
+	return fmt.Sprintf("%s %s %s %s", of, g.Metric, g.Op, rhs)
+}
+
+// LoadGates is a built-in gate set's name or a gate YAML file.
+func LoadGates(nameOrFile string) (GateSet, error) {
+	if gs, ok := BuiltinGates[nameOrFile]; ok {
+		return gs, nil
+	}
+	b, err := os.ReadFile(nameOrFile)
+	if err != nil {
+		return GateSet{}, fmt.Errorf("gates %q: not a built-in set (seed000) and not a readable file: %w", nameOrFile, err)
+	}
+	return ParseGates(nameOrFile, b)
+}
+
+var gateLine = regexp.MustCompile(`line (\d+): (.*)`)
+
+// ParseGates reads a gate file strictly; errors name the file and line.
+func ParseGates(file string, data []byte) (GateSet, error) {
+	var gs GateSet
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&gs); err != nil {
+		if errors.Is(err, io.EOF) {
+			return gs, fmt.Errorf("%s:1: empty gate file; want name and gates", file)
+		}
+		var te *yaml.TypeError
+		if errors.As(err, &te) && len(te.Errors) > 0 {
+			err = errors.New(te.Errors[0])
+		}
+		if m := gateLine.FindStringSubmatch(err.Error()); m != nil {
+			return gs, fmt.Errorf("%s:%s: %s", file, m[1], m[2])
+		}
+		return gs, fmt.Errorf("%s:1: %v", file, err)
+	}
+	var root yaml.Node
+	_ = yaml.Unmarshal(data, &root)
+	line := func(i int) int {
+		if len(root.Content) > 0 {
+			m := root.Content[0]
+			for k := 0; k+1 < len(m.Content); k += 2 {
+				if m.Content[k].Value == "gates" && i < len(m.Content[k+1].Content) {
+					return m.Content[k+1].Content[i].Line
+				}
+			}
+		}
+		return 1
+	}
+	if gs.Name == "" {
+		return gs, fmt.Errorf("%s:1: missing name", file)
+	}
+	if len(gs.Gates) == 0 {
+		return gs, fmt.Errorf("%s:1: no gates", file)
+	}
+	for i, g := range gs.Gates {
+		switch {
+		case g.Metric == "":
+			return gs, fmt.Errorf("%s:%d: gate without a metric", file, line(i))
+		case g.Op != ">" && g.Op != ">=" && g.Op != "<" && g.Op != "<=" && g.Op != "==":
+			return gs, fmt.Errorf("%s:%d: op %q: want >, >=, <, <= or ==", file, line(i), g.Op)
+		case g.Of != "" && g.Of != "median" && g.Of != "mean" && g.Of != "min" && g.Of != "max":
+			return gs, fmt.Errorf("%s:%d: of %q: want median, mean, min or max", file, line(i), g.Of)
+		case math.IsNaN(g.Value) || math.IsInf(g.Value, 0):
+			return gs, fmt.Errorf("%s:%d: value must be a finite number", file, line(i))
+		}
+		if g.Name == "" {
+			gs.Gates[i].Name = g.Metric + " " + g.Op + " " + strconv.FormatFloat(g.Value, 'g', -1, 64)
+		}
+	}
+	return gs, nil
+}

@@ -1,0 +1,542 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/go-echarts/go-echarts/v2/charts"
+	"github.com/go-echarts/go-echarts/v2/opts"
+	"github.com/go-echarts/go-echarts/v2/render"
+
+	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/collect"
+	"github.com/qmlsab/qmlsab/templates"
+)
+
+// MaxPoints bounds a chart line's points (see downsample).
+const MaxPoints = 1200
+
+// armColors are the arms' colours, in arm order.
+var armColors = []string{"#1f6fb2", "#d1495b", "#2a9d5c", "#e08e0b", "#7b4fb5", "#5f6b77", "#c2185b", "#00838f"}
+
+// page is what the template renders; every string in it is escaped by
+// html/template except Options and EchartsJS, built below.
+type page struct {
+	ToolVersion, Workload, Target, Clock, Created, Host, Baseline, GateSet, Phases, Interleave string
+	Alpha                                                                                      float64
+	Simulated                                                                                  bool
+	Dirs, Arms, Builds                                                                         []string
+	ArmRows                                                                                    []Arm
+	Verdict                                                                                    []verdictRow
+	Gates                                                                                      []gateRow
+	Warnings                                                                                   []string
+	Sections                                                                                   []section
+	TrialCols                                                                                  []string
+	TrialRows                                                                                  []trialRow
+	Definitions                                                                                []Metric
+	MaxPoints                                                                                  int
+	EchartsNotice                                                                              string
+	EchartsJS                                                                                  template.JS
+	Options                                                                                    template.JS
+}
+
+type verdictCell struct {
+	Value, Delta, P string
+	Significant     bool
+}
+
+type verdictRow struct {
+	Title string
+	Cells []verdictCell
+}
+
+type gateCell struct {
+	Pass   bool
+	Detail string
+}
+
+type gateRow struct {
+	Name, Condition, Why string
+	Cells                []gateCell
+}
+
+type section struct {
+	ID, Title, Note string
+	Charts          []chartRef
+	Table           template.HTML
+}
+
+type chartRef struct{ ID string }
+
+type trialRow struct {
+	Arm, Status, Reason, Run string
+	Index                    int
+	Values                   []string
+}
+
+// HTML renders the report page: one self-contained file.
+func HTML(a *Analysis, toolVersion string) ([]byte, error) {
+	p := page{ToolVersion: toolVersion, Workload: a.In.Workload.Name, Clock: a.In.Clock, Baseline: a.Baseline, Alpha: a.Alpha,
+		Simulated: a.In.Simulated, Dirs: a.In.Dirs, Arms: a.In.Arms, ArmRows: a.Arms, MaxPoints: MaxPoints,
+		EchartsNotice: templates.EchartsNotice(), EchartsJS: templates.EchartsJS()}
+	if a.GateSet != nil {
+		p.GateSet = a.GateSet.Name
+	}
+	if m := a.In.Manifests; len(m) > 0 {
+		p.Target, p.Created, p.Host = m[0].Target, m[0].Created.UTC().Format("2006-01-02 15:04:05 UTC"), m[0].Host
+		p.Builds = builds(m[0].Arms)
+	}
+	if w := a.In.Workload.SpillToDisk; w != nil {
+		p.Phases = fmt.Sprintf("warmup %s, storm %s at %.0f queries/s, recovery %s; canaries %.0f/s, SLO %s",
+			w.Phases.Warmup, w.Phases.Storm, w.StormRate, w.Phases.Recovery, w.CanaryRate, w.CanarySLO)
+	}
+	var il []string
+	for i := 1; i <= 2; i++ {
+		for _, arm := range a.In.Arms {
+			il = append(il, fmt.Sprintf("%s%d", arm, i))
+		}
+	}
+	p.Interleave = strings.Join(il, " ") + " …"
+	for _, name := range keyMetrics(a) {
+		row := verdictRow{Title: LookupMetric(name).Title}
+		for _, arm := range a.Arms {
+			s, ok := arm.Metrics[name]
+			if !ok {
+				row.Cells = append(row.Cells, verdictCell{Value: "–"})
+				continue
+			}
+			cell := verdictCell{Value: fmt.Sprintf("%s [%s–%s]", unitNumber(name, s.Median), unitNumber(name, s.Min), unitNumber(name, s.Max))}
+			if c, ok := a.Comparison(arm.Name, name); ok {
+				cell.Delta, cell.P, cell.Significant = FormatDelta(c), FormatP(c), c.Significant
+			}
+			row.Cells = append(row.Cells, cell)
+		}
+		p.Verdict = append(p.Verdict, row)
+	}
+	if a.GateSet != nil {
+		for i, g := range a.GateSet.Gates {
+			row := gateRow{Name: g.Name, Condition: g.String(), Why: g.Why}
+			for _, arm := range a.Arms {
+				r := arm.Gates[i]
+				detail := fmt.Sprintf("%s vs %s", Number(r.Value), Number(r.Threshold))
+				if r.Missing {
+					detail = "no data"
+				}
+				row.Cells = append(row.Cells, gateCell{Pass: r.Pass, Detail: detail})
+			}
+			p.Gates = append(p.Gates, row)
+		}
+	}
+	for _, w := range a.Warnings {
+		p.Warnings = append(p.Warnings, warningText(w))
+	}
+	p.TrialCols = keyMetrics(a)
+	for i, c := range p.TrialCols {
+		p.TrialCols[i] = LookupMetric(c).Title
+	}
+	for _, arm := range a.In.Arms {
+		for _, t := range a.In.Trials[arm] {
+			row := trialRow{Arm: arm, Index: t.Index, Status: t.Status, Reason: t.Reason, Run: t.Run}
+			for _, m := range keyMetrics(a) {
+				v, ok := t.Metrics[m]
+				if !ok {
+					row.Values = append(row.Values, "–")
+					continue
+				}
+				row.Values = append(row.Values, unitNumber(m, v))
+			}
+			p.TrialRows = append(p.TrialRows, row)
+		}
+	}
+	for _, m := range a.MetricNames {
+		if lm := LookupMetric(m); lm.Definition != "" {
+			p.Definitions = append(p.Definitions, lm)
+		}
+	}
+	options := map[string]json.RawMessage{}
+	secs, err := chartSections(a, options)
+	if err != nil {
+		return nil, err
+	}
+	p.Sections = secs
+	js, err := json.Marshal(options)
+	if err != nil {
+		return nil, err
+	}
+	// User strings (arm names) reach the options as JSON strings; "<"
+	// escaped as \u003c keeps any "</script" in them inert.
+	p.Options = template.JS(strings.ReplaceAll(string(js), "<", `\u003c`))
+	tpl, err := templates.Report(template.FuncMap{"join": strings.Join})
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := tpl.Execute(&b, p); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// builds lists each arm's build label from the manifest's arms.
+func builds(armsJSON json.RawMessage) []string {
+	var y string
+	if json.Unmarshal(armsJSON, &y) != nil {
+		return nil
+	}
+	list, err := arms.Parse("manifest.json", []byte(y))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, a := range list {
+		b := a.Build
+		if b == "" {
+			b = "unlabelled"
+		}
+		out = append(out, a.Name+": "+b)
+	}
+	return out
+}
+
+// unitNumber formats a value in its metric's unit.
+func unitNumber(metric string, v float64) string {
+	switch LookupMetric(metric).Unit {
+	case "B":
+		return fmt.Sprintf("%.2f GiB", v/(1<<30))
+	case "ms":
+		return Number(v) + " ms"
+	}
+	return Number(v)
+}
+
+// option renders a chart's option JSON through go-echarts.
+func option(r render.Renderer) json.RawMessage {
+	return json.RawMessage(r.RenderSnippet().Option)
+}
+
+func base(id, title string) []charts.GlobalOpts {
+	return []charts.GlobalOpts{
+		charts.WithInitializationOpts(opts.Initialization{ChartID: id}),
+		charts.WithAnimation(false),
+		charts.WithTitleOpts(opts.Title{Title: title}),
+		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
+		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Top: "28", Type: "scroll"}),
+		charts.WithGridOpts(opts.Grid{Top: "70", Left: "70", Right: "30", Bottom: "60"}),
+	}
+}
+
+// chartSections builds the charts (options keyed by chart ID, fixed so
+// the output is reproducible) and the sections that hold them.
+func chartSections(a *Analysis, options map[string]json.RawMessage) ([]section, error) {
+	var secs []section
+	color := func(arm string) string { return armColors[slices.Index(a.In.Arms, arm)%len(armColors)] }
+	median := func(arm *Arm, m string) float64 {
+		if s, ok := arm.Metrics[m]; ok {
+			return s.Median
+		}
+		return 0
+	}
+	if a.In.Workload.Merge != nil {
+		bar := charts.NewBar()
+		bar.SetGlobalOptions(base("merge-unsafe", "Unsafe sheds per trial (median), by where the $merge ran")...)
+		bar.SetXAxis(a.In.Arms)
+		for _, rp := range []string{"primary", "secondary"} {
+			var data []opts.BarData
+			for i := range a.Arms {
+				data = append(data, opts.BarData{Value: median(&a.Arms[i], "unsafe_sheds_"+rp)})
+			}
+			bar.AddSeries("on "+rp, data, charts.WithBarChartOpts(opts.BarChart{Stack: "unsafe"}))
+		}
+		options["merge-unsafe"] = option(bar)
+		secs = append(secs, section{ID: "merge", Title: "Partial writes: $merge shed after writing (seed 003)",
+			Note:   "An unsafe shed is a $merge op that failed shed or killed after it had written documents to its target.",
+			Charts: []chartRef{{"merge-unsafe"}}})
+		return secs, nil
+	}
+
+	// The seed's central picture: where the low-priority queue's
+	// departures went.
+	dep := charts.NewBar()
+	dep.SetGlobalOptions(append(base("departures", "Low-priority queue departures per second of storm (median)"),
+		charts.WithYAxisOpts(opts.YAxis{Name: "ops/s"}))...)
+	dep.SetXAxis(a.In.Arms)
+	for _, s := range []struct{ metric, name string }{{"admissions_per_s", "admitted (got a ticket)"}, {"kills_per_s", "killed while queued"}} {
+		var data []opts.BarData
+		for i := range a.Arms {
+			data = append(data, opts.BarData{Value: median(&a.Arms[i], s.metric)})
+		}
+		dep.AddSeries(s.name, data, charts.WithBarChartOpts(opts.BarChart{Stack: "departures"}))
+	}
+	options["departures"] = option(dep)
+	sva := charts.NewBar()
+	sva.SetGlobalOptions(append(base("sheds-vs-admissions", "Sheds/s vs admissions/s in the storm (bars: median; points: trials)"),
+		charts.WithYAxisOpts(opts.YAxis{Name: "ops/s"}))...)
+	sva.SetXAxis(a.In.Arms)
+	for _, m := range []string{"sheds_per_s", "admissions_per_s"} {
+		var data []opts.BarData
+		for i := range a.Arms {
+			data = append(data, opts.BarData{Value: median(&a.Arms[i], m)})
+		}
+		sva.AddSeries(LookupMetric(m).Title, data)
+	}
+	options["sheds-vs-admissions"] = option(sva)
+	var tbl strings.Builder
+	tbl.WriteString(`<table class="data"><tr><th>arm</th><th>admissions/s</th><th>queue kills/s</th><th>kills share of departures</th><th>sheds/s</th></tr>`)
+	for i := range a.Arms {
+		arm := &a.Arms[i]
+		ad, ki, sh := median(arm, "admissions_per_s"), median(arm, "kills_per_s"), median(arm, "sheds_per_s")
+		share := "–"
+		if ad+ki > 0 {
+			share = fmt.Sprintf("%.2f", ki/(ad+ki))
+		}
+		fmt.Fprintf(&tbl, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>", template.HTMLEscapeString(arm.Name), Number(ad), Number(ki), share, Number(sh))
+	}
+	tbl.WriteString("</table>")
+	secs = append(secs, section{ID: "departures", Title: "Why: queue departures and sheds",
+		Note: "Every op that leaves the low-priority read queue either got a ticket (admitted) or was killed while it waited. " +
+			"An op admitted with its memory still held keeps the memory in the server; shedding works when it outpaces admissions.",
+		Charts: []chartRef{{"departures"}, {"sheds-vs-admissions"}}, Table: template.HTML(tbl.String())})
+
+	// Time series, one line per valid trial.
+	var data []*trialData
+	for _, arm := range a.In.Arms {
+		for _, t := range a.In.Valid(arm) {
+			d, err := readTrial(t)
+			if err != nil {
+				return nil, err
+			}
+			data = append(data, d)
+		}
+	}
+	type tsDef struct {
+		id, title, yName string
+		series           func(d *trialData) [][2]float64
+	}
+	ts := []tsDef{
+		{"ts-tickets", "Read tickets on the primary", "tickets", func(d *trialData) [][2]float64 {
+			return d.points(primaryGauge(d, "read.totalTickets"), 1)
+		}},
+		{"ts-queue", "Low-priority read queue length on the primary", "queued ops", func(d *trialData) [][2]float64 {
+			return d.points(primaryGauge(d, "read.low.queueLength"), 1)
+		}},
+		{"ts-rss", "Resident memory of the primary", "GiB", func(d *trialData) [][2]float64 {
+			return d.points(primaryGauge(d, "residentMB"), 1.0/1024)
+		}},
+		{"ts-availability", "Canary availability per second (share within the SLO)", "availability", (*trialData).availabilityPerSecond},
+		{"ts-sheds", "Sheds and killOp kills per second", "ops/s", (*trialData).shedsPerSecond},
+	}
+	var refs []chartRef
+	for _, def := range ts {
+		line := charts.NewLine()
+		line.SetGlobalOptions(append(base(def.id, def.title),
+			charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "s into the trial", NameLocation: "middle", NameGap: 28}),
+			charts.WithYAxisOpts(opts.YAxis{Name: def.yName}),
+			charts.WithDataZoomOpts(opts.DataZoom{Type: "inside"}, opts.DataZoom{Type: "slider"}),
+		)...)
+		for i, d := range data {
+			pts := downsample(def.series(d), MaxPoints)
+			ld := make([]opts.LineData, len(pts))
+			for j, p := range pts {
+				ld[j] = opts.LineData{Value: []float64{p[0], p[1]}}
+			}
+			so := []charts.SeriesOpts{
+				charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}),
+				charts.WithLineStyleOpts(opts.LineStyle{Color: color(d.Arm), Width: 1.2, Opacity: opts.Float(0.75)}),
+				charts.WithItemStyleOpts(opts.ItemStyle{Color: color(d.Arm)}),
+			}
+			fo, re := d.marks()
+			var ml []opts.MarkLineNameXAxisItem
+			for _, x := range fo {
+				ml = append(ml, opts.MarkLineNameXAxisItem{Name: "failover", XAxis: x})
+			}
+			for _, x := range re {
+				ml = append(ml, opts.MarkLineNameXAxisItem{Name: "restart", XAxis: x})
+			}
+			if len(ml) > 0 {
+				so = append(so, charts.WithMarkLineNameXAxisItemOpts(ml...),
+					charts.WithMarkLineStyleOpts(opts.MarkLineStyle{Symbol: []string{"none", "none"},
+						LineStyle: &opts.LineStyle{Color: color(d.Arm), Type: "dashed"}, Label: &opts.Label{Show: opts.Bool(false)}}))
+			}
+			if i == 0 {
+				so = append(so, charts.WithMarkAreaNameCoordItemOpts(phaseAreas(d)...),
+					charts.WithMarkAreaStyleOpts(opts.MarkAreaStyle{ItemStyle: &opts.ItemStyle{Color: "rgba(120,130,140,0.08)"},
+						Label: &opts.Label{Show: opts.Bool(true), Position: "insideTop"}}))
+			}
+			line.AddSeries(fmt.Sprintf("%s#%d", d.Arm, d.Index), ld, so...)
+		}
+		if def.id == "ts-rss" {
+			addMemoryMarks(line, data)
+		}
+		options[def.id] = option(line)
+		refs = append(refs, chartRef{def.id})
+	}
+	secs = append(secs, section{ID: "series", Title: "Over time (one line per trial)",
+		Note: "Shaded: phases. Dashed vertical lines: failovers and member restarts of that trial's colour. Scroll or drag the slider to zoom.",
+		Charts: refs})
+
+	// Victims: who the shedder or the actor killed.
+	hist := charts.NewBar()
+	hist.SetGlobalOptions(append(base("victims-tracked", "Victims' tracked memory (share of each arm's victims per 8 MiB bin)"),
+		charts.WithYAxisOpts(opts.YAxis{Name: "% of victims"}))...)
+	stages := charts.NewBar()
+	stages.SetGlobalOptions(append(base("victims-stages", "Victims' stage mix (% of each arm's victims)"),
+		charts.WithYAxisOpts(opts.YAxis{Name: "%", Max: 100}))...)
+	const bin = 8 << 20
+	binsUsed := 0
+	byArm := map[string][]victim{}
+	for _, d := range data {
+		for _, v := range d.victims() {
+			byArm[d.Arm] = append(byArm[d.Arm], v)
+			if v.bytes > 0 {
+				binsUsed = max(binsUsed, int(v.bytes/bin)+1)
+			}
+		}
+	}
+	binsUsed = min(binsUsed, 40)
+	var labels []string
+	for i := range binsUsed {
+		labels = append(labels, fmt.Sprintf("%d–%d MiB", i*8, (i+1)*8))
+	}
+	hist.SetXAxis(labels)
+	stageNames := map[string]bool{}
+	for _, vs := range byArm {
+		for _, v := range vs {
+			stageNames[stageName(v.stage)] = true
+		}
+	}
+	sn := make([]string, 0, len(stageNames))
+	for s := range stageNames {
+		sn = append(sn, s)
+	}
+	sort.Strings(sn)
+	stages.SetXAxis(a.In.Arms)
+	var vt strings.Builder
+	vt.WriteString(`<table class="data"><tr><th>arm</th><th>victims</th><th>with tracked bytes</th><th>median tracked</th>`)
+	for _, s := range sn {
+		fmt.Fprintf(&vt, "<th>%s</th>", template.HTMLEscapeString(s))
+	}
+	vt.WriteString("</tr>")
+	for _, arm := range a.In.Arms {
+		vs := byArm[arm]
+		counts := make([]int, binsUsed)
+		var sized []float64
+		for _, v := range vs {
+			if v.bytes > 0 {
+				counts[min(int(v.bytes/bin), binsUsed-1)]++
+				sized = append(sized, float64(v.bytes))
+			}
+		}
+		bd := make([]opts.BarData, binsUsed)
+		for i, c := range counts {
+			share := 0.0
+			if len(sized) > 0 {
+				share = 100 * float64(c) / float64(len(sized))
+			}
+			bd[i] = opts.BarData{Value: share}
+		}
+		hist.AddSeries(arm, bd, charts.WithItemStyleOpts(opts.ItemStyle{Color: color(arm)}))
+		med := "–"
+		if len(sized) > 0 {
+			med = fmt.Sprintf("%.1f MiB", Summarize(sized, 0.95).Median/(1<<20))
+		}
+		fmt.Fprintf(&vt, "<tr><td>%s</td><td>%d</td><td>%d</td><td>%s</td>", template.HTMLEscapeString(arm), len(vs), len(sized), med)
+		for _, s := range sn {
+			n := 0
+			for _, v := range vs {
+				if stageName(v.stage) == s {
+					n++
+				}
+			}
+			pct := "–"
+			if len(vs) > 0 {
+				pct = fmt.Sprintf("%.0f%%", 100*float64(n)/float64(len(vs)))
+			}
+			fmt.Fprintf(&vt, "<td>%s</td>", pct)
+		}
+		vt.WriteString("</tr>")
+	}
+	vt.WriteString("</table>")
+	for _, s := range sn {
+		var bd []opts.BarData
+		for _, arm := range a.In.Arms {
+			vs := byArm[arm]
+			n := 0
+			for _, v := range vs {
+				if stageName(v.stage) == s {
+					n++
+				}
+			}
+			share := 0.0
+			if len(vs) > 0 {
+				share = 100 * float64(n) / float64(len(vs))
+			}
+			bd = append(bd, opts.BarData{Value: share})
+		}
+		stages.AddSeries(s, bd, charts.WithBarChartOpts(opts.BarChart{Stack: "stages"}))
+	}
+	options["victims-tracked"] = option(hist)
+	options["victims-stages"] = option(stages)
+	secs = append(secs, section{ID: "victims", Title: "Victims: what was shed or killed in the storm",
+		Note: "Tracked bytes are inUseTrackedMemBytes when the op was shed or killed. Over the wire a shed op's error carries no size, " +
+			"so there only the killOp actor's victims are sized; the model (virtual clock) sizes every victim.",
+		Charts: []chartRef{{"victims-tracked"}, {"victims-stages"}}, Table: template.HTML(vt.String())})
+	return secs, nil
+}
+
+func stageName(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+func primaryGauge(d *trialData, field string) []collect.Point {
+	return collect.PrimaryGauge(d.samples, field)
+}
+
+// phaseAreas shades a trial's phases.
+func phaseAreas(d *trialData) []opts.MarkAreaNameCoordItem {
+	storm, recovery := d.Phases["storm"], d.Phases["recovery"]
+	end := recovery
+	for _, s := range d.outcomes {
+		end = max(end, float64(s.T+1))
+	}
+	return []opts.MarkAreaNameCoordItem{
+		{Name: "warmup", Coordinate0: []any{0, "min"}, Coordinate1: []any{storm, "max"}},
+		{Name: "storm", Coordinate0: []any{storm, "min"}, Coordinate1: []any{recovery, "max"}},
+		{Name: "recovery", Coordinate0: []any{recovery, "min"}, Coordinate1: []any{end, "max"}},
+	}
+}
+
+// addMemoryMarks draws the shedder's low and high marks and the memory
+// limit, when the samples report them.
+func addMemoryMarks(line *charts.Line, data []*trialData) {
+	marks := map[string]float64{}
+	for _, d := range data {
+		for _, s := range d.samples {
+			for k, name := range map[string]string{"queryMemory.lowMarkBytes": "low mark", "queryMemory.highMarkBytes": "high mark", "queryMemory.memLimitBytes": "memory limit"} {
+				if v, ok := s.Values[k]; ok && v > 0 {
+					marks[name] = v / (1 << 30)
+				}
+			}
+		}
+	}
+	if len(marks) == 0 || len(line.MultiSeries) == 0 {
+		return
+	}
+	var items []opts.MarkLineNameYAxisItem
+	for _, name := range []string{"low mark", "high mark", "memory limit"} {
+		if v, ok := marks[name]; ok {
+			items = append(items, opts.MarkLineNameYAxisItem{Name: name, YAxis: v})
+		}
+	}
+	s := &line.MultiSeries[0]
+	s.ConfigureSeriesOpts(charts.WithMarkLineNameYAxisItemOpts(items...),
+		charts.WithMarkLineStyleOpts(opts.MarkLineStyle{Symbol: []string{"none", "none"}, LineStyle: &opts.LineStyle{Color: "#888", Type: "dotted"},
+			Label: &opts.Label{Show: opts.Bool(true), Formatter: "{b}"}}))
+}

@@ -1,0 +1,128 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+
+	"github.com/qmlsab/qmlsab/store"
+	"github.com/qmlsab/qmlsab/workload"
+)
+
+// Trial is one finished trial of an input.
+type Trial struct {
+	Run    string // the run folder it came from
+	Dir    string // its own folder
+	Status string // valid or invalid
+	Reason string
+	store.Trial
+}
+
+// Input is what a report is made from: one or more run folders of the
+// same workload (nightly history, say).
+type Input struct {
+	Dirs      []string
+	Manifests []store.Manifest
+	Workload  workload.Spec
+	// Arms in order of first appearance (the first is the default
+	// baseline).
+	Arms      []string
+	Trials    map[string][]Trial // by arm, valid and invalid
+	Simulated bool
+	Clock     string
+	// Unfinished counts trials the manifests list as pending or
+	// interrupted: a run still writing, or one stopped early.
+	Unfinished int
+}
+
+// Load reads run folders. Folders of different workloads (or different
+// settings of one) are refused with the reason; a bad file is named.
+func Load(dirs []string) (*Input, error) {
+	if len(dirs) == 0 {
+		return nil, fmt.Errorf("no run folder given")
+	}
+	in := &Input{Trials: map[string][]Trial{}}
+	var firstWL []byte
+	for _, dir := range dirs {
+		r, err := store.Open(dir)
+		if err != nil {
+			return nil, err
+		}
+		m := r.Manifest
+		var spec workload.Spec
+		if err := json.Unmarshal(m.Workload, &spec); err != nil || spec.Kind == "" {
+			return nil, fmt.Errorf("%s: workload: not a workload this qmlsab reads (%v)", filepath.Join(dir, "manifest.json"), err)
+		}
+		wl, _ := json.Marshal(spec)
+		if firstWL == nil {
+			firstWL, in.Workload = wl, spec
+		} else if !bytes.Equal(wl, firstWL) {
+			return nil, fmt.Errorf("%s: workload %s differs from %s's (%s): runs are combined only when their workloads match",
+				filepath.Join(dir, "manifest.json"), spec.Name, dirs[0], in.Workload.Name)
+		}
+		in.Dirs = append(in.Dirs, dir)
+		in.Manifests = append(in.Manifests, m)
+		in.Simulated = in.Simulated || m.Simulated
+		if in.Clock == "" {
+			in.Clock = m.Clock
+		} else if m.Clock != in.Clock {
+			in.Clock = "mixed"
+		}
+		byKey := map[string]store.Trial{}
+		for _, ts := range r.Trials {
+			for _, t := range ts {
+				byKey[fmt.Sprint(t.Arm, "#", t.Index)] = t
+			}
+		}
+		for _, ts := range m.Trials {
+			if !slices.Contains(in.Arms, ts.Arm) {
+				in.Arms = append(in.Arms, ts.Arm)
+			}
+			t, ok := byKey[fmt.Sprint(ts.Arm, "#", ts.Index)]
+			if !ok {
+				in.Unfinished++
+				continue
+			}
+			in.Trials[ts.Arm] = append(in.Trials[ts.Arm], Trial{Run: dir, Dir: store.TrialDir(dir, ts.Arm, ts.Index),
+				Status: ts.Status, Reason: ts.Reason, Trial: t})
+		}
+	}
+	return in, nil
+}
+
+// Valid are an arm's valid trials.
+func (in *Input) Valid(arm string) []Trial {
+	var out []Trial
+	for _, t := range in.Trials[arm] {
+		if t.Status == store.Valid {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Newest is the newest run folder under root (by name: run ids start
+// with their UTC timestamp), for `qmlsab report` without arguments.
+func Newest(root string) (string, error) {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return "", fmt.Errorf("no run given and %s cannot be read: %w", root, err)
+	}
+	var runs []string
+	for _, e := range entries {
+		if e.IsDir() {
+			if _, err := os.Stat(filepath.Join(root, e.Name(), "manifest.json")); err == nil {
+				runs = append(runs, e.Name())
+			}
+		}
+	}
+	if len(runs) == 0 {
+		return "", fmt.Errorf("no run given and no run folder in %s (run qmlsab run first)", root)
+	}
+	sort.Strings(runs)
+	return filepath.Join(root, runs[len(runs)-1]), nil
+}

@@ -1,0 +1,301 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// SummarySchema is summary.json's schema.
+const SummarySchema = "qmlsab/summary/v1"
+
+// jsonNumber is a float that encodes NaN and ±Inf as null (JSON has none).
+type jsonNumber float64
+
+func (f jsonNumber) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(f))
+}
+
+func numbers(xs []float64) []jsonNumber {
+	out := make([]jsonNumber, len(xs))
+	for i, x := range xs {
+		out[i] = jsonNumber(x)
+	}
+	return out
+}
+
+type summaryMetric struct {
+	Median jsonNumber   `json:"median"`
+	Min    jsonNumber   `json:"min"`
+	Max    jsonNumber   `json:"max"`
+	Mean   jsonNumber   `json:"mean"`
+	MeanLo jsonNumber   `json:"meanCILow"`
+	MeanHi jsonNumber   `json:"meanCIHigh"`
+	Values []jsonNumber `json:"values"`
+}
+
+type summaryGate struct {
+	Name      string     `json:"name"`
+	Condition string     `json:"condition"`
+	Pass      bool       `json:"pass"`
+	Value     jsonNumber `json:"value"`
+	Threshold jsonNumber `json:"threshold"`
+}
+
+type summaryArm struct {
+	Name    string                   `json:"name"`
+	N       int                      `json:"n"`
+	Invalid int                      `json:"invalid"`
+	Metrics map[string]summaryMetric `json:"metrics"`
+	Gates   []summaryGate            `json:"gates"`
+}
+
+type summaryComparison struct {
+	Metric      string     `json:"metric"`
+	Base        string     `json:"base"`
+	Arm         string     `json:"arm"`
+	P           jsonNumber `json:"p"`
+	Delta       jsonNumber `json:"delta"`
+	DeltaPct    jsonNumber `json:"deltaPercent"`
+	Significant bool       `json:"significant"`
+}
+
+// SummaryJSON is summary.json (DESIGN.md §Outputs; the key names are
+// fixed).
+func SummaryJSON(a *Analysis, toolVersion string) ([]byte, error) {
+	var manifests []map[string]any
+	for i, m := range a.In.Manifests {
+		manifests = append(manifests, map[string]any{"dir": a.In.Dirs[i], "created": m.Created, "host": m.Host, "seed": m.Seed,
+			"target": m.Target, "toolVersion": m.ToolVersion})
+	}
+	doc := map[string]any{
+		"schema": SummarySchema,
+		"run": map[string]any{"dirs": a.In.Dirs, "runs": manifests, "workload": a.In.Workload.Name, "simulated": a.In.Simulated,
+			"clock": a.In.Clock, "baseline": a.Baseline, "alpha": a.Alpha, "reportVersion": toolVersion,
+			"gateSet": gateSetName(a)},
+		"arms":        []summaryArm{},
+		"comparisons": []summaryComparison{},
+		"warnings":    a.Warnings,
+	}
+	var arms []summaryArm
+	for _, arm := range a.Arms {
+		sa := summaryArm{Name: arm.Name, N: arm.N, Invalid: arm.Invalid, Metrics: map[string]summaryMetric{}, Gates: []summaryGate{}}
+		for name, s := range arm.Metrics {
+			sa.Metrics[name] = summaryMetric{Median: jsonNumber(s.Median), Min: jsonNumber(s.Min), Max: jsonNumber(s.Max),
+				Mean: jsonNumber(s.Mean), MeanLo: jsonNumber(s.MeanLo), MeanHi: jsonNumber(s.MeanHi), Values: numbers(s.Values)}
+		}
+		for _, g := range arm.Gates {
+			sa.Gates = append(sa.Gates, summaryGate{Name: g.Gate.Name, Condition: g.Gate.String(), Pass: g.Pass,
+				Value: jsonNumber(g.Value), Threshold: jsonNumber(g.Threshold)})
+		}
+		arms = append(arms, sa)
+	}
+	if arms != nil {
+		doc["arms"] = arms
+	}
+	var cs []summaryComparison
+	for _, c := range a.Comparisons {
+		cs = append(cs, summaryComparison{Metric: c.Metric, Base: c.Base, Arm: c.Arm, P: jsonNumber(c.P), Delta: jsonNumber(c.Delta),
+			DeltaPct: jsonNumber(c.DeltaPercent), Significant: c.Significant})
+	}
+	if cs != nil {
+		doc["comparisons"] = cs
+	}
+	return json.MarshalIndent(doc, "", "  ")
+}
+
+func gateSetName(a *Analysis) string {
+	if a.GateSet == nil {
+		return ""
+	}
+	return a.GateSet.Name
+}
+
+// PerfJSON is Evergreen's perf.send form: a top-level array, one test per
+// arm (the arm in test_name, since args must be integers), one value per
+// metric: the median of the arm's valid trials.
+func PerfJSON(a *Analysis) ([]byte, error) {
+	type metric struct {
+		Name  string  `json:"name"`
+		Type  string  `json:"type"`
+		Value float64 `json:"value"`
+	}
+	type info struct {
+		TestName string           `json:"test_name"`
+		Trial    int              `json:"trial"`
+		Tags     []string         `json:"tags"`
+		Args     map[string]int32 `json:"args"`
+	}
+	type test struct {
+		Info        info      `json:"info"`
+		CreatedAt   time.Time `json:"created_at"`
+		CompletedAt time.Time `json:"completed_at"`
+		Metrics     []metric  `json:"metrics"`
+		SubTests    []any     `json:"sub_tests"`
+	}
+	created := time.Time{}
+	if len(a.In.Manifests) > 0 {
+		created = a.In.Manifests[0].Created
+	}
+	completed := created
+	for _, ts := range a.In.Trials {
+		for _, t := range ts {
+			if t.Started.After(completed) {
+				completed = t.Started
+			}
+		}
+	}
+	tags := []string{"qmlsab", a.In.Workload.Name}
+	if a.In.Simulated {
+		tags = append(tags, "simulated")
+	}
+	out := []test{}
+	for _, arm := range a.Arms {
+		if arm.N == 0 {
+			continue
+		}
+		t := test{Info: info{TestName: a.In.Workload.Name + "/" + arm.Name, Tags: tags, Args: map[string]int32{"n": int32(arm.N)}},
+			CreatedAt: created.UTC(), CompletedAt: completed.UTC(), Metrics: []metric{}, SubTests: []any{}}
+		for _, name := range a.MetricNames {
+			if s, ok := arm.Metrics[name]; ok && !math.IsNaN(s.Median) {
+				t.Metrics = append(t.Metrics, metric{Name: name, Type: "MEDIAN", Value: s.Median})
+			}
+		}
+		out = append(out, t)
+	}
+	return json.MarshalIndent(out, "", "  ")
+}
+
+// BenchTxt is Go benchmark format, one line per trial and metric, so
+// benchstat can compare arms: benchstat -col /arm bench.txt.
+func BenchTxt(a *Analysis) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "workload: %s\n", a.In.Workload.Name)
+	if a.In.Simulated {
+		fmt.Fprintln(&b, "note: SIMULATED (mongosim model), not a real server")
+	}
+	name := "Benchmark" + camel(a.In.Workload.Name)
+	for _, arm := range a.In.Arms {
+		for _, t := range a.In.Valid(arm) {
+			for _, m := range a.MetricNames {
+				if v, ok := t.Metrics[m]; ok {
+					fmt.Fprintf(&b, "%s/arm=%s 1 %s %s\n", name, arm, strconvG(v), m)
+				}
+			}
+		}
+	}
+	return b.Bytes()
+}
+
+func strconvG(v float64) string { return fmt.Sprintf("%.6g", v) }
+
+// camel is spill_to_disk → SpillToDisk.
+func camel(s string) string {
+	var b strings.Builder
+	up := true
+	for _, r := range s {
+		if r == '_' || r == '-' {
+			up = true
+			continue
+		}
+		if up {
+			r = unicode.ToUpper(r)
+			up = false
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Markdown is a pull-request summary: the verdict table, gates, warnings.
+func Markdown(a *Analysis) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "### qmlsab: %s, %s\n\n", a.In.Workload.Name, strings.Join(a.In.Arms, " vs "))
+	if a.In.Simulated {
+		fmt.Fprintf(&b, "> **SIMULATED** — these trials ran against mongosim, a model of mongod, not a real server.\n\n")
+	}
+	fmt.Fprintf(&b, "Median [min–max] of each arm's valid trials; Δ is the Hodges-Lehmann shift vs %s, `~` when the Mann-Whitney U p > %.2f.\n\n", a.Baseline, a.Alpha)
+	fmt.Fprint(&b, "| metric |")
+	for _, arm := range a.Arms {
+		fmt.Fprintf(&b, " %s (n=%d) |", md(arm.Name), arm.N)
+	}
+	fmt.Fprint(&b, "\n|---|")
+	for range a.Arms {
+		fmt.Fprint(&b, "---|")
+	}
+	fmt.Fprintln(&b)
+	for _, name := range keyMetrics(a) {
+		fmt.Fprintf(&b, "| %s |", LookupMetric(name).Title)
+		for _, arm := range a.Arms {
+			s, ok := arm.Metrics[name]
+			if !ok {
+				fmt.Fprint(&b, " – |")
+				continue
+			}
+			cell := fmt.Sprintf("%s [%s–%s]", unitNumber(name, s.Median), unitNumber(name, s.Min), unitNumber(name, s.Max))
+			if c, ok := a.Comparison(arm.Name, name); ok {
+				cell += fmt.Sprintf(" %s (%s)", FormatDelta(c), FormatP(c))
+			}
+			fmt.Fprintf(&b, " %s |", cell)
+		}
+		fmt.Fprintln(&b)
+	}
+	if a.GateSet != nil {
+		fmt.Fprintf(&b, "\n**Gates (%s):**", md(a.GateSet.Name))
+		for _, arm := range a.Arms {
+			pass, total := 0, len(arm.Gates)
+			var failed []string
+			for _, g := range arm.Gates {
+				if g.Pass {
+					pass++
+				} else {
+					failed = append(failed, g.Gate.Name)
+				}
+			}
+			fmt.Fprintf(&b, " %s %d/%d", md(arm.Name), pass, total)
+			if len(failed) > 0 {
+				fmt.Fprintf(&b, " (failed: %s)", md(strings.Join(failed, ", ")))
+			}
+			fmt.Fprint(&b, ";")
+		}
+		fmt.Fprintln(&b)
+	}
+	if len(a.Warnings) > 0 {
+		fmt.Fprintln(&b)
+		for i, w := range a.Warnings {
+			fmt.Fprintf(&b, "%d. %s\n", i+1, md(warningText(w)))
+		}
+	}
+	return b.Bytes()
+}
+
+func warningText(w Warning) string {
+	if w.Arm != "" {
+		return w.Arm + ": " + w.Text
+	}
+	return w.Text
+}
+
+// md escapes Markdown table and emphasis characters in user strings.
+func md(s string) string {
+	r := strings.NewReplacer("|", `\|`, "*", `\*`, "_", `\_`, "`", "\\`", "<", "&lt;", "[", `\[`, "]", `\]`)
+	return r.Replace(s)
+}
+
+// keyMetrics are the verdict table's rows: key metrics present.
+func keyMetrics(a *Analysis) []string {
+	var out []string
+	for _, name := range a.MetricNames {
+		if LookupMetric(name).Key {
+			out = append(out, name)
+		}
+	}
+	return out
+}

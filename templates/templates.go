@@ -1,0 +1,36 @@
+// Package templates holds what the HTML report is made of, embedded in the
+// binary: the page template and Apache ECharts 5.6.0's echarts.min.js,
+// vendored from the npm package (Apache-2.0; ECHARTS-LICENSE and
+// ECHARTS-NOTICE are its licence and notice, kept beside it and printed
+// into every report).
+package templates
+
+import (
+	_ "embed"
+	"html/template"
+	"strings"
+)
+
+//go:embed echarts.min.js
+var echartsJS string
+
+//go:embed ECHARTS-NOTICE
+var echartsNotice string
+
+//go:embed report.html.tmpl
+var reportHTML string
+
+// EchartsJS is echarts.min.js, safe to inline in a <script> element.
+func EchartsJS() template.JS {
+	// The vendored file has no "</script"; keep it that way if it is
+	// ever replaced.
+	return template.JS(strings.ReplaceAll(echartsJS, "</script", `<\/script`))
+}
+
+// EchartsNotice is ECharts' NOTICE file.
+func EchartsNotice() string { return echartsNotice }
+
+// Report parses the report page with funcs.
+func Report(funcs template.FuncMap) (*template.Template, error) {
+	return template.New("report").Funcs(funcs).Parse(reportHTML)
+}
