@@ -376,7 +376,7 @@ func chartSections(a *Analysis, options map[string]json.RawMessage) ([]section, 
 		refs = append(refs, chartRef{def.id})
 	}
 	secs = append(secs, section{ID: "series", Title: "Over time (one line per trial)",
-		Note: "Shaded: phases. Dashed vertical lines: failovers and member restarts of that trial's colour. Scroll or drag the slider to zoom.",
+		Note:   "Shaded: phases. Dashed vertical lines: failovers and member restarts of that trial's colour. Scroll or drag the slider to zoom.",
 		Charts: refs})
 
 	// Victims: who the shedder or the actor killed.

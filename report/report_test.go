@@ -286,12 +286,12 @@ func TestGates(t *testing.T) {
 		t.Fatalf("%v %+v", err, gs)
 	}
 	for doc, want := range map[string]string{
-		"name: x\ngates:\n  - metric: a\n    op: \"~\"\n":           "g.yaml:3: op",
-		"name: x\ngates:\n  - metric: a\n    op: \">\"\n    of: p9\n": "g.yaml:3: of",
+		"name: x\ngates:\n  - metric: a\n    op: \"~\"\n":              "g.yaml:3: op",
+		"name: x\ngates:\n  - metric: a\n    op: \">\"\n    of: p9\n":  "g.yaml:3: of",
 		"name: x\ngates:\n  - metric: a\n    op: \">\"\n    vale: 1\n": "g.yaml:5: field vale not found",
-		"name: x\ngates: []\n":                                      "no gates",
-		"name: x\ngates:\n  - op: \">\"\n":                           "g.yaml:3: gate without a metric",
-		"":                                                           "g.yaml:1: empty",
+		"name: x\ngates: []\n":             "no gates",
+		"name: x\ngates:\n  - op: \">\"\n": "g.yaml:3: gate without a metric",
+		"":                                 "g.yaml:1: empty",
 	} {
 		if _, err := ParseGates("g.yaml", []byte(doc)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", doc, err, want)

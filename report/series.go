@@ -191,4 +191,3 @@ func max2(a, b int) int {
 	}
 	return b
 }
-
