@@ -6,7 +6,7 @@ PKGS    := ./...
 RACE_PKGS := ./mongosim/... ./target/... ./arms/... ./collect/... ./progress/...
 FUZZTIME ?= 10s
 
-.PHONY: all build test vet fmt-check race fuzz mongosh-check run calibrate bench clean
+.PHONY: all build test vet fmt-check race fuzz mongosh-check chromium-check run calibrate bench clean
 
 all: build
 
@@ -35,9 +35,17 @@ fuzz:
 mongosh-check: build
 	bash scripts/mongosh-check.sh
 
+# The HTML report in a real browser: Debian's chromium, installed when
+# missing, opens a report of a real run with name resolution disabled.
+chromium-check:
+	@command -v chromium >/dev/null 2>&1 || { echo "installing chromium (Debian package)"; \
+	  $$(command -v sudo) apt-get update -qq && $$(command -v sudo) apt-get install -y -qq chromium >/dev/null; }
+	QMLSAB_CHROMIUM=$$(command -v chromium) $(GO) test -count=1 -run '^TestReportDrawsInChromium$$' ./cmd/qmlsab/
+
 # Go's own summary comes last so it closes the output CI reads.
 test: fmt-check vet build
 	$(MAKE) mongosh-check
+	$(MAKE) chromium-check
 	$(MAKE) fuzz
 	$(MAKE) race
 	$(GO) test -count=1 $(PKGS)
@@ -50,6 +58,7 @@ bench: build
 PROFILE ?= default
 run: build
 	$(BIN)/qmlsab run --arms D,E --n 5 --profile $(PROFILE)
+	$(BIN)/qmlsab report --format html,json,perf,bench,md
 
 calibrate: build
 	$(BIN)/mongosim calibrate --arms D,E --seeds 5

@@ -15,11 +15,12 @@ import (
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/collect"
+	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/templates"
 )
 
 // MaxPoints bounds a chart line's points (see downsample).
-const MaxPoints = 1200
+const MaxPoints = 800
 
 // armColors are the arms' colours, in arm order.
 var armColors = []string{"#1f6fb2", "#d1495b", "#2a9d5c", "#e08e0b", "#7b4fb5", "#5f6b77", "#c2185b", "#00838f"}
@@ -303,15 +304,9 @@ func chartSections(a *Analysis, options map[string]json.RawMessage) ([]section, 
 		Charts: []chartRef{{"departures"}, {"sheds-vs-admissions"}}, Table: template.HTML(tbl.String())})
 
 	// Time series, one line per valid trial.
-	var data []*trialData
-	for _, arm := range a.In.Arms {
-		for _, t := range a.In.Valid(arm) {
-			d, err := readTrial(t)
-			if err != nil {
-				return nil, err
-			}
-			data = append(data, d)
-		}
+	data, err := readTrials(a)
+	if err != nil {
+		return nil, err
 	}
 	type tsDef struct {
 		id, title, yName string
@@ -319,13 +314,13 @@ func chartSections(a *Analysis, options map[string]json.RawMessage) ([]section, 
 	}
 	ts := []tsDef{
 		{"ts-tickets", "Read tickets on the primary", "tickets", func(d *trialData) [][2]float64 {
-			return d.points(primaryGauge(d, "read.totalTickets"), 1)
+			return d.gauge(func(s collect.Second) *float64 { return s.ReadTix }, 1)
 		}},
 		{"ts-queue", "Low-priority read queue length on the primary", "queued ops", func(d *trialData) [][2]float64 {
-			return d.points(primaryGauge(d, "read.low.queueLength"), 1)
+			return d.gauge(func(s collect.Second) *float64 { return s.LowQueue }, 1)
 		}},
 		{"ts-rss", "Resident memory of the primary", "GiB", func(d *trialData) [][2]float64 {
-			return d.points(primaryGauge(d, "residentMB"), 1.0/1024)
+			return d.gauge(func(s collect.Second) *float64 { return s.ResidentMB }, 1.0/1024)
 		}},
 		{"ts-availability", "Canary availability per second (share within the SLO)", "availability", (*trialData).availabilityPerSecond},
 		{"ts-sheds", "Sheds and killOp kills per second", "ops/s", (*trialData).shedsPerSecond},
@@ -381,103 +376,113 @@ func chartSections(a *Analysis, options map[string]json.RawMessage) ([]section, 
 
 	// Victims: who the shedder or the actor killed.
 	hist := charts.NewBar()
-	hist.SetGlobalOptions(append(base("victims-tracked", "Victims' tracked memory (share of each arm's victims per 8 MiB bin)"),
+	hist.SetGlobalOptions(append(base("victims-tracked", "Victims' tracked memory (share of each arm's sized victims per 8 MiB bin)"),
 		charts.WithYAxisOpts(opts.YAxis{Name: "% of victims"}))...)
 	stages := charts.NewBar()
 	stages.SetGlobalOptions(append(base("victims-stages", "Victims' stage mix (% of each arm's victims)"),
 		charts.WithYAxisOpts(opts.YAxis{Name: "%", Max: 100}))...)
-	const bin = 8 << 20
+	// Pool each arm's trial summaries (store.Victims).
+	pooled := map[string]*store.Victims{}
 	binsUsed := 0
-	byArm := map[string][]victim{}
-	for _, d := range data {
-		for _, v := range d.victims() {
-			byArm[d.Arm] = append(byArm[d.Arm], v)
-			if v.bytes > 0 {
-				binsUsed = max(binsUsed, int(v.bytes/bin)+1)
+	for _, arm := range a.In.Arms {
+		p := &store.Victims{Stages: map[string]int{}}
+		for _, t := range a.In.Valid(arm) {
+			v := t.Victims
+			if v == nil {
+				continue
+			}
+			p.Count += v.Count
+			p.Sized += v.Sized
+			for i, c := range v.Bins {
+				for len(p.Bins) <= i {
+					p.Bins = append(p.Bins, 0)
+				}
+				p.Bins[i] += c
+			}
+			for st, c := range v.Stages {
+				p.Stages[st] += c
 			}
 		}
+		pooled[arm] = p
+		binsUsed = max(binsUsed, len(p.Bins))
 	}
 	binsUsed = min(binsUsed, 40)
 	var labels []string
+	const binMiB = store.VictimBinBytes >> 20
 	for i := range binsUsed {
-		labels = append(labels, fmt.Sprintf("%d–%d MiB", i*8, (i+1)*8))
+		labels = append(labels, fmt.Sprintf("%d–%d MiB", i*binMiB, (i+1)*binMiB))
 	}
 	hist.SetXAxis(labels)
 	stageNames := map[string]bool{}
-	for _, vs := range byArm {
-		for _, v := range vs {
-			stageNames[stageName(v.stage)] = true
+	for _, p := range pooled {
+		for st := range p.Stages {
+			stageNames[st] = true
 		}
 	}
 	sn := make([]string, 0, len(stageNames))
-	for s := range stageNames {
-		sn = append(sn, s)
+	for st := range stageNames {
+		sn = append(sn, st)
 	}
 	sort.Strings(sn)
 	stages.SetXAxis(a.In.Arms)
 	var vt strings.Builder
-	vt.WriteString(`<table class="data"><tr><th>arm</th><th>victims</th><th>with tracked bytes</th><th>median tracked</th>`)
-	for _, s := range sn {
-		fmt.Fprintf(&vt, "<th>%s</th>", template.HTMLEscapeString(s))
+	vt.WriteString(`<table class="data"><tr><th>arm</th><th>victims</th><th>sized</th><th>median size (bin)</th>`)
+	for _, st := range sn {
+		fmt.Fprintf(&vt, "<th>%s</th>", template.HTMLEscapeString(st))
 	}
 	vt.WriteString("</tr>")
 	for _, arm := range a.In.Arms {
-		vs := byArm[arm]
-		counts := make([]int, binsUsed)
-		var sized []float64
-		for _, v := range vs {
-			if v.bytes > 0 {
-				counts[min(int(v.bytes/bin), binsUsed-1)]++
-				sized = append(sized, float64(v.bytes))
-			}
-		}
+		p := pooled[arm]
 		bd := make([]opts.BarData, binsUsed)
-		for i, c := range counts {
+		medBin := -1
+		seen := 0
+		for i := range binsUsed {
+			c := 0
+			if i < len(p.Bins) {
+				c = p.Bins[i]
+			}
+			if i == binsUsed-1 { // the last bin takes everything above it
+				for j := i + 1; j < len(p.Bins); j++ {
+					c += p.Bins[j]
+				}
+			}
+			seen += c
+			if medBin < 0 && p.Sized > 0 && 2*seen >= p.Sized {
+				medBin = i
+			}
 			share := 0.0
-			if len(sized) > 0 {
-				share = 100 * float64(c) / float64(len(sized))
+			if p.Sized > 0 {
+				share = 100 * float64(c) / float64(p.Sized)
 			}
 			bd[i] = opts.BarData{Value: share}
 		}
 		hist.AddSeries(arm, bd, charts.WithItemStyleOpts(opts.ItemStyle{Color: color(arm)}))
 		med := "–"
-		if len(sized) > 0 {
-			med = fmt.Sprintf("%.1f MiB", Summarize(sized, 0.95).Median/(1<<20))
+		if medBin >= 0 {
+			med = labels[medBin]
 		}
-		fmt.Fprintf(&vt, "<tr><td>%s</td><td>%d</td><td>%d</td><td>%s</td>", template.HTMLEscapeString(arm), len(vs), len(sized), med)
-		for _, s := range sn {
-			n := 0
-			for _, v := range vs {
-				if stageName(v.stage) == s {
-					n++
-				}
-			}
+		fmt.Fprintf(&vt, "<tr><td>%s</td><td>%d</td><td>%d</td><td>%s</td>", template.HTMLEscapeString(arm), p.Count, p.Sized, med)
+		for _, st := range sn {
 			pct := "–"
-			if len(vs) > 0 {
-				pct = fmt.Sprintf("%.0f%%", 100*float64(n)/float64(len(vs)))
+			if p.Count > 0 {
+				pct = fmt.Sprintf("%.0f%%", 100*float64(p.Stages[st])/float64(p.Count))
 			}
 			fmt.Fprintf(&vt, "<td>%s</td>", pct)
 		}
 		vt.WriteString("</tr>")
 	}
 	vt.WriteString("</table>")
-	for _, s := range sn {
+	for _, st := range sn {
 		var bd []opts.BarData
 		for _, arm := range a.In.Arms {
-			vs := byArm[arm]
-			n := 0
-			for _, v := range vs {
-				if stageName(v.stage) == s {
-					n++
-				}
-			}
+			p := pooled[arm]
 			share := 0.0
-			if len(vs) > 0 {
-				share = 100 * float64(n) / float64(len(vs))
+			if p.Count > 0 {
+				share = 100 * float64(p.Stages[st]) / float64(p.Count)
 			}
 			bd = append(bd, opts.BarData{Value: share})
 		}
-		stages.AddSeries(s, bd, charts.WithBarChartOpts(opts.BarChart{Stack: "stages"}))
+		stages.AddSeries(st, bd, charts.WithBarChartOpts(opts.BarChart{Stack: "stages"}))
 	}
 	options["victims-tracked"] = option(hist)
 	options["victims-stages"] = option(stages)
@@ -486,17 +491,6 @@ func chartSections(a *Analysis, options map[string]json.RawMessage) ([]section, 
 			"so there only the killOp actor's victims are sized; the model (virtual clock) sizes every victim.",
 		Charts: []chartRef{{"victims-tracked"}, {"victims-stages"}}, Table: template.HTML(vt.String())})
 	return secs, nil
-}
-
-func stageName(s string) string {
-	if s == "" {
-		return "unknown"
-	}
-	return s
-}
-
-func primaryGauge(d *trialData, field string) []collect.Point {
-	return collect.PrimaryGauge(d.samples, field)
 }
 
 // phaseAreas shades a trial's phases.
@@ -518,10 +512,10 @@ func phaseAreas(d *trialData) []opts.MarkAreaNameCoordItem {
 func addMemoryMarks(line *charts.Line, data []*trialData) {
 	marks := map[string]float64{}
 	for _, d := range data {
-		for _, s := range d.samples {
-			for k, name := range map[string]string{"queryMemory.lowMarkBytes": "low mark", "queryMemory.highMarkBytes": "high mark", "queryMemory.memLimitBytes": "memory limit"} {
-				if v, ok := s.Values[k]; ok && v > 0 {
-					marks[name] = v / (1 << 30)
+		for _, s := range d.series {
+			for name, v := range map[string]*float64{"low mark": s.LowMark, "high mark": s.HighMark, "memory limit": s.MemLimit} {
+				if v != nil && *v > 0 {
+					marks[name] = *v / (1 << 30)
 				}
 			}
 		}

@@ -247,7 +247,7 @@ func TestLoadRefusesMixedAndCorruptRuns(t *testing.T) {
 		t.Errorf("truncated trial.json: %v", err)
 	}
 	os.WriteFile(tj, b, 0o644)
-	sg := filepath.Join(store.TrialDir(broken, "D", 1), "samples.jsonl.gz")
+	sg := filepath.Join(store.TrialDir(broken, "D", 1), "series.jsonl.gz")
 	sb, _ := os.ReadFile(sg)
 	os.WriteFile(sg, sb[:len(sb)/2], 0o644)
 	in, err := Load([]string{broken})
@@ -259,7 +259,12 @@ func TestLoadRefusesMixedAndCorruptRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := HTML(an, "test"); err == nil || !strings.Contains(err.Error(), sg) {
-		t.Errorf("truncated samples: %v", err)
+		t.Errorf("truncated series: %v", err)
+	}
+	// Without the derived series (an older run), they come from the samples.
+	os.Remove(sg)
+	if _, err := HTML(an, "test"); err != nil {
+		t.Errorf("a run without series.jsonl.gz: %v", err)
 	}
 }
 

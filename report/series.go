@@ -1,26 +1,26 @@
 package report
 
 import (
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"sync"
 	"time"
 
-	"github.com/qmlsab/qmlsab/arms/actor"
 	"github.com/qmlsab/qmlsab/collect"
 	"github.com/qmlsab/qmlsab/run"
 	"github.com/qmlsab/qmlsab/store"
-	"github.com/qmlsab/qmlsab/workload"
 )
 
 // trialData is a valid trial's raw files, read for the charts.
 type trialData struct {
 	Trial
-	samples  []collect.Sample
+	series   []collect.Second
 	events   []run.Event
 	outcomes []run.Second
-	storm    []workload.StormResult
 }
 
 // readTrial reads a trial's raw files; a missing or corrupt file is an
@@ -28,16 +28,22 @@ type trialData struct {
 func readTrial(t Trial) (*trialData, error) {
 	d := &trialData{Trial: t}
 	var err error
-	if d.samples, err = store.ReadJSONLinesGz[collect.Sample](filepath.Join(t.Dir, "samples.jsonl.gz")); err != nil {
+	// The derived per-second series; a run written before they were
+	// stored has only the raw samples, from which they are derived here.
+	if d.series, err = readOptional[collect.Second](filepath.Join(t.Dir, "series.jsonl.gz")); err != nil {
 		return nil, err
+	}
+	if d.series == nil {
+		samples, err := store.ReadJSONLinesGz[collect.Sample](filepath.Join(t.Dir, "samples.jsonl.gz"))
+		if err != nil {
+			return nil, err
+		}
+		d.series = collect.PerSecond(samples, t.Started)
 	}
 	if d.events, err = readOptional[run.Event](filepath.Join(t.Dir, "events.jsonl.gz")); err != nil {
 		return nil, err
 	}
 	if d.outcomes, err = readOptional[run.Second](filepath.Join(t.Dir, "outcomes.jsonl.gz")); err != nil {
-		return nil, err
-	}
-	if d.storm, err = readOptional[workload.StormResult](filepath.Join(t.Dir, "storm.jsonl.gz")); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -55,10 +61,13 @@ func readOptional[T any](path string) ([]T, error) {
 // rel is seconds since the trial started.
 func (d *trialData) rel(t time.Time) float64 { return t.Sub(d.Started).Seconds() }
 
-func (d *trialData) points(ps []collect.Point, scale float64) [][2]float64 {
-	out := make([][2]float64, 0, len(ps))
-	for _, p := range ps {
-		out = append(out, [2]float64{d.rel(p.At), p.Value * scale})
+// gauge is one per-second series, scaled.
+func (d *trialData) gauge(field func(collect.Second) *float64, scale float64) [][2]float64 {
+	var out [][2]float64
+	for _, s := range d.series {
+		if v := field(s); v != nil {
+			out = append(out, [2]float64{float64(s.T), *v * scale})
+		}
 	}
 	return out
 }
@@ -80,8 +89,10 @@ func (d *trialData) availabilityPerSecond() [][2]float64 {
 // actor's kills in each second.
 func (d *trialData) shedsPerSecond() [][2]float64 {
 	perSec := map[int]float64{}
-	for _, p := range collect.PrimaryRates(d.samples, "queryMemory.operationsShed") {
-		perSec[int(d.rel(p.At))] += p.Value
+	for _, s := range d.series {
+		if s.Sheds != nil {
+			perSec[s.T] += *s.Sheds
+		}
 	}
 	for _, e := range d.events {
 		if e.Kind == "kill" && e.Kill != nil && e.Kill.Err == "" {
@@ -108,47 +119,6 @@ func (d *trialData) marks() (failovers, restarts []float64) {
 	}
 	return failovers, restarts
 }
-
-// victim is a shed or killed op: its tracked bytes (0 when unknown) and
-// stage.
-type victim struct {
-	bytes int64
-	stage string
-}
-
-// victims are the trial's shed or killed storm ops in the storm phase.
-// The model records each one's tracked bytes; over the wire only the
-// killOp actor's kills carry them (a shed op's error does not).
-func (d *trialData) victims() []victim {
-	storm, recovery := d.Phases["storm"], d.Phases["recovery"]
-	in := func(t time.Time) bool { r := d.rel(t); return r >= storm && r < recovery }
-	var out []victim
-	known := false
-	for _, s := range d.storm {
-		if (s.Outcome == workload.Shed || s.Outcome == workload.Killed) && in(s.Scheduled) {
-			out = append(out, victim{s.TrackedBytes, s.Stage})
-			known = known || s.TrackedBytes > 0
-		}
-	}
-	if known {
-		return out
-	}
-	// Over the wire: kills carry bytes and stage; sheds only a stage.
-	out = out[:0]
-	for _, s := range d.storm {
-		if s.Outcome == workload.Shed && in(s.Scheduled) {
-			out = append(out, victim{0, s.Stage})
-		}
-	}
-	for _, e := range d.events {
-		if e.Kind == "kill" && e.Kill != nil && e.Kill.Err == "" && in(e.At) {
-			out = append(out, victim{killBytes(e.Kill), e.Kill.Stage})
-		}
-	}
-	return out
-}
-
-func killBytes(k *actor.KillEvent) int64 { return k.TrackedBytes }
 
 // downsample keeps at most max points of a series sorted by x: it splits
 // the series into max/2 buckets and keeps each bucket's minimum and
@@ -190,4 +160,26 @@ func max2(a, b int) int {
 		return a
 	}
 	return b
+}
+
+// readTrials reads every valid trial's files, one trial per CPU at a
+// time (decoding the samples is most of a report's cost).
+func readTrials(a *Analysis) ([]*trialData, error) {
+	var trials []Trial
+	for _, arm := range a.In.Arms {
+		trials = append(trials, a.In.Valid(arm)...)
+	}
+	data := make([]*trialData, len(trials))
+	errs := make([]error, len(trials))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, t := range trials {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			data[i], errs[i] = readTrial(t)
+		})
+	}
+	wg.Wait()
+	return data, errors.Join(errs...)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/qmlsab/qmlsab/arms/actor"
 	"github.com/qmlsab/qmlsab/collect"
+	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/workload"
 )
 
@@ -112,4 +113,40 @@ func perSecond(start time.Time, res workload.Results) []Second {
 	}
 	slices.SortFunc(out, func(a, b Second) int { return a.T - b.T })
 	return out
+}
+
+// victimSummary summarizes the storm's shed and killed ops. The model
+// records each victim's tracked bytes; over the wire a shed op's error
+// carries no size, so there the killOp actor's kills (which read it from
+// $currentOp) are the sized victims and sheds count by stage only.
+func victimSummary(res workload.Results, kills []actor.KillEvent) *store.Victims {
+	storm, recovery := res.PhaseStarts["storm"], res.PhaseStarts["recovery"]
+	in := func(t time.Time) bool { return !t.Before(storm) && t.Before(recovery) }
+	v := &store.Victims{}
+	sized := false
+	for _, s := range res.Storm {
+		if (s.Outcome == workload.Shed || s.Outcome == workload.Killed) && s.TrackedBytes > 0 {
+			sized = true
+			break
+		}
+	}
+	for _, s := range res.Storm {
+		if !in(s.Scheduled) {
+			continue
+		}
+		switch {
+		case sized && (s.Outcome == workload.Shed || s.Outcome == workload.Killed):
+			v.Add(s.TrackedBytes, s.Stage)
+		case !sized && s.Outcome == workload.Shed:
+			v.Add(0, s.Stage)
+		}
+	}
+	if !sized {
+		for _, k := range kills {
+			if k.Err == "" && in(k.At) {
+				v.Add(k.TrackedBytes, k.Stage)
+			}
+		}
+	}
+	return v
 }

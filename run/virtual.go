@@ -137,8 +137,12 @@ func runVirtualTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, s
 // writeTrial writes a finished trial's files, trial.json last: a trial
 // folder without trial.json is unfinished.
 func writeTrial(dir string, trial store.Trial, start time.Time, samples []collect.Sample, res workload.Results, kills []actor.KillEvent) (status, reason string) {
+	trial.Victims = victimSummary(res, kills)
 	for _, w := range []func() error{
 		func() error { return store.WriteJSONLinesGz(filepath.Join(dir, "samples.jsonl.gz"), samples) },
+		func() error {
+			return store.WriteJSONLinesGz(filepath.Join(dir, "series.jsonl.gz"), collect.PerSecond(samples, start))
+		},
 		func() error { return store.WriteJSONLinesGz(filepath.Join(dir, "storm.jsonl.gz"), res.Storm) },
 		func() error { return store.WriteJSONLinesGz(filepath.Join(dir, "canaries.jsonl.gz"), res.Canaries) },
 		func() error {

@@ -9,6 +9,7 @@ trap 'rm -f "$out"' EXIT
 go test -run '^$' -bench 'BenchmarkFindByID' -benchtime "${BENCHTIME:-3s}" -count "${BENCHCOUNT:-3}" ./mongosim/ | tee "$out"
 go test -run '^$' -bench 'BenchmarkGenerator' -benchtime "${BENCHITER:-6}x" ./workload/ | tee -a "$out"
 go test -run '^$' -bench 'BenchmarkCollectorCPU' -benchtime 2x ./collect/ | tee -a "$out"
+go test -run '^$' -bench 'BenchmarkRender' -benchtime 3x ./report/ | tee -a "$out"
 awk '
   function metric(unit,   i) { for (i=1;i<=NF;i++) if ($i==unit) return $(i-1); return "" }
   /BenchmarkFindByID\/fixed-reply/ { f+=metric("ops/s"); nf++ }
@@ -16,13 +17,15 @@ awk '
   /BenchmarkGenerator\/throughput/ { bare=metric("bare-ops/s"); gen=metric("generator-ops/s"); share=metric("generator-%-of-bare") }
   /BenchmarkGenerator\/lag-2000/   { p99=metric("p99-lag-ms"); p50=metric("p50-lag-ms"); rate=metric("ops/s"); gcpu=metric("process-cpu-ms/s") }
   /BenchmarkCollectorCPU/          { ccpu=metric("3-members-1Hz-cpu-ms/s"); idle=metric("idle-set-cpu-ms/s") }
+  /BenchmarkRender/                { rs=metric("s/report"); rmb=metric("MiB-html") }
   END {
-    if (!nf || !nm || share=="" || p99=="" || ccpu=="") { print "bench: missing results"; exit 1 }
+    if (!nf || !nm || share=="" || p99=="" || ccpu=="" || rs=="") { print "bench: missing results"; exit 1 }
     f/=nf; m/=nm; r=100*m/f; fail=0
     printf "\n"
     printf "find-by-_id through the Go driver: mongosim %.0f ops/s vs fixed-reply server %.0f ops/s = %.1f%% (target >= 50%%): %s\n", m, f, r, (r>=50 ? "PASS" : "FAIL"); fail+=(r<50)
     printf "generator throughput: open loop %.0f ops/s vs bare driver loop %.0f ops/s, side by side = %.1f%% (target >= 90%%): %s\n", gen, bare, share, (share>=90 ? "PASS" : "FAIL"); fail+=(share<90)
     printf "start lag at %.0f scheduled ops/s against mongosim: p50 %.2f ms, p99 %.2f ms (target p99 <= 2 ms): %s; process CPU %.0f ms/s, server included\n", rate, p50, p99, (p99<=2 ? "PASS" : "FAIL"), gcpu; fail+=(p99>2)
     printf "collector, 3 members at 1 Hz: %.2f ms CPU per second of run (%.3f%% of a core; the idle in-process set itself uses %.0f ms/s)\n", ccpu, ccpu/10, idle
+    printf "report of 3 arms x 5 trials x 1 h of 1 Hz samples: %.2f s (target <= 2 s): %s; %.2f MiB of HTML (target <= 5 MB): %s\n", rs, (rs<=2 ? "PASS" : "FAIL"), rmb, (rmb*1.048576<=5 ? "PASS" : "FAIL"); fail+=(rs>2)+(rmb*1.048576>5)
     exit (fail ? 1 : 0)
   }' "$out"

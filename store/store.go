@@ -87,6 +87,43 @@ type Trial struct {
 	Metrics   map[string]float64 `json:"metrics"`
 	Simulated bool               `json:"simulated"`
 	Clock     string             `json:"clock,omitempty"` // as Manifest.Clock
+	// Victims summarizes the storm's shed and killed ops (the raw ops are
+	// in storm.jsonl.gz and events.jsonl.gz).
+	Victims *Victims `json:"victims,omitempty"`
+}
+
+// VictimBinBytes is the width of Victims.Bins.
+const VictimBinBytes = 8 << 20
+
+// Victims are a trial's shed or killed storm ops: how many, how many with
+// a known tracked size, a histogram of those sizes (bin i holds
+// [i·8 MiB, (i+1)·8 MiB)), and the count per stage.
+type Victims struct {
+	Count  int            `json:"count"`
+	Sized  int            `json:"sized"`
+	Bins   []int          `json:"bins8MiB,omitempty"`
+	Stages map[string]int `json:"stages,omitempty"`
+}
+
+// Add counts one victim (bytes 0: size unknown).
+func (v *Victims) Add(bytes int64, stage string) {
+	v.Count++
+	if stage == "" {
+		stage = "unknown"
+	}
+	if v.Stages == nil {
+		v.Stages = map[string]int{}
+	}
+	v.Stages[stage]++
+	if bytes <= 0 {
+		return
+	}
+	v.Sized++
+	b := int(bytes / VictimBinBytes)
+	for len(v.Bins) <= b {
+		v.Bins = append(v.Bins, 0)
+	}
+	v.Bins[b]++
 }
 
 // TrialDir is where a trial's files live in a run folder.

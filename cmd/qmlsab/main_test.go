@@ -222,3 +222,50 @@ func TestWorkloadsListShowAndBadFiles(t *testing.T) {
 		t.Errorf("bad workload file: exit %d, want 1 and %s:4 in\n%s", code, bad, out)
 	}
 }
+
+func TestReportExitCodes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	if out, code := qmlsab(t, "run", "--arms", "D,E", "--n", "2", "--profile", "quick", "--out", dir); code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, out)
+	}
+	out, code := qmlsab(t, "report", "--format", "html,json,perf,bench,md", dir)
+	if code != 0 || !strings.Contains(out, "report: "+filepath.Join(dir, "report.html")) {
+		t.Fatalf("report: exit %d\n%s", code, out)
+	}
+	for _, f := range []string{"report.html", "summary.json", "perf.json", "bench.txt", "summary.md"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	// Flags after the folder work too.
+	pass := filepath.Join(t.TempDir(), "pass.yaml")
+	os.WriteFile(pass, []byte("name: lenient\ngates:\n  - metric: availability\n    op: \">=\"\n    value: 0\n"), 0o644)
+	if out, code := qmlsab(t, "report", dir, "--gates", pass, "--format", "json"); code != 0 || !strings.Contains(out, "pass") {
+		t.Errorf("passing gates: exit %d\n%s", code, out)
+	}
+	strict := filepath.Join(t.TempDir(), "strict.yaml")
+	os.WriteFile(strict, []byte("name: strict\ngates:\n  - metric: availability\n    op: \">\"\n    value: 1.5\n"), 0o644)
+	if out, code := qmlsab(t, "report", "--gates", strict, "--format", "json", dir); code != 3 || !strings.Contains(out, "FAIL") {
+		t.Errorf("failing gate: exit %d, want 3\n%s", code, out)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("name: b\ngates:\n  - metric: availability\n    op: \"=>\"\n"), 0o644)
+	missing := filepath.Join(t.TempDir(), "nothing")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"report", "--gates", bad, dir}, bad + ":3: op"},
+		{[]string{"report", "--gates", "seed001", dir}, "seed001"},
+		{[]string{"report", "--format", "pdf", dir}, `--format "pdf"`},
+		{[]string{"report", "--baseline", "Q", dir}, `--baseline "Q"`},
+		{[]string{"report", "--alpha", "2", dir}, "--alpha"},
+		{[]string{"report", missing}, filepath.Join(missing, "manifest.json")},
+		{[]string{"report", "--results", missing}, missing},
+	} {
+		out, code := qmlsab(t, tc.args...)
+		if code != 1 || !strings.Contains(out, tc.want) {
+			t.Errorf("%v: exit %d, want 1 naming %q:\n%s", tc.args, code, tc.want, out)
+		}
+	}
+}

@@ -132,6 +132,11 @@ func reportAction(c *cli.Context) error {
 	if in.Simulated {
 		fmt.Fprintln(c.App.Writer, "SIMULATED: the trials ran against mongosim, a model of mongod, not a real server.")
 	}
+	defer func() {
+		if slices.Contains(want, "html") {
+			fmt.Fprintf(c.App.Writer, "report: %s\n", filepath.Join(out, formats["html"]))
+		}
+	}()
 	if opts.Gates != nil {
 		for _, arm := range a.Arms {
 			for _, g := range arm.Gates {

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// chromium finds a headless browser: QMLSAB_CHROMIUM, else chromium on
+// the PATH. make chromium-check installs it and requires the test.
+func chromium(t *testing.T) string {
+	if p := os.Getenv("QMLSAB_CHROMIUM"); p != "" {
+		return p
+	}
+	if p, err := exec.LookPath("chromium"); err == nil {
+		return p
+	}
+	t.Skip("no chromium (make chromium-check installs it and runs this test)")
+	return ""
+}
+
+// probe is put at the top of a copy of the report: it records script
+// errors and console errors, and once the charts have drawn, whether each
+// chart container holds a canvas with painted pixels.
+const probe = `<script>
+window.__errors = [];
+window.addEventListener("error", function (e) { window.__errors.push(String(e.message)); });
+(function () { var ce = console.error; console.error = function () { window.__errors.push(Array.prototype.join.call(arguments, " ")); ce.apply(console, arguments); }; })();
+window.addEventListener("load", function () { setTimeout(function () {
+  var out = [];
+  document.querySelectorAll("[data-chart]").forEach(function (el) {
+    var c = el.querySelector("canvas"), painted = 0;
+    if (c && c.width > 0 && c.height > 0) {
+      var px = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+      for (var i = 3; i < px.length; i += 4) { if (px[i] !== 0) { painted++; } }
+    }
+    out.push(el.id + "=" + (c ? c.width + "x" + c.height : "none") + ":" + painted);
+  });
+  var pre = document.createElement("pre");
+  pre.id = "probe";
+  pre.textContent = "CHARTS " + out.join(" ") + "\nERRORS " + JSON.stringify(window.__errors);
+  document.body.appendChild(pre);
+}, 500); });
+</script>`
+
+func TestReportDrawsInChromium(t *testing.T) {
+	browser := chromium(t)
+	dir := filepath.Join(t.TempDir(), "run")
+	if out, code := qmlsab(t, "run", "--arms", "D,E", "--n", "2", "--profile", "quick", "--out", dir); code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, out)
+	}
+	if out, code := qmlsab(t, "report", dir, "--format", "html,json"); code != 0 {
+		t.Fatalf("report: exit %d\n%s", code, out)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(strings.ToLower(string(page)), "<script src") {
+		t.Error("the report loads a script from elsewhere; it must be self-contained")
+	}
+	probed := filepath.Join(dir, "probed.html")
+	os.WriteFile(probed, []byte(strings.Replace(string(page), "<head>", "<head>"+probe, 1)), 0o644)
+	// Name resolution off: anything that tried the network would fail.
+	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+		"--host-resolver-rules=MAP * ~NOTFOUND", "--hide-scrollbars", "--window-size=1200,6000", "--virtual-time-budget=5000"}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dom, err := exec.CommandContext(ctx, browser, append(args, "--dump-dom", "file://"+probed)...).Output()
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	m := regexp.MustCompile(`CHARTS ([^\n]*)\nERRORS (.*)</pre>`).FindStringSubmatch(string(dom))
+	if m == nil {
+		t.Fatalf("the probe did not report; the page's scripts did not run:\n%.2000s", dom)
+	}
+	if m[2] != "[]" {
+		t.Errorf("script or console errors: %s", m[2])
+	}
+	charts := strings.Fields(m[1])
+	t.Logf("charts drawn (id=canvas:painted pixels): %v", charts)
+	if len(charts) < 9 {
+		t.Errorf("%d chart containers, want the report's 9: %v", len(charts), charts)
+	}
+	for _, c := range charts {
+		if strings.Contains(c, "=none") || strings.HasSuffix(c, ":0") {
+			t.Errorf("chart %s did not draw (canvas missing or blank)", c)
+		}
+	}
+	shot := filepath.Join(dir, "report.png")
+	if out, err := exec.CommandContext(ctx, browser, append(args, "--screenshot="+shot, "file://"+filepath.Join(dir, "report.html"))...).CombinedOutput(); err != nil {
+		t.Fatalf("screenshot: %v\n%s", err, out)
+	}
+	if st, err := os.Stat(shot); err != nil || st.Size() < 10_000 {
+		t.Fatalf("screenshot %s: %v", shot, err)
+	}
+	if keep := os.Getenv("QMLSAB_ARTIFACTS"); keep != "" {
+		os.MkdirAll(keep, 0o755)
+		b, _ := os.ReadFile(shot)
+		os.WriteFile(filepath.Join(keep, "report.png"), b, 0o644)
+		t.Logf("screenshot kept in %s", filepath.Join(keep, "report.png"))
+	}
+}
