@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/qmlsab/qmlsab/arms/killop"
@@ -152,6 +153,13 @@ func (p parser) arm(n *yaml.Node) (Arm, error) {
 			a.Mongod, err = p.str(v, "mongod")
 		case "uri":
 			a.URI, err = p.str(v, "uri")
+			if err == nil {
+				if _, perr := connstring.ParseAndValidate(a.URI); perr != nil {
+					// The driver's message quotes the URI: redact it.
+					msg := strings.ReplaceAll(perr.Error(), a.URI, RedactURI(a.URI))
+					err = p.errf(v, "uri %s: %s", RedactURI(a.URI), msg)
+				}
+			}
 		case "setParameters":
 			err = p.setParameters(v, a.SetParameters)
 		case "actors":

@@ -217,11 +217,15 @@ func camel(s string) string {
 // Markdown is a pull-request summary: the verdict table, gates, warnings.
 func Markdown(a *Analysis) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "### qmlsab: %s, %s\n\n", a.In.Workload.Name, strings.Join(a.In.Arms, " vs "))
+	var names []string
+	for _, arm := range a.In.Arms {
+		names = append(names, md(arm))
+	}
+	fmt.Fprintf(&b, "### qmlsab: %s, %s\n\n", md(a.In.Workload.Name), strings.Join(names, " vs "))
 	if a.In.Simulated {
 		fmt.Fprintf(&b, "> **SIMULATED** — these trials ran against mongosim, a model of mongod, not a real server.\n\n")
 	}
-	fmt.Fprintf(&b, "Median [min–max] of each arm's valid trials; Δ is the Hodges-Lehmann shift vs %s, `~` when the Mann-Whitney U p > %.2f.\n\n", a.Baseline, a.Alpha)
+	fmt.Fprintf(&b, "Median [min–max] of each arm's valid trials; Δ is the Hodges-Lehmann shift vs %s, `~` when the Mann-Whitney U p > %.2f.\n\n", md(a.Baseline), a.Alpha)
 	fmt.Fprint(&b, "| metric |")
 	for _, arm := range a.Arms {
 		fmt.Fprintf(&b, " %s (n=%d) |", md(arm.Name), arm.N)

@@ -128,7 +128,27 @@ func (v *Victims) Add(bytes int64, stage string) {
 
 // TrialDir is where a trial's files live in a run folder.
 func TrialDir(run, arm string, index int) string {
-	return filepath.Join(run, arm, "trial-"+strconv.Itoa(index))
+	return filepath.Join(run, dirName(arm), "trial-"+strconv.Itoa(index))
+}
+
+// dirName is an arm's folder name: the name itself when it is made of
+// letters, digits, '_' and '-', else those characters kept and every other
+// byte percent-encoded, so no arm name can reach outside the run folder
+// ("../x", "a/b") or collide with another.
+func dirName(arm string) string {
+	var b strings.Builder
+	for i := 0; i < len(arm); i++ {
+		c := arm[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "%%%02X", c)
+	}
+	if b.Len() == 0 {
+		return "%"
+	}
+	return b.String()
 }
 
 // WriteFileAtomic writes data to path so that readers see the old file or

@@ -153,3 +153,23 @@ func TestLockRefusesASecondWriterButNotADeadOne(t *testing.T) {
 	}
 	l2.Release()
 }
+
+func TestTrialDirKeepsArmsInsideTheRun(t *testing.T) {
+	run := filepath.Join("r", "run1")
+	for arm, want := range map[string]string{
+		"D":                         "D",
+		"my-arm_2":                  "my-arm_2",
+		"../../etc":                 "%2E%2E%2F%2E%2E%2Fetc",
+		"<script>alert(1)</script>": "%3Cscript%3Ealert%281%29%3C%2Fscript%3E",
+		"a/b":                       "a%2Fb",
+		"..":                        "%2E%2E",
+	} {
+		got := TrialDir(run, arm, 1)
+		if got != filepath.Join(run, want, "trial-1") {
+			t.Errorf("%q: %s", arm, got)
+		}
+		if rel, err := filepath.Rel(run, got); err != nil || strings.HasPrefix(rel, "..") {
+			t.Errorf("%q escapes the run folder: %s", arm, got)
+		}
+	}
+}

@@ -21,7 +21,7 @@ func loadArms(c *cli.Context) ([]arms.Arm, error) {
 	}
 	list, err := arms.LoadFile(path)
 	if err != nil {
-		return nil, cli.Exit("qmlsab: "+err.Error(), 1)
+		return nil, cli.Exit(fmt.Sprintf("qmlsab %s: --arms-file: %v", commandPath(c), err), 1)
 	}
 	return list, nil
 }
@@ -126,4 +126,15 @@ func dashIfEmpty(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// commandPath is the command being run, "arms list" say, for messages.
+func commandPath(c *cli.Context) string {
+	var names []string
+	for _, x := range c.Lineage() {
+		if x.Command != nil && x.Command.Name != "" && x.Command.Name != c.App.Name {
+			names = append([]string{x.Command.Name}, names...)
+		}
+	}
+	return strings.Join(names, " ")
 }

@@ -29,6 +29,7 @@ func chromium(t *testing.T) string {
 // chart container holds a canvas with painted pixels.
 const probe = `<script>
 window.__errors = [];
+window.alert = function (m) { window.__errors.push("alert(" + m + ") ran: a user string became script"); };
 window.addEventListener("error", function (e) { window.__errors.push(String(e.message)); });
 (function () { var ce = console.error; console.error = function () { window.__errors.push(Array.prototype.join.call(arguments, " ")); ce.apply(console, arguments); }; })();
 window.addEventListener("load", function () { setTimeout(function () {
@@ -57,6 +58,38 @@ func TestReportDrawsInChromium(t *testing.T) {
 	if out, code := qmlsab(t, "report", dir, "--format", "html,json"); code != 0 {
 		t.Fatalf("report: exit %d\n%s", code, out)
 	}
+	probeReport(t, browser, dir)
+}
+
+// An arm named like markup is shown as text and never runs.
+func TestReportEscapesUserStringsInChromium(t *testing.T) {
+	browser := chromium(t)
+	const evil = "<script>alert(1)</script>"
+	armsFile := filepath.Join(t.TempDir(), "arms.yaml")
+	os.WriteFile(armsFile, []byte("arms:\n  - name: "+evil+"\n    description: \"<img src=x onerror=alert(2)>\"\n    build: \"<b>bold</b>\"\n    target: embedded\n"+
+		"    setParameters:\n      queryMemoryLoadSheddingHighMarkPercent: \"70\"\n      queryMemoryLoadSheddingLowMarkPercent: \"30\"\n"), 0o644)
+	dir := filepath.Join(t.TempDir(), "run")
+	if out, code := qmlsab(t, "run", "--arms-file", armsFile, "--arms", "D,"+evil, "--n", "1", "--profile", "quick", "--out", dir); code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, out)
+	}
+	if out, code := qmlsab(t, "report", "--format", "html,md", dir); code != 0 {
+		t.Fatalf("report: exit %d\n%s", code, out)
+	}
+	dom := probeReport(t, browser, dir)
+	if !strings.Contains(dom, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Error("the arm's name is not shown as text")
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "summary.md"))
+	if strings.Contains(string(md), "<script>") {
+		t.Errorf("summary.md carries raw markup:\n%s", md)
+	}
+}
+
+// probeReport opens a report in Chromium with the network unreachable and
+// checks it is self-contained, error-free, and that every chart drew;
+// it writes report.png beside it and returns the page's final DOM.
+func probeReport(t *testing.T, browser, dir string) string {
+	t.Helper()
 	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +135,8 @@ func TestReportDrawsInChromium(t *testing.T) {
 	if keep := os.Getenv("QMLSAB_ARTIFACTS"); keep != "" {
 		os.MkdirAll(keep, 0o755)
 		b, _ := os.ReadFile(shot)
-		os.WriteFile(filepath.Join(keep, "report.png"), b, 0o644)
-		t.Logf("screenshot kept in %s", filepath.Join(keep, "report.png"))
+		os.WriteFile(filepath.Join(keep, t.Name()+".png"), b, 0o644)
+		t.Logf("screenshot kept in %s", filepath.Join(keep, t.Name()+".png"))
 	}
+	return string(dom)
 }

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The catalogue of bad input: each gives exit 1 and this exact message
+// (docs/reliability.md lists them).
+func TestBadInputCatalogue(t *testing.T) {
+	dir := t.TempDir()
+	badURI := filepath.Join(dir, "baduri.yaml")
+	os.WriteFile(badURI, []byte("arms:\n  - name: U\n    target: uri\n    uri: \"mongodb://bob:s3cret@[::1:27017\"\n"), 0o644)
+	oldRun := filepath.Join(dir, "old")
+	os.MkdirAll(oldRun, 0o755)
+	os.WriteFile(filepath.Join(oldRun, "manifest.json"), []byte(`{"schema":"qmlsab/run/v0","trials":[]}`), 0o644)
+	badWorkload := filepath.Join(dir, "w.yaml")
+	os.WriteFile(badWorkload, []byte("name: w\nkind: spill_to_disk\nspill_to_disk:\n  canaryRate: 0\n"), 0o644)
+	out := filepath.Join(dir, "out")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--arms", "D,Q", "--out", out}, `qmlsab run: --arms: unknown arm "Q" (known: A, D, E, F, G)`},
+		{[]string{"run", "--n", "0", "--out", out}, "qmlsab run: --n 0: at least one trial per arm"},
+		{[]string{"run", "--n", "-3", "--out", out}, "qmlsab run: --n -3: at least one trial per arm"},
+		{[]string{"run", "--workload", "nope", "--out", out}, `qmlsab run: --workload: unknown workload "nope" (built-in: merge_partial_write, spill_to_disk; or a path to a workload YAML file)`},
+		{[]string{"run", "--workload", badWorkload, "--out", out}, "qmlsab run: --workload: " + badWorkload + ":3: spill_to_disk.canaryRate: must be positive"},
+		{[]string{"run", "--arms-file", badURI, "--arms", "U", "--out", out}, "qmlsab run: --arms-file: " + badURI + `:4: uri mongodb://bob:<redacted>@[::1:27017: error parsing uri: invalid host "": address [::1:27017: missing ']' in address`},
+		{[]string{"run", "--arms-file", filepath.Join(dir, "missing.yaml"), "--out", out}, "qmlsab run: --arms-file: reading arms file: open " + filepath.Join(dir, "missing.yaml") + ": no such file or directory"},
+		{[]string{"run", "--arms-file", dir, "--out", out}, "qmlsab run: --arms-file: reading arms file: read " + dir + ": is a directory"},
+		{[]string{"run", "--resume", oldRun}, "qmlsab run: --resume: " + filepath.Join(oldRun, "manifest.json") + `: schema "qmlsab/run/v0", this qmlsab reads "qmlsab/run/v1"`},
+		{[]string{"report", oldRun}, "qmlsab report: " + filepath.Join(oldRun, "manifest.json") + `: schema "qmlsab/run/v0", this qmlsab reads "qmlsab/run/v1"`},
+		{[]string{"run", "--profile", "fast", "--out", out}, `qmlsab run: --profile "fast": want quick, default or long`},
+		{[]string{"run", "--clock", "fast", "--out", out}, `qmlsab run: --clock "fast": want virtual or wall`},
+		{[]string{"run", "--parallel", "-1", "--out", out}, "qmlsab run: --parallel -1: must not be negative"},
+		{[]string{"run", "stray", "--out", out}, `qmlsab run: unexpected argument "stray" (flags only)`},
+		{[]string{"report", "--format", "pdf", oldRun}, `qmlsab report: --format "pdf": want any of html, json, perf, bench, md`},
+	} {
+		got, code := qmlsab(t, tc.args...)
+		if code != 1 || strings.TrimSpace(got) != tc.want {
+			t.Errorf("%v:\n exit %d: %s\nwant exit 1: %s", tc.args, code, strings.TrimSpace(got), tc.want)
+		}
+		if strings.Contains(got, "s3cret") {
+			t.Errorf("%v: the password reached the message", tc.args)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "manifest.json")); err == nil {
+		t.Error("bad input still wrote a run")
+	}
+}
