@@ -83,7 +83,11 @@ func Load(dirs []string) (*Input, error) {
 				in.Arms = append(in.Arms, ts.Arm)
 			}
 			t, ok := byKey[fmt.Sprint(ts.Arm, "#", ts.Index)]
-			if !ok {
+			switch {
+			case !ok && ts.Status == store.Invalid:
+				// Failed before it wrote anything: listed, with its reason.
+				t = store.Trial{Arm: ts.Arm, Index: ts.Index}
+			case !ok:
 				in.Unfinished++
 				continue
 			}

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -309,6 +310,9 @@ func Open(dir string) (*Run, error) {
 		}
 		tpath := filepath.Join(TrialDir(dir, ts.Arm, ts.Index), "trial.json")
 		tb, err := os.ReadFile(tpath)
+		if ts.Status == Invalid && errors.Is(err, fs.ErrNotExist) {
+			continue // it failed before it measured anything (its reason is in the manifest)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", tpath, err)
 		}

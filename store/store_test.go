@@ -173,3 +173,19 @@ func TestTrialDirKeepsArmsInsideTheRun(t *testing.T) {
 		}
 	}
 }
+
+// A trial that failed before it wrote anything (provisioning, say) is
+// invalid without a trial.json; the run stays readable.
+func TestInvalidTrialWithoutFilesKeepsTheRunReadable(t *testing.T) {
+	dir := t.TempDir()
+	writeRun(t, dir)
+	b, _ := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(strings.Replace(string(b), `"status": "pending"`, `"status": "invalid", "reason": "provisioning: refused"`, 1)), 0o644)
+	r, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Manifest.Trials[3].Status != Invalid || len(r.Trials["E"]) != 1 {
+		t.Fatalf("manifest %+v trials %+v", r.Manifest.Trials, r.Trials)
+	}
+}
