@@ -4,7 +4,7 @@ BIN     := bin
 PKGS    := ./...
 # Packages with goroutines that must stay race-clean.
 RACE_PKGS := ./mongosim/... ./target/... ./arms/... ./collect/... ./progress/...
-FUZZTIME ?= 10s
+FUZZTIME ?= 8s
 
 .PHONY: all build test vet fmt-check race fuzz mongosh-check chromium-check run calibrate bench clean
 
@@ -29,7 +29,11 @@ race:
 # Short fuzz runs of every fuzz target (seed corpora live in testdata/fuzz).
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./mongosim/wire
+	$(GO) test -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime $(FUZZTIME) ./mongosim/query
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./arms
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./workload
+	$(GO) test -run '^$$' -fuzz '^FuzzParseGates$$' -fuzztime $(FUZZTIME) ./report
+	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./store
 
 # A real client nobody here wrote: mongosh against a 3-process mongosim set.
 mongosh-check: build

@@ -1,0 +1,38 @@
+package store
+
+import (
+	"bytes"
+	"compress/gzip"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// A results folder may be damaged: any manifest bytes and any samples
+// file either read or give an error naming the file, never a panic.
+func FuzzOpen(f *testing.F) {
+	f.Add([]byte(`{"schema":"qmlsab/run/v1","toolVersion":"x","created":"2026-11-29T00:00:00Z","host":"h","commandLine":[],"seed":1,"target":"embedded","simulated":true,"trials":[{"arm":"D","index":1,"status":"valid"}]}`),
+		[]byte(`{"At":"2026-11-29T00:00:00Z","Member":"m","Up":true,"Values":{"a":1}}`+"\n"))
+	f.Add([]byte(`{"schema":"qmlsab/run/v1","trials":[{"arm":"../x","index":-1,"status":"invalid"}]}`), []byte("{"))
+	f.Fuzz(func(t *testing.T, manifest, lines []byte) {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "manifest.json"), manifest, 0o644)
+		td := TrialDir(dir, "D", 1)
+		os.MkdirAll(td, 0o755)
+		os.WriteFile(filepath.Join(td, "trial.json"), []byte(`{"schema":"qmlsab/trial/v1","arm":"D","index":1,"started":"2026-11-29T00:00:00Z","metrics":{}}`), 0o644)
+		if _, err := Open(dir); err != nil && !bytes.Contains([]byte(err.Error()), []byte(dir)) {
+			t.Fatalf("error does not name the file: %v", err)
+		}
+		var gz bytes.Buffer
+		zw := gzip.NewWriter(&gz)
+		zw.Write(lines)
+		zw.Close()
+		for _, b := range [][]byte{gz.Bytes(), lines} { // well-formed gzip of any lines, and raw bytes
+			p := filepath.Join(td, "samples.jsonl.gz")
+			os.WriteFile(p, b, 0o644)
+			if _, err := ReadJSONLinesGz[map[string]any](p); err != nil && !bytes.Contains([]byte(err.Error()), []byte(p)) {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+		}
+	})
+}
