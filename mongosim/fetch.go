@@ -25,9 +25,10 @@ func (s *Server) fetchLoop() {
 		s.mu.Lock()
 		r := s.repl
 		var src string
+		srcID := -1
 		if r.state == stateSecondary && r.primaryID >= 0 {
 			if p := r.peers[r.primaryID]; p != nil {
-				src = p.host
+				src, srcID = p.host, p.id
 			}
 		}
 		last, empty := r.lastApplied, len(r.oplog) == 0
@@ -85,7 +86,13 @@ func (s *Server) fetchLoop() {
 			r.commitPoint = cp
 			r.notifyCommit()
 		}
-		r.lastPrimaryContact = time.Now()
+		// Only a source that says it is primary counts as hearing from the
+		// primary: a restarted old primary answers oplog reads as a
+		// secondary, and counting those kept every member from calling an
+		// election (found by the reliability suite: no failover, ever).
+		if pi, ok := reply.Lookup("$replData", "primaryIndex").AsInt64OK(); ok && int(pi) == srcID {
+			r.lastPrimaryContact = time.Now()
+		}
 		self, pos := r.selfID, r.lastApplied
 		s.mu.Unlock()
 		if len(applied) > 0 {

@@ -528,6 +528,7 @@ func (s *Server) requestVotes(dryRun bool) bool {
 	type vote struct {
 		granted bool
 		term    int64
+		reason  string
 	}
 	votes := make(chan vote, len(hosts))
 	for _, h := range hosts {
@@ -541,14 +542,18 @@ func (s *Server) requestVotes(dryRun bool) bool {
 			}
 			g, _ := reply.Lookup("voteGranted").BooleanOK()
 			t, _ := reply.Lookup("term").AsInt64OK()
-			votes <- vote{granted: g, term: t}
+			why, _ := reply.Lookup("reason").StringValueOK()
+			votes <- vote{granted: g, term: t, reason: h + ": " + why}
 		}()
 	}
 	granted := 1
+	var refusals []string
 	for range hosts {
 		v := <-votes
 		if v.granted {
 			granted++
+		} else {
+			refusals = append(refusals, v.reason)
 		}
 		s.mu.Lock()
 		if v.term > r.term && !(dryRun && v.term == term) {
@@ -562,7 +567,7 @@ func (s *Server) requestVotes(dryRun bool) bool {
 	won := granted >= need
 	if dryRun {
 		if !won {
-			s.log.Debug("dry-run election lost", "votes", granted, "needed", need)
+			s.log.Info("dry-run election lost", "votes", granted, "needed", need, "refusals", refusals)
 		}
 		return won
 	}

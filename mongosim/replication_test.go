@@ -143,3 +143,37 @@ func TestDirStorageSurvivesTornTail(t *testing.T) {
 		t.Fatalf("append after truncating the torn tail: %d entries, want 4", len(got))
 	}
 }
+
+// A primary that dies and is back (as a secondary) before the election
+// timeout must not stop the others from electing a new primary: a
+// restarted member answering oplog reads is not a primary. (Until this was
+// fixed, no member ever ran for election after a quick restart, so an
+// OOM-killed primary restarted by its supervisor left the set without a
+// primary for good.)
+func TestQuicklyRestartedPrimaryStillGetsReplaced(t *testing.T) {
+	rs := startSet(t, mongosim.ReplicaSetOptions{ElectionTimeout: 1500 * time.Millisecond, HeartbeatInterval: 300 * time.Millisecond})
+	client := connect(t, rs.URI())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	// Writes the secondaries may not have yet: the old primary is ahead.
+	coll := client.Database("r").Collection("c", options.Collection().SetWriteConcern(&writeconcern.WriteConcern{W: 1}))
+	for i := range 50 {
+		if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: i}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := rs.Primary()
+	rs.Kill(old)
+	time.Sleep(300 * time.Millisecond) // back well within the election timeout
+	if err := rs.Restart(old); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	for rs.Primary() < 0 {
+		if time.Since(t0) > 3*1500*time.Millisecond {
+			t.Fatalf("no primary %v after the old one came back as a secondary", time.Since(t0).Round(time.Millisecond))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("a new primary (member %d; the old one was %d) %v after the restart", rs.Primary(), old, time.Since(t0).Round(time.Millisecond))
+}

@@ -15,17 +15,21 @@ import (
 type Event struct {
 	At time.Time `json:"at"`
 	// Kind is phase (a phase began), primary (a new primary was seen),
-	// restart (a member came back as a new process) or kill (the killOp
-	// actor's kill).
+	// restart (a member came back as a new process), kill (the killOp
+	// actor's kill) or fault (an injected fault began).
 	Kind   string           `json:"kind"`
 	Phase  string           `json:"phase,omitempty"`
 	Member string           `json:"member,omitempty"`
 	Kill   *actor.KillEvent `json:"kill,omitempty"`
+	// Fault names an injected fault (kind fault); Err says why it could
+	// not be applied.
+	Fault string `json:"fault,omitempty"`
+	Err   string `json:"err,omitempty"`
 }
 
 // trialEvents gathers a trial's events in time order.
-func trialEvents(phases map[string]time.Time, samples []collect.Sample, kills []actor.KillEvent) []Event {
-	var ev []Event
+func trialEvents(phases map[string]time.Time, samples []collect.Sample, kills []actor.KillEvent, extra ...Event) []Event {
+	ev := append([]Event(nil), extra...)
 	for name, at := range phases {
 		if name != "end" {
 			ev = append(ev, Event{At: at, Kind: "phase", Phase: name})

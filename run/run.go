@@ -58,6 +58,17 @@ type Config struct {
 	Log           *slog.Logger
 	// Progress shows the trials as they run (default: nowhere).
 	Progress progress.Sink
+	// Faults are done to every wall-clock trial's deployment while it
+	// runs (the reliability suite injects them; each start is an event).
+	Faults []Fault
+}
+
+// Fault is something done to a trial's deployment At after the trial's
+// start; target's KillMember, Hang and FailCommand are the usual Do.
+type Fault struct {
+	Name string
+	At   time.Duration
+	Do   func(ctx context.Context, dep target.Deployment) error
 }
 
 // Execute runs (or resumes) the experiment and returns the run folder.
@@ -152,6 +163,13 @@ func Execute(ctx context.Context, cfg Config) (string, error) {
 		case <-ctx.Done():
 		}
 		if ctx.Err() != nil {
+			break
+		}
+		mu.Lock()
+		failed := writeErr != nil
+		mu.Unlock()
+		if failed { // the results disk failed: start nothing more
+			<-sem
 			break
 		}
 		arm := cfg.Arms[slices.IndexFunc(cfg.Arms, func(a arms.Arm) bool { return a.Name == ts.Arm })]
@@ -296,6 +314,24 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 	}
 	start := time.Now().Add(500 * time.Millisecond)
 	bg.Go(func() { liveProgress(tctx, d, sampler, start, report) })
+	var fmu sync.Mutex
+	var faults []Event
+	for _, f := range cfg.Faults {
+		bg.Go(func() {
+			select {
+			case <-tctx.Done():
+				return
+			case <-time.After(time.Until(start.Add(f.At))):
+			}
+			ev := Event{At: time.Now(), Kind: "fault", Fault: f.Name}
+			if err := f.Do(tctx, dep); err != nil {
+				ev.Err = err.Error()
+			}
+			fmu.Lock()
+			faults = append(faults, ev)
+			fmu.Unlock()
+		})
+	}
 	res, err := d.Run(tctx, start, seed)
 	stop()
 	bg.Wait()
@@ -314,7 +350,7 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 		Metrics: Summarize(res, samples, kills)}
 	meta, _ := json.Marshal(map[string]any{"target": dep.Describe(), "members": dep.Startup(), "seed": seed, "clock": Wall})
 	trial.Metadata = meta
-	if status, reason := writeTrial(dir, trial, start, samples, res, kills); status != store.Valid {
+	if status, reason := writeTrial(dir, trial, start, samples, res, kills, faults...); status != store.Valid {
 		return status, reason
 	}
 	if arm.Embedded() {

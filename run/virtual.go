@@ -136,7 +136,7 @@ func runVirtualTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, s
 
 // writeTrial writes a finished trial's files, trial.json last: a trial
 // folder without trial.json is unfinished.
-func writeTrial(dir string, trial store.Trial, start time.Time, samples []collect.Sample, res workload.Results, kills []actor.KillEvent) (status, reason string) {
+func writeTrial(dir string, trial store.Trial, start time.Time, samples []collect.Sample, res workload.Results, kills []actor.KillEvent, extra ...Event) (status, reason string) {
 	trial.Victims = victimSummary(res, kills)
 	for _, w := range []func() error{
 		func() error { return store.WriteJSONLinesGz(filepath.Join(dir, "samples.jsonl.gz"), samples) },
@@ -149,7 +149,7 @@ func writeTrial(dir string, trial store.Trial, start time.Time, samples []collec
 			return store.WriteJSONLinesGz(filepath.Join(dir, "outcomes.jsonl.gz"), perSecond(start, res))
 		},
 		func() error {
-			return store.WriteJSONLinesGz(filepath.Join(dir, "events.jsonl.gz"), trialEvents(res.PhaseStarts, samples, kills))
+			return store.WriteJSONLinesGz(filepath.Join(dir, "events.jsonl.gz"), trialEvents(res.PhaseStarts, samples, kills, extra...))
 		},
 		func() error { return store.WriteJSON(filepath.Join(dir, "trial.json"), trial) },
 	} {

@@ -1,0 +1,305 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/collect"
+	"github.com/qmlsab/qmlsab/internal/stormtest"
+	"github.com/qmlsab/qmlsab/store"
+	"github.com/qmlsab/qmlsab/target"
+	"github.com/qmlsab/qmlsab/workload"
+)
+
+var (
+	mongosimOnce sync.Once
+	mongosimBin  string
+	mongosimErr  error
+)
+
+func mongosimBinary(t *testing.T) string {
+	mongosimOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "run-mongosim")
+		if err != nil {
+			mongosimErr = err
+			return
+		}
+		mongosimBin, mongosimErr = stormtest.BuildMongosim(dir)
+	})
+	if mongosimErr != nil {
+		t.Fatal(mongosimErr)
+	}
+	return mongosimBin
+}
+
+// faultConfig is one wall-clock trial of arm with faults, phases long
+// enough for an election (10 s timeout) and a restart (5 s) to happen.
+func faultConfig(t *testing.T, arm arms.Arm, faults ...Fault) Config {
+	dir := filepath.Join(t.TempDir(), "run")
+	if keep := os.Getenv("QMLSAB_KEEP"); keep != "" {
+		dir = keep // to read the member logs of a failing fault test
+	}
+	cfg := quickConfig(t, dir, 1)
+	cfg.Arms, cfg.Faults, cfg.Parallel = []arms.Arm{arm}, faults, 1
+	w := *cfg.Workload.SpillToDisk
+	w.Phases = workload.Phases{Warmup: 2 * time.Second, Storm: 12 * time.Second, Recovery: 14 * time.Second}
+	w.ServerSelectionTimeout = 20 * time.Second
+	cfg.Workload.SpillToDisk = &w
+	return cfg
+}
+
+// runFaulted runs the trial and returns it with its events and samples;
+// the trial must be valid (a fault of the system under test is an
+// outcome) and every fault must have been applied.
+func runFaulted(t *testing.T, cfg Config) (store.Trial, []Event, []collect.Sample) {
+	t.Helper()
+	if _, err := Execute(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	r, err := store.Open(cfg.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arm := cfg.Arms[0].Name
+	if ts := r.Manifest.Trials[0]; ts.Status != store.Valid {
+		t.Fatalf("the trial is %s (%s); a fault of the system under test must not invalidate it", ts.Status, ts.Reason)
+	}
+	dir := store.TrialDir(cfg.Dir, arm, 1)
+	events, err := store.ReadJSONLinesGz[Event](filepath.Join(dir, "events.jsonl.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples, err := store.ReadJSONLinesGz[collect.Sample](filepath.Join(dir, "samples.jsonl.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied := 0
+	for _, e := range events {
+		if e.Kind == "fault" {
+			if e.Err != "" {
+				t.Errorf("fault %s not applied: %s", e.Fault, e.Err)
+			}
+			applied++
+		}
+	}
+	if applied != len(cfg.Faults) {
+		t.Errorf("%d fault events, want %d", applied, len(cfg.Faults))
+	}
+	return r.Trials[arm][0], events, samples
+}
+
+func localArm(t *testing.T) arms.Arm {
+	e, _ := arms.Lookup("E")
+	e.Name, e.Target, e.Mongod = "L", arms.TargetLocal, mongosimBinary(t)
+	return e
+}
+
+func killPrimary(ctx context.Context, dep target.Deployment) error {
+	i, err := target.PrimaryIndex(ctx, dep)
+	if err != nil {
+		return err
+	}
+	return target.KillMember(dep, i, 5*time.Second)
+}
+
+func secondary(ctx context.Context, dep target.Deployment, nth int) (int, error) {
+	p, err := target.PrimaryIndex(ctx, dep)
+	if err != nil {
+		return -1, err
+	}
+	seen := 0
+	for i := range dep.Members() {
+		if i != p {
+			if seen == nth {
+				return i, nil
+			}
+			seen++
+		}
+	}
+	return -1, nil
+}
+
+func TestFaultsOnALocalSet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time trials of a 3-process set")
+	}
+	t.Run("primary SIGKILLed mid-storm", func(t *testing.T) {
+		tr, events, samples := runFaulted(t, faultConfig(t, localArm(t), Fault{Name: "SIGKILL primary", At: 4 * time.Second, Do: killPrimary}))
+		if tr.Metrics["failovers"] < 1 || tr.Metrics["restarts"] < 1 {
+			t.Errorf("failovers %v restarts %v, want the kill visible as both", tr.Metrics["failovers"], tr.Metrics["restarts"])
+			for _, s := range samples {
+				t.Logf("%s %s up=%v primary=%v process=%s", s.At.Format("15:04:05.000"), s.Member, s.Up, s.Primary, s.ProcessID)
+			}
+			for _, e := range events {
+				t.Logf("%s %s %s %s", e.At.Format("15:04:05.000"), e.Kind, e.Fault, e.Member)
+			}
+		}
+		if tr.Metrics["availability"] >= 1 {
+			t.Errorf("availability %v: canaries with no primary must fail", tr.Metrics["availability"])
+		}
+	})
+	t.Run("a secondary killed and restarted, another hangs", func(t *testing.T) {
+		tr, _, samples := runFaulted(t, faultConfig(t, localArm(t),
+			Fault{Name: "SIGKILL a secondary", At: 3 * time.Second, Do: func(ctx context.Context, dep target.Deployment) error {
+				i, err := secondary(ctx, dep, 0)
+				if err != nil {
+					return err
+				}
+				return target.KillMember(dep, i, 0)
+			}},
+			Fault{Name: "SIGSTOP the other secondary for 6 s", At: 14 * time.Second, Do: func(ctx context.Context, dep target.Deployment) error {
+				i, err := secondary(ctx, dep, 1)
+				if err != nil {
+					return err
+				}
+				return target.Hang(ctx, dep, i, 6*time.Second)
+			}}))
+		if tr.Metrics["restarts"] < 1 || tr.Metrics["failovers"] != 0 {
+			t.Errorf("restarts %v failovers %v: want the restart and no failover", tr.Metrics["restarts"], tr.Metrics["failovers"])
+		}
+		gaps := 0
+		for _, s := range samples {
+			if !s.Up {
+				gaps++
+			}
+		}
+		if gaps < 3 {
+			t.Errorf("%d gaps in the samples: the killed and the hung member should leave gaps, not errors", gaps)
+		}
+	})
+	t.Run("all members stop answering for 10 s", func(t *testing.T) {
+		tr, _, _ := runFaulted(t, faultConfig(t, localArm(t), Fault{Name: "SIGSTOP all for 10 s", At: 5 * time.Second,
+			Do: func(ctx context.Context, dep target.Deployment) error {
+				var wg sync.WaitGroup
+				errs := make([]error, len(dep.Members()))
+				for i := range dep.Members() {
+					wg.Go(func() { errs[i] = target.Hang(ctx, dep, i, 10*time.Second) })
+				}
+				wg.Wait()
+				for _, err := range errs {
+					if err != nil {
+						return err
+					}
+				}
+				return nil
+			}}))
+		if a := tr.Metrics["availability"]; a > 0.8 || a < 0.2 {
+			t.Errorf("availability %v: ten of 28 s unanswered should cost about a third of the canaries", a)
+		}
+	})
+}
+
+func TestFaultsOnTheEmbeddedSet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time trials")
+	}
+	d, _ := arms.Lookup("D")
+	cfg := faultConfig(t, d,
+		Fault{Name: "slow primary (300 ms per find/insert/aggregate)", At: 3 * time.Second, Do: func(ctx context.Context, dep target.Deployment) error {
+			i, err := target.PrimaryIndex(ctx, dep)
+			if err != nil {
+				return err
+			}
+			_, err = target.FailCommand(ctx, dep, i, "alwaysOn", bson.D{{Key: "failCommands", Value: bson.A{"find", "insert", "aggregate"}},
+				{Key: "appName", Value: "qmlsab-canary"}, {Key: "blockConnection", Value: true}, {Key: "blockTimeMS", Value: 300}})
+			return err
+		}},
+	)
+	cfg.Workload.SpillToDisk.Phases = workload.Phases{Warmup: 1 * time.Second, Storm: 6 * time.Second, Recovery: 1 * time.Second}
+	tr, _, _ := runFaulted(t, cfg)
+	if tr.Metrics["canary_p50_ms"] < 300 {
+		t.Errorf("canary p50 %v ms: the 300 ms block should show", tr.Metrics["canary_p50_ms"])
+	}
+}
+
+// The killOp actor's connection is dropped (every command it sends for a
+// while fails with a closed connection): the trial stays valid and the
+// actor kills again once its commands go through.
+func TestKillOpActorSurvivesADroppedConnection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time trials")
+	}
+	d, _ := arms.Lookup("D")
+	d.Actors[0].KillOp.RSSHighPercent = 1 // kill whatever runs, so kills are certain
+	var dropped time.Time
+	cfg := faultConfig(t, d, Fault{Name: "drop the killOp actor's connections 30 times", At: 1500 * time.Millisecond,
+		Do: func(ctx context.Context, dep target.Deployment) error {
+			i, err := target.PrimaryIndex(ctx, dep)
+			if err != nil {
+				return err
+			}
+			dropped = time.Now()
+			if _, err := target.FailCommand(ctx, dep, i, bson.D{{Key: "times", Value: 30}}, bson.D{{Key: "failCommands", Value: bson.A{"aggregate", "serverStatus", "killOp"}},
+				{Key: "appName", Value: "qmlsab-killop"}, {Key: "closeConnection", Value: true}}); err != nil {
+				return err
+			}
+			time.Sleep(2 * time.Second)
+			fired, err := target.FailCommand(ctx, dep, i, "off", nil)
+			if err == nil && fired == 0 {
+				err = fmt.Errorf("the failpoint never fired: the actor's connection was not dropped")
+			}
+			return err
+		}})
+	cfg.Workload.SpillToDisk.Phases = workload.Phases{Warmup: 1 * time.Second, Storm: 8 * time.Second, Recovery: 1 * time.Second}
+	_, events, _ := runFaulted(t, cfg)
+	after := 0
+	for _, e := range events {
+		if e.Kind == "kill" && e.Kill.Err == "" && e.At.After(dropped.Add(2*time.Second)) {
+			after++
+		}
+	}
+	if after == 0 {
+		t.Error("the actor killed nothing after its connection was dropped")
+	}
+}
+
+// The results disk fills up mid-run: the run stops with a message naming
+// what failed, and the trials finished before are intact and readable.
+func TestResultsDiskFullStopsTheRunCleanly(t *testing.T) {
+	mnt := filepath.Join(t.TempDir(), "small")
+	os.MkdirAll(mnt, 0o755)
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a small tmpfs here (%v: %s)", err, strings.TrimSpace(string(out)))
+	}
+	defer exec.Command("umount", "-l", mnt).Run()
+	sel, _ := arms.Select([]string{"D", "E"}, nil)
+	spec, _ := workload.Builtin(workload.KindSpillToDisk)
+	cfg := Config{Arms: sel, N: 5, Workload: spec, Dir: filepath.Join(mnt, "run"), Seed: 1, Clock: Virtual, Parallel: 1,
+		Sim: quickConfig(t, "", 1).Sim, SimMemLimitMB: 32 << 10}
+	cfg.Sim.CPUs, cfg.Sim.BaselineMB = 8, 6<<10
+	_, err := Execute(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "no space left on device") || !strings.Contains(err.Error(), "finished trials are intact") {
+		t.Fatalf("a full disk: %v", err)
+	}
+	r, err := store.Open(cfg.Dir)
+	if err != nil {
+		t.Fatalf("the run is unreadable after the disk filled: %v", err)
+	}
+	valid := 0
+	for _, ts := range r.Manifest.Trials {
+		if ts.Status == store.Valid {
+			valid++
+		}
+	}
+	if valid == 0 || valid == len(r.Manifest.Trials) {
+		t.Fatalf("%d of %d trials valid: the disk should fill part-way", valid, len(r.Manifest.Trials))
+	}
+	for _, trials := range r.Trials {
+		for _, tr := range trials {
+			if _, err := store.ReadJSONLinesGz[collect.Sample](filepath.Join(store.TrialDir(cfg.Dir, tr.Arm, tr.Index), "samples.jsonl.gz")); err != nil {
+				t.Errorf("a finished trial was damaged: %v", err)
+			}
+		}
+	}
+	t.Logf("%d trials finished before the 1 MiB disk filled", valid)
+}
