@@ -12,10 +12,13 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/collect"
 	"github.com/qmlsab/qmlsab/internal/stormtest"
+	"github.com/qmlsab/qmlsab/mongosim"
 	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/target"
 	"github.com/qmlsab/qmlsab/workload"
@@ -302,4 +305,54 @@ func TestResultsDiskFullStopsTheRunCleanly(t *testing.T) {
 		}
 	}
 	t.Logf("%d trials finished before the 1 MiB disk filled", valid)
+}
+
+// Interrupting a run on a uri target still restores every parameter the
+// arm changed on the deployment it attached to.
+func TestInterruptedURITrialRestoresParameters(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time trial")
+	}
+	ctx := context.Background()
+	rs, err := mongosim.StartReplicaSet(ctx, mongosim.ReplicaSetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	params := func() map[string]string {
+		c, err := mongo.Connect(options.Client().ApplyURI(rs.URI()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Disconnect(ctx)
+		out := map[string]string{}
+		for _, name := range []string{"queryMemoryLoadSheddingHighMarkPercent", "queryMemoryLoadSheddingLowMarkPercent", "executionControlDeprioritizationGate"} {
+			raw, err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "getParameter", Value: 1}, {Key: name, Value: 1}}).Raw()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[name] = raw.Lookup(name).String()
+		}
+		return out
+	}
+	before := params()
+	e, _ := arms.Lookup("E")
+	e.Name, e.Target, e.URI = "U", arms.TargetURI, rs.URI()
+	cfg := faultConfig(t, e)
+	rctx, cancel := context.WithCancel(ctx)
+	var changed map[string]string
+	cfg.Faults = []Fault{{Name: "interrupt", At: 3 * time.Second, Do: func(context.Context, target.Deployment) error {
+		changed = params()
+		cancel() // Ctrl-C
+		return nil
+	}}}
+	if _, err := Execute(rctx, cfg); err == nil || !strings.Contains(err.Error(), "--resume") {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	if changed["queryMemoryLoadSheddingHighMarkPercent"] == before["queryMemoryLoadSheddingHighMarkPercent"] && changed["executionControlDeprioritizationGate"] == before["executionControlDeprioritizationGate"] {
+		t.Fatalf("the arm changed nothing (before %v, during %v): the test proves nothing", before, changed)
+	}
+	if after := params(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("parameters not restored after the interrupt:\nbefore %v\nduring %v\nafter  %v", before, changed, after)
+	}
 }
