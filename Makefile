@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 PKGS    := ./...
 # Packages with goroutines that must stay race-clean.
-RACE_PKGS := ./mongosim/... ./target/... ./arms/... ./collect/... ./progress/...
+RACE_PKGS := ./mongosim/... ./target/... ./arms/... ./collect/... ./progress/... ./store/... ./report/... ./workload/...
 FUZZTIME ?= 8s
 
 .PHONY: all build test vet fmt-check race fuzz mongosh-check chromium-check run calibrate bench clean
@@ -23,8 +23,9 @@ vet:
 
 race:
 	$(GO) test -race -short -count=1 $(RACE_PKGS)
-	# The orchestrator runs trials concurrently: one real-time run under -race.
-	$(GO) test -race -count=1 -run '^TestRunWritesInterleavedValidTrials$$' ./run/
+	# The orchestrator runs trials, faults and actors concurrently: real-time
+	# runs under -race, faults included.
+	$(GO) test -race -count=1 -run '^(TestRunWritesInterleavedValidTrials|TestFaultsOnTheEmbeddedSet|TestKillOpActorSurvivesADroppedConnection|TestVirtualTrialRecordsWhatTheModelDid)$$' ./run/
 
 # Short fuzz runs of every fuzz target (seed corpora live in testdata/fuzz).
 fuzz:
