@@ -3,7 +3,6 @@ package run
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	"github.com/qmlsab/qmlsab/collect"
 	"github.com/qmlsab/qmlsab/progress"
 	"github.com/qmlsab/qmlsab/store"
-	"github.com/qmlsab/qmlsab/target"
 	"github.com/qmlsab/qmlsab/workload"
 )
 
@@ -20,17 +18,9 @@ import (
 // target: the hole it measures is a secondary forwarding its $merge
 // writes to the primary.
 func runMergeTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uint64, report func(progress.Update)) (status, reason string) {
-	dir := store.TrialDir(cfg.Dir, arm.Name, index)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return store.Invalid, err.Error()
-	}
-	dep, err := target.Provision(ctx, arm, target.Options{Dir: dir, AllowRemote: cfg.AllowRemote, Logger: cfg.Log,
-		Sim: cfg.Sim, SimMemLimitMB: cfg.SimMemLimitMB})
-	if err != nil {
-		if ctx.Err() != nil {
-			return store.Interrupted, ""
-		}
-		return store.Invalid, "provisioning: " + err.Error()
+	dir, dep, status, reason := provision(ctx, cfg, arm, index)
+	if dep == nil {
+		return status, reason
 	}
 	defer dep.Close(context.Background())
 	tctx, stop := context.WithCancel(ctx)

@@ -263,20 +263,30 @@ func redactArgs(args []string) []string {
 	return out
 }
 
-// runTrial provisions, drives and records one trial. Failures of the
-// system under test are outcomes; only harness faults make it invalid.
-func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uint64, report func(progress.Update)) (status, reason string) {
-	dir := store.TrialDir(cfg.Dir, arm.Name, index)
+// provision makes a trial's folder and deployment; without a deployment
+// it says why the trial ended (interrupted, or invalid: a harness fault).
+func provision(ctx context.Context, cfg Config, arm arms.Arm, index int) (dir string, dep target.Deployment, status, reason string) {
+	dir = store.TrialDir(cfg.Dir, arm.Name, index)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return store.Invalid, err.Error()
+		return dir, nil, store.Invalid, err.Error()
 	}
 	dep, err := target.Provision(ctx, arm, target.Options{Dir: dir, AllowRemote: cfg.AllowRemote, Logger: cfg.Log,
 		Sim: cfg.Sim, SimMemLimitMB: cfg.SimMemLimitMB})
 	if err != nil {
 		if ctx.Err() != nil {
-			return store.Interrupted, ""
+			return dir, nil, store.Interrupted, ""
 		}
-		return store.Invalid, "provisioning: " + err.Error()
+		return dir, nil, store.Invalid, "provisioning: " + err.Error()
+	}
+	return dir, dep, "", ""
+}
+
+// runTrial provisions, drives and records one trial. Failures of the
+// system under test are outcomes; only harness faults make it invalid.
+func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uint64, report func(progress.Update)) (status, reason string) {
+	dir, dep, status, reason := provision(ctx, cfg, arm, index)
+	if dep == nil {
+		return status, reason
 	}
 	defer dep.Close(context.Background())
 	d := &workload.Driver{Spec: *cfg.Workload.SpillToDisk, URI: dep.URI()}
