@@ -93,6 +93,9 @@ func Load(dirs []string) (*Input, error) {
 			}
 			in.Trials[ts.Arm] = append(in.Trials[ts.Arm], Trial{Run: dir, Dir: store.TrialDir(dir, ts.Arm, ts.Index),
 				Status: ts.Status, Reason: ts.Reason, Trial: t})
+			// A local target running cmd/mongosim is as simulated as the
+			// embedded one: any simulated trial makes the report say so.
+			in.Simulated = in.Simulated || t.Simulated
 		}
 	}
 	return in, nil

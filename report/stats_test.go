@@ -147,3 +147,34 @@ func TestSmallSamplesWarn(t *testing.T) {
 		t.Errorf("MinP(5,5)=%v MinP(3,3)=%v", MinP(5, 5), MinP(3, 3))
 	}
 }
+
+func TestDownsampleKeepsPeaks(t *testing.T) {
+	var pts [][2]float64
+	for i := range 3600 {
+		y := float64(i % 7)
+		switch i {
+		case 1234:
+			y = 1000 // one-second spike
+		case 2345:
+			y = -50 // one-second dip
+		}
+		pts = append(pts, [2]float64{float64(i), y})
+	}
+	out := downsample(pts, 800)
+	if len(out) > 800 {
+		t.Fatalf("%d points, want at most 800", len(out))
+	}
+	var hi, lo float64
+	for i, p := range out {
+		hi, lo = max(hi, p[1]), min(lo, p[1])
+		if i > 0 && p[0] < out[i-1][0] {
+			t.Fatalf("x goes backwards at %d", i)
+		}
+	}
+	if hi != 1000 || lo != -50 {
+		t.Errorf("peak %v and trough %v, want 1000 and -50 kept", hi, lo)
+	}
+	if short := pts[:100]; len(downsample(short, 800)) != 100 {
+		t.Error("a short series must be kept whole")
+	}
+}

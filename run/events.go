@@ -15,8 +15,9 @@ import (
 type Event struct {
 	At time.Time `json:"at"`
 	// Kind is phase (a phase began), primary (a new primary was seen),
-	// restart (a member came back as a new process), kill (the killOp
-	// actor's kill) or fault (an injected fault began).
+	// restart (a member came back as a new process), topology (the
+	// driver saw a new primary), kill (the killOp actor's kill) or fault
+	// (an injected fault began).
 	Kind   string           `json:"kind"`
 	Phase  string           `json:"phase,omitempty"`
 	Member string           `json:"member,omitempty"`

@@ -19,6 +19,7 @@ import (
 	"github.com/qmlsab/qmlsab/collect"
 	"github.com/qmlsab/qmlsab/internal/stormtest"
 	"github.com/qmlsab/qmlsab/mongosim"
+	"github.com/qmlsab/qmlsab/progress"
 	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/target"
 	"github.com/qmlsab/qmlsab/workload"
@@ -137,7 +138,11 @@ func TestFaultsOnALocalSet(t *testing.T) {
 		t.Skip("real-time trials of a 3-process set")
 	}
 	t.Run("primary SIGKILLed mid-storm", func(t *testing.T) {
-		tr, events, samples := runFaulted(t, faultConfig(t, localArm(t), Fault{Name: "SIGKILL primary", At: 4 * time.Second, Do: killPrimary}))
+		cfg := faultConfig(t, localArm(t), Fault{Name: "SIGKILL primary", At: 4 * time.Second, Do: killPrimary})
+		tr, events, samples := runFaulted(t, cfg)
+		if m, err := store.Open(cfg.Dir); err != nil || !m.Manifest.Simulated || !tr.Simulated {
+			t.Errorf("a local set of cmd/mongosim is a simulation: manifest and trial must say so (%v)", err)
+		}
 		if tr.Metrics["failovers"] < 1 || tr.Metrics["restarts"] < 1 {
 			t.Errorf("failovers %v restarts %v, want the kill visible as both", tr.Metrics["failovers"], tr.Metrics["restarts"])
 			for _, s := range samples {
@@ -149,6 +154,15 @@ func TestFaultsOnALocalSet(t *testing.T) {
 		}
 		if tr.Metrics["availability"] >= 1 {
 			t.Errorf("availability %v: canaries with no primary must fail", tr.Metrics["availability"])
+		}
+		topology := 0
+		for _, e := range events {
+			if e.Kind == "topology" {
+				topology++
+			}
+		}
+		if topology < 1 {
+			t.Error("the driver's topology monitoring saw no new primary")
 		}
 	})
 	t.Run("a secondary killed and restarted, another hangs", func(t *testing.T) {
@@ -354,5 +368,42 @@ func TestInterruptedURITrialRestoresParameters(t *testing.T) {
 	}
 	if after := params(); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("parameters not restored after the interrupt:\nbefore %v\nduring %v\nafter  %v", before, changed, after)
+	}
+}
+
+// The results disk turns read-only mid-run: the run stops naming the
+// error, and the trials finished before stay readable.
+func TestResultsDiskReadOnlyStopsTheRunCleanly(t *testing.T) {
+	mnt := filepath.Join(t.TempDir(), "ro")
+	os.MkdirAll(mnt, 0o755)
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here (%v: %s)", err, strings.TrimSpace(string(out)))
+	}
+	defer exec.Command("umount", "-l", mnt).Run()
+	sel, _ := arms.Select([]string{"D", "E"}, nil)
+	spec, _ := workload.Builtin(workload.KindSpillToDisk)
+	var buf syncBuffer
+	cfg := Config{Arms: sel, N: 5, Workload: spec, Dir: filepath.Join(mnt, "run"), Seed: 1, Clock: Virtual, Parallel: 1,
+		SimMemLimitMB: 32 << 10, Progress: progress.Lines(&buf)}
+	cfg.Sim.CPUs, cfg.Sim.BaselineMB = 8, 6<<10
+	go func() { // once the first trial is in, the disk turns read-only
+		for !strings.Contains(buf.String(), "D#1: valid") {
+			time.Sleep(10 * time.Millisecond)
+		}
+		exec.Command("mount", "-o", "remount,ro", mnt).Run()
+	}()
+	_, err := Execute(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "read-only file system") || !strings.Contains(err.Error(), "finished trials are intact") {
+		t.Fatalf("a read-only disk: %v", err)
+	}
+	r, err := store.Open(cfg.Dir)
+	if err != nil {
+		t.Fatalf("the run is unreadable: %v", err)
+	}
+	if len(r.Trials["D"]) < 1 {
+		t.Fatal("the trial finished before the disk turned read-only is gone")
+	}
+	if started := strings.Count(buf.String(), ": started"); started > 3 {
+		t.Errorf("%d trials started; after the disk failed nothing more should start:\n%s", started, buf.String())
 	}
 }

@@ -191,7 +191,11 @@ func Execute(ctx context.Context, cfg Config) (string, error) {
 			}
 			status, reason := trial(ctx, cfg, arm, ts.Index, cfg.Seed+uint64(i), report)
 			report(progress.Update{Status: status, Reason: reason})
-			if err := save(func(m *store.Manifest) { m.Trials[i].Status, m.Trials[i].Reason = status, reason }); err != nil {
+			simulated := trialSimulated(cfg.Dir, ts.Arm, ts.Index)
+			if err := save(func(m *store.Manifest) {
+				m.Trials[i].Status, m.Trials[i].Reason = status, reason
+				m.Simulated = m.Simulated || simulated // a local cmd/mongosim set is a simulation too
+			}); err != nil {
 				mu.Lock()
 				writeErr = errors.Join(writeErr, err)
 				mu.Unlock()
@@ -289,7 +293,8 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 		return status, reason
 	}
 	defer dep.Close(context.Background())
-	d := &workload.Driver{Spec: *cfg.Workload.SpillToDisk, URI: dep.URI()}
+	watcher := &collect.PrimaryWatcher{}
+	d := &workload.Driver{Spec: *cfg.Workload.SpillToDisk, URI: dep.URI(), Monitor: watcher.Monitor()}
 	report(progress.Update{Phase: "loading"})
 	if err := d.Load(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -325,7 +330,7 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 	start := time.Now().Add(500 * time.Millisecond)
 	bg.Go(func() { liveProgress(tctx, d, sampler, start, report) })
 	var fmu sync.Mutex
-	var faults []Event
+	var extra []Event // faults applied, then topology changes
 	for _, f := range cfg.Faults {
 		bg.Go(func() {
 			select {
@@ -338,7 +343,7 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 				ev.Err = err.Error()
 			}
 			fmu.Lock()
-			faults = append(faults, ev)
+			extra = append(extra, ev)
 			fmu.Unlock()
 		})
 	}
@@ -358,9 +363,17 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 	trial := store.Trial{Schema: store.TrialSchema, Arm: arm.Name, Index: index, Started: start, Simulated: dep.Simulated(), Clock: Wall,
 		Phases:  map[string]float64{"warmup": 0, "storm": res.PhaseStarts["storm"].Sub(start).Seconds(), "recovery": res.PhaseStarts["recovery"].Sub(start).Seconds()},
 		Metrics: Summarize(res, samples, kills)}
+	// Failovers have two witnesses: the samples' hello (which also sees a
+	// primary restarted in place) and the driver's topology monitoring
+	// (which sees a flip between two samples). Both count the same
+	// changes, so the larger count is the better one.
+	for _, c := range watcher.Changes() {
+		extra = append(extra, Event{At: c.At, Kind: "topology", Member: c.Member})
+	}
+	trial.Metrics["failovers"] = max(trial.Metrics["failovers"], float64(len(watcher.Changes())))
 	meta, _ := json.Marshal(map[string]any{"target": dep.Describe(), "members": dep.Startup(), "seed": seed, "clock": Wall})
 	trial.Metadata = meta
-	if status, reason := writeTrial(dir, trial, start, samples, res, kills, faults...); status != store.Valid {
+	if status, reason := writeTrial(dir, trial, start, samples, res, kills, extra...); status != store.Valid {
 		return status, reason
 	}
 	if arm.Embedded() {
@@ -403,4 +416,17 @@ func phaseAt(ph workload.Phases, el time.Duration) string {
 		return "storm"
 	}
 	return "recovery"
+}
+
+// trialSimulated reports whether a finished trial says its numbers came
+// from mongosim (false when it wrote no trial.json).
+func trialSimulated(dir, arm string, index int) bool {
+	b, err := os.ReadFile(filepath.Join(store.TrialDir(dir, arm, index), "trial.json"))
+	if err != nil {
+		return false
+	}
+	var t struct {
+		Simulated bool `json:"simulated"`
+	}
+	return json.Unmarshal(b, &t) == nil && t.Simulated
 }

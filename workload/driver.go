@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
@@ -29,6 +30,9 @@ type Driver struct {
 	RealDocs int
 	// DB is the workload's database (default "qmlsab").
 	DB string
+	// Monitor, when set, watches the canary client's topology (failovers
+	// as the driver sees them).
+	Monitor *event.ServerMonitor
 
 	canariesDone, canariesOK atomic.Int64
 }
@@ -100,9 +104,9 @@ func (d *Driver) defaults() {
 // client connects with an appName and no retries of its own: every shed,
 // kill and failure must reach the measurement (maxAdaptiveRetries=0 turns
 // off the driver's overload retries).
-func (d *Driver) client(app string) (*mongo.Client, error) {
-	return mongo.Connect(options.Client().ApplyURI(d.URI).SetAppName(app).SetRetryReads(false).SetRetryWrites(false).
-		SetMaxAdaptiveRetries(0).SetServerSelectionTimeout(d.Spec.ServerSelectionTimeout))
+func (d *Driver) client(app string, extra ...*options.ClientOptions) (*mongo.Client, error) {
+	return mongo.Connect(append([]*options.ClientOptions{options.Client().ApplyURI(d.URI).SetAppName(app).SetRetryReads(false).SetRetryWrites(false).
+		SetMaxAdaptiveRetries(0).SetServerSelectionTimeout(d.Spec.ServerSelectionTimeout)}, extra...)...)
 }
 
 // Load writes the real collection unless it is already there
@@ -163,7 +167,11 @@ func (d *Driver) Run(ctx context.Context, start time.Time, seed uint64) (Results
 		return Results{}, err
 	}
 	defer storm.Disconnect(context.Background())
-	canary, err := d.client(d.Spec.CanaryAppName)
+	canaryOpts := options.Client()
+	if d.Monitor != nil {
+		canaryOpts.SetServerMonitor(d.Monitor)
+	}
+	canary, err := d.client(d.Spec.CanaryAppName, canaryOpts)
 	if err != nil {
 		return Results{}, err
 	}
