@@ -111,7 +111,7 @@ func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 				row.Cells = append(row.Cells, verdictCell{Value: "–"})
 				continue
 			}
-			cell := verdictCell{Value: fmt.Sprintf("%s [%s–%s]", unitNumber(name, s.Median), unitNumber(name, s.Min), unitNumber(name, s.Max))}
+			cell := verdictCell{Value: cellValue(name, s)}
 			if c, ok := a.Comparison(arm.Name, name); ok {
 				cell.Delta, cell.P, cell.Significant = FormatDelta(c), FormatP(c), c.Significant
 			}
@@ -533,4 +533,19 @@ func addMemoryMarks(line *charts.Line, data []*trialData) {
 	s.ConfigureSeriesOpts(charts.WithMarkLineNameYAxisItemOpts(items...),
 		charts.WithMarkLineStyleOpts(opts.MarkLineStyle{Symbol: []string{"none", "none"}, LineStyle: &opts.LineStyle{Color: "#888", Type: "dotted"},
 			Label: &opts.Label{Show: opts.Bool(true), Formatter: "{b}"}}))
+}
+
+// cellValue is a summary as the verdict shows it: median [min–max], and
+// for counts also the total over the trials (counts compared as counts:
+// 3 failovers in 5 trials is not "median 0").
+func cellValue(metric string, s Summary) string {
+	v := fmt.Sprintf("%s [%s–%s]", unitNumber(metric, s.Median), unitNumber(metric, s.Min), unitNumber(metric, s.Max))
+	if LookupMetric(metric).Count {
+		total := 0.0
+		for _, x := range s.Values {
+			total += x
+		}
+		v += fmt.Sprintf(" Σ%s", Number(total))
+	}
+	return v
 }

@@ -225,7 +225,7 @@ func Markdown(a *Analysis) []byte {
 	if a.In.Simulated {
 		fmt.Fprintf(&b, "> **SIMULATED** — these trials ran against mongosim, a model of mongod, not a real server.\n\n")
 	}
-	fmt.Fprintf(&b, "Median [min–max] of each arm's valid trials; Δ is the Hodges-Lehmann shift vs %s, `~` when the Mann-Whitney U p > %.2f.\n\n", md(a.Baseline), a.Alpha)
+	fmt.Fprintf(&b, "Median [min–max] of each arm's valid trials (Σ: total over the trials, for counts); Δ is the Hodges-Lehmann shift vs %s, `~` when the Mann-Whitney U p > %.2f.\n\n", md(a.Baseline), a.Alpha)
 	fmt.Fprint(&b, "| metric |")
 	for _, arm := range a.Arms {
 		fmt.Fprintf(&b, " %s (n=%d) |", md(arm.Name), arm.N)
@@ -243,7 +243,7 @@ func Markdown(a *Analysis) []byte {
 				fmt.Fprint(&b, " – |")
 				continue
 			}
-			cell := fmt.Sprintf("%s [%s–%s]", unitNumber(name, s.Median), unitNumber(name, s.Min), unitNumber(name, s.Max))
+			cell := cellValue(name, s)
 			if c, ok := a.Comparison(arm.Name, name); ok {
 				cell += fmt.Sprintf(" %s (%s)", FormatDelta(c), FormatP(c))
 			}
