@@ -35,3 +35,20 @@ func typedLike(old bson.RawValue, value string) any {
 	}
 	return value
 }
+
+// plain is a parameter value as a user writes it ("70", "true", "abc"),
+// not as extended JSON ({"$numberLong":"70"}).
+func plain(v bson.RawValue) string {
+	switch v.Type {
+	case bson.TypeString:
+		return v.StringValue()
+	case bson.TypeBoolean:
+		return strconv.FormatBool(v.Boolean())
+	case bson.TypeInt32, bson.TypeInt64:
+		n, _ := v.AsInt64OK()
+		return strconv.FormatInt(n, 10)
+	case bson.TypeDouble:
+		return strconv.FormatFloat(v.Double(), 'g', -1, 64)
+	}
+	return v.String()
+}

@@ -164,7 +164,7 @@ func checkMember(ctx context.Context, c *mongo.Client, host string, arm arms.Arm
 			return MemberInfo{}, fmt.Errorf("arm %s needs server parameter %s, which member %s (version %s, %s) does not know: %v",
 				arm.Name, name, host, info.Version, info.GitVersion, err)
 		}
-		info.Parameters[name] = r.Lookup(name).String()
+		info.Parameters[name] = plain(r.Lookup(name))
 	}
 	return info, nil
 }

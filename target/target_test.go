@@ -251,4 +251,12 @@ func TestEmbeddedTarget(t *testing.T) {
 	if !d.Simulated() || len(d.Members()) != 3 || !strings.HasPrefix(d.URI(), "mongodb://127.0.0.1:") {
 		t.Fatalf("embedded: %s %v", d.Describe(), d.Members())
 	}
+	// The startup record holds values as written in an arms file.
+	for _, m := range d.Startup() {
+		for name, want := range g.SetParameters {
+			if got := m.Parameters[name]; got != want {
+				t.Errorf("%s: startup record of %s is %q, want %q", m.Host, name, got, want)
+			}
+		}
+	}
 }

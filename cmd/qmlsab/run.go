@@ -140,6 +140,9 @@ func runAction(c *cli.Context) error {
 		Log:           slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: logLevel})),
 		Progress:      progress.For(c.App.Writer),
 	}
+	if w.Merge != nil && c.IsSet("clock") && c.String("clock") == run.Virtual {
+		fmt.Fprintln(c.App.Writer, "note: merge_partial_write always crosses the wire (wall clock): the hole it measures is a secondary forwarding its writes")
+	}
 	length := "a fixed number of ops"
 	if d := w.Duration(); d > 0 {
 		length = d.String()
