@@ -430,7 +430,10 @@ func (s *Server) stepDownLocked(why string) {
 func (s *Server) electionLoop() {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	offset := 0.0
+	// mongod adds a random offset of up to 15 % to every election timeout it
+	// schedules; starting at 0 made every secondary of a set fire at once
+	// after a primary died, and split votes cost a whole extra timeout.
+	offset := rand.Float64() * 0.15
 	for {
 		select {
 		case <-s.ctx.Done():
