@@ -385,22 +385,10 @@ func chartSections(a *Analysis, options map[string]json.RawMessage) ([]section, 
 	pooled := map[string]*store.Victims{}
 	binsUsed := 0
 	for _, arm := range a.In.Arms {
-		p := &store.Victims{Stages: map[string]int{}}
+		p := &store.Victims{}
 		for _, t := range a.In.Valid(arm) {
-			v := t.Victims
-			if v == nil {
-				continue
-			}
-			p.Count += v.Count
-			p.Sized += v.Sized
-			for i, c := range v.Bins {
-				for len(p.Bins) <= i {
-					p.Bins = append(p.Bins, 0)
-				}
-				p.Bins[i] += c
-			}
-			for st, c := range v.Stages {
-				p.Stages[st] += c
+			if t.Victims != nil {
+				p.Merge(t.Victims)
 			}
 		}
 		pooled[arm] = p

@@ -186,15 +186,13 @@ func BenchTxt(a *Analysis) []byte {
 		for _, t := range a.In.Valid(arm) {
 			for _, m := range a.MetricNames {
 				if v, ok := t.Metrics[m]; ok {
-					fmt.Fprintf(&b, "%s/arm=%s 1 %s %s\n", name, arm, strconvG(v), m)
+					fmt.Fprintf(&b, "%s/arm=%s 1 %.6g %s\n", name, arm, v, m)
 				}
 			}
 		}
 	}
 	return b.Bytes()
 }
-
-func strconvG(v float64) string { return fmt.Sprintf("%.6g", v) }
 
 // camel is spill_to_disk → SpillToDisk.
 func camel(s string) string {

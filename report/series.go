@@ -2,7 +2,7 @@ package report
 
 import (
 	"errors"
-	"math"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -52,7 +52,7 @@ func readTrial(t Trial) (*trialData, error) {
 // readOptional reads a file a workload may not write (merge trials have
 // no storm).
 func readOptional[T any](path string) ([]T, error) {
-	if _, err := os.Stat(path); err != nil {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	return store.ReadJSONLinesGz[T](path)
@@ -120,15 +120,15 @@ func (d *trialData) marks() (failovers, restarts []float64) {
 	return failovers, restarts
 }
 
-// downsample keeps at most max points of a series sorted by x: it splits
-// the series into max/2 buckets and keeps each bucket's minimum and
-// maximum (in x order), so no peak or trough is lost.
-func downsample(pts [][2]float64, max int) [][2]float64 {
-	if len(pts) <= max || max < 4 {
+// downsample keeps at most limit points of a series sorted by x: it
+// splits the series into limit/2 buckets and keeps each bucket's minimum
+// and maximum (in x order), so no peak or trough is lost.
+func downsample(pts [][2]float64, limit int) [][2]float64 {
+	if len(pts) <= limit || limit < 4 {
 		return pts
 	}
-	buckets := max / 2
-	out := make([][2]float64, 0, max)
+	buckets := limit / 2
+	out := make([][2]float64, 0, limit)
 	for b := range buckets {
 		lo, hi := b*len(pts)/buckets, (b+1)*len(pts)/buckets
 		if lo >= hi {
@@ -143,23 +143,12 @@ func downsample(pts [][2]float64, max int) [][2]float64 {
 				ma = i
 			}
 		}
-		first, second := min(mi, ma), math.MaxInt
+		out = append(out, pts[min(mi, ma)])
 		if mi != ma {
-			second = max2(mi, ma)
-		}
-		out = append(out, pts[first])
-		if second != math.MaxInt {
-			out = append(out, pts[second])
+			out = append(out, pts[max(mi, ma)])
 		}
 	}
 	return out
-}
-
-func max2(a, b int) int {
-	if a > b {
-		return a
-	}
-	return b
 }
 
 // readTrials reads every valid trial's files, one trial per CPU at a

@@ -120,38 +120,47 @@ func perSecond(start time.Time, res workload.Results) []Second {
 	return out
 }
 
-// victimSummary summarizes the storm's shed and killed ops. The model
+// victim is a shed or killed storm op: its tracked bytes (0: unknown)
+// and its stage.
+type victim struct {
+	bytes int64
+	stage string
+}
+
+// stormVictims are the storm phase's shed and killed ops. The model
 // records each victim's tracked bytes; over the wire a shed op's error
 // carries no size, so there the killOp actor's kills (which read it from
 // $currentOp) are the sized victims and sheds count by stage only.
-func victimSummary(res workload.Results, kills []actor.KillEvent) *store.Victims {
+func stormVictims(res workload.Results, kills []actor.KillEvent) []victim {
 	storm, recovery := res.PhaseStarts["storm"], res.PhaseStarts["recovery"]
 	in := func(t time.Time) bool { return !t.Before(storm) && t.Before(recovery) }
-	v := &store.Victims{}
-	sized := false
+	lost := func(o workload.Outcome) bool { return o == workload.Shed || o == workload.Killed }
+	sized := slices.ContainsFunc(res.Storm, func(s workload.StormResult) bool { return lost(s.Outcome) && s.TrackedBytes > 0 })
+	var out []victim
 	for _, s := range res.Storm {
-		if (s.Outcome == workload.Shed || s.Outcome == workload.Killed) && s.TrackedBytes > 0 {
-			sized = true
-			break
-		}
-	}
-	for _, s := range res.Storm {
-		if !in(s.Scheduled) {
-			continue
-		}
 		switch {
-		case sized && (s.Outcome == workload.Shed || s.Outcome == workload.Killed):
-			v.Add(s.TrackedBytes, s.Stage)
+		case !in(s.Scheduled):
+		case sized && lost(s.Outcome):
+			out = append(out, victim{s.TrackedBytes, s.Stage})
 		case !sized && s.Outcome == workload.Shed:
-			v.Add(0, s.Stage)
+			out = append(out, victim{0, s.Stage})
 		}
 	}
 	if !sized {
 		for _, k := range kills {
 			if k.Err == "" && in(k.At) {
-				v.Add(k.TrackedBytes, k.Stage)
+				out = append(out, victim{k.TrackedBytes, k.Stage})
 			}
 		}
+	}
+	return out
+}
+
+// victimSummary is trial.json's summary of the storm's victims.
+func victimSummary(res workload.Results, kills []actor.KillEvent) *store.Victims {
+	v := &store.Victims{}
+	for _, x := range stormVictims(res, kills) {
+		v.Add(x.bytes, x.stage)
 	}
 	return v
 }

@@ -85,20 +85,10 @@ func Summarize(res workload.Results, samples []collect.Sample, kills []actor.Kil
 	if len(lat) > 0 {
 		m["canary_p50_ms"], m["canary_p99_ms"] = quantile(lat, 0.5), quantile(lat, 0.99)
 	}
-	// Victims' tracked memory: from the ops themselves when the model
-	// recorded it (virtual clock), else from the killOp actor's kills
-	// (over the wire a shed op's tracked bytes are not reported).
 	var victims []float64
-	for _, s := range res.Storm {
-		if (s.Outcome == workload.Shed || s.Outcome == workload.Killed) && s.TrackedBytes > 0 {
-			victims = append(victims, float64(s.TrackedBytes))
-		}
-	}
-	if len(victims) == 0 {
-		for _, k := range kills {
-			if k.Err == "" && k.TrackedBytes > 0 {
-				victims = append(victims, float64(k.TrackedBytes))
-			}
+	for _, v := range stormVictims(res, kills) {
+		if v.bytes > 0 {
+			victims = append(victims, float64(v.bytes))
 		}
 	}
 	if len(victims) > 0 {

@@ -120,11 +120,30 @@ func (v *Victims) Add(bytes int64, stage string) {
 		return
 	}
 	v.Sized++
-	b := int(bytes / VictimBinBytes)
-	for len(v.Bins) <= b {
+	v.grow(int(bytes / VictimBinBytes))
+	v.Bins[bytes/VictimBinBytes]++
+}
+
+// Merge adds o's victims to v (pooling an arm's trials).
+func (v *Victims) Merge(o *Victims) {
+	v.Count += o.Count
+	v.Sized += o.Sized
+	v.grow(len(o.Bins) - 1)
+	for i, c := range o.Bins {
+		v.Bins[i] += c
+	}
+	for st, c := range o.Stages {
+		if v.Stages == nil {
+			v.Stages = map[string]int{}
+		}
+		v.Stages[st] += c
+	}
+}
+
+func (v *Victims) grow(bin int) {
+	for len(v.Bins) <= bin {
 		v.Bins = append(v.Bins, 0)
 	}
-	v.Bins[b]++
 }
 
 // TrialDir is where a trial's files live in a run folder.

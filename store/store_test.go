@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -187,5 +188,26 @@ func TestInvalidTrialWithoutFilesKeepsTheRunReadable(t *testing.T) {
 	}
 	if r.Manifest.Trials[3].Status != Invalid || len(r.Trials["E"]) != 1 {
 		t.Fatalf("manifest %+v trials %+v", r.Manifest.Trials, r.Trials)
+	}
+}
+
+func TestVictimsMergeEqualsAddingAll(t *testing.T) {
+	var a, b, all Victims
+	for i, v := range []struct {
+		bytes int64
+		stage string
+	}{{0, "$sort"}, {3 << 20, "$group"}, {30 << 20, "$setWindowFields"}, {90 << 20, "$setWindowFields"}, {9 << 20, ""}} {
+		if i%2 == 0 {
+			a.Add(v.bytes, v.stage)
+		} else {
+			b.Add(v.bytes, v.stage)
+		}
+		all.Add(v.bytes, v.stage)
+	}
+	var pooled Victims
+	pooled.Merge(&a)
+	pooled.Merge(&b)
+	if fmt.Sprint(pooled) != fmt.Sprint(all) {
+		t.Errorf("merged %+v, want %+v", pooled, all)
 	}
 }

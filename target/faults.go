@@ -19,16 +19,7 @@ import (
 // primary now.
 func PrimaryIndex(ctx context.Context, dep Deployment) (int, error) {
 	for i, h := range dep.Members() {
-		c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + h + "/?directConnection=true").SetServerSelectionTimeout(2 * time.Second))
-		if err != nil {
-			continue
-		}
-		var hello struct {
-			IsWritablePrimary bool `bson:"isWritablePrimary"`
-		}
-		err = c.Database("admin").RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&hello)
-		_ = c.Disconnect(context.Background())
-		if err == nil && hello.IsWritablePrimary {
+		if isPrimary(ctx, h) {
 			return i, nil
 		}
 	}
