@@ -2,101 +2,69 @@ package mongosim
 
 import (
 	"fmt"
-	"slices"
-	"strconv"
 	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/qmlsab/qmlsab/mongosim/model"
 	"github.com/qmlsab/qmlsab/mongosim/mongoerr"
 )
 
-// paramSpec declares one server parameter: its default, and whether it may
-// be set at startup (--setParameter) and at runtime (setParameter).
-type paramSpec struct {
-	name    string
-	def     any // int64, float64, bool or string
-	runtime bool
-}
-
-// paramSpecs is the parameter table; the model adds its parameters here.
-var paramSpecs = []paramSpec{
-	{"logLevel", int64(0), true},
-	{"allowDiskUseByDefault", true, true},
-	{"internalQueryMaxBlockingSortMemoryUsageBytes", int64(104857600), true},
-	{"internalDocumentSourceGroupMaxMemoryBytes", int64(104857600), true},
-	{"internalDocumentSourceSetWindowFieldsMaxMemoryBytes", int64(104857600), true},
-	{"enableTestCommands", true, false},
-}
+// The server's parameters are the model's table (model.ParamSpecs): one
+// declaration of each name, type, default and bound serves startup
+// --setParameter, setParameter, getParameter and the model itself.
 
 type parameters struct {
 	mu   sync.Mutex
 	vals map[string]any
 }
 
-func findParam(name string) (paramSpec, bool) {
-	i := slices.IndexFunc(paramSpecs, func(p paramSpec) bool { return p.name == name })
-	if i < 0 {
-		return paramSpec{}, false
-	}
-	return paramSpecs[i], true
-}
+func findParam(name string) (model.ParamSpec, bool) { return model.LookupParam(name) }
 
 func newParameters(startup map[string]string) (*parameters, error) {
 	p := &parameters{vals: map[string]any{}}
-	for _, s := range paramSpecs {
-		p.vals[s.name] = s.def
+	for _, s := range model.ParamSpecs {
+		p.vals[s.Name] = s.Default
 	}
 	for k, v := range startup {
 		spec, ok := findParam(k)
 		if !ok {
 			return nil, fmt.Errorf("Unknown --setParameter '%s'", k)
 		}
-		val, err := parseParam(spec, v)
+		val, err := spec.ParseValue(v)
 		if err != nil {
 			return nil, fmt.Errorf("Bad value for parameter \"%s\": %v", k, err)
 		}
 		p.vals[k] = val
 	}
+	if _, err := model.ParamsOf(p.vals); err != nil {
+		return nil, fmt.Errorf("Bad value for parameters: %v", err)
+	}
 	return p, nil
 }
 
-func parseParam(spec paramSpec, s string) (any, error) {
-	switch spec.def.(type) {
-	case int64:
-		return strconv.ParseInt(s, 10, 64)
-	case float64:
-		return strconv.ParseFloat(s, 64)
-	case bool:
-		return strconv.ParseBool(s)
-	}
-	return s, nil
-}
-
 // coerce converts a setParameter value to the parameter's type.
-func coerce(spec paramSpec, v bson.RawValue) (any, error) {
-	switch spec.def.(type) {
-	case int64:
-		if n, ok := v.AsInt64OK(); ok {
-			return n, nil
-		}
-	case float64:
-		if f, ok := v.AsFloat64OK(); ok {
-			return f, nil
-		}
-	case bool:
-		if b, ok := v.BooleanOK(); ok {
-			return b, nil
-		}
-		if n, ok := v.AsInt64OK(); ok {
-			return n != 0, nil
-		}
-	case string:
-		if s, ok := v.StringValueOK(); ok {
-			return s, nil
-		}
+func coerce(spec model.ParamSpec, v bson.RawValue) (any, error) {
+	var x any
+	switch v.Type {
+	case bson.TypeInt32:
+		x = v.Int32()
+	case bson.TypeInt64:
+		x = v.Int64()
+	case bson.TypeDouble:
+		x = v.Double()
+	case bson.TypeBoolean:
+		x = v.Boolean()
+	case bson.TypeString:
+		x = v.StringValue()
+	default:
+		x = v.String()
 	}
-	return nil, mongoerr.New(mongoerr.BadValue, "Invalid value for parameter %s: %s", spec.name, v.String())
+	out, err := spec.Coerce(x)
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.BadValue, "Invalid value for parameter %s: %s", spec.Name, v.String())
+	}
+	return out, nil
 }
 
 // Get returns a parameter's value.
@@ -128,8 +96,8 @@ func (s *Server) cmdGetParameter(r *request) (bson.D, error) {
 	}
 	out := bson.D{}
 	if all {
-		for _, spec := range paramSpecs {
-			out = append(out, bson.E{Key: spec.name, Value: s.params.Get(spec.name)})
+		for _, spec := range model.ParamSpecs {
+			out = append(out, bson.E{Key: spec.Name, Value: s.params.Get(spec.Name)})
 		}
 		out = append(out, bson.E{Key: "featureCompatibilityVersion", Value: bson.D{{Key: "version", Value: "8.0"}}})
 		return out, nil
@@ -170,15 +138,20 @@ func (s *Server) cmdSetParameter(r *request) (bson.D, error) {
 		if !ok {
 			return nil, mongoerr.New(mongoerr.InvalidOptions, "attempted to set unrecognized parameter [%s], use help:true to see options ", k)
 		}
-		if !spec.runtime {
+		if !spec.Runtime {
 			return nil, mongoerr.New(mongoerr.BadValue, "not allowed to change [%s] at runtime", k)
 		}
 		v, err := coerce(spec, e.Value())
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, bson.E{Key: "was", Value: s.params.Get(k)})
+		was := s.params.Get(k)
 		s.params.set(k, v)
+		if _, err := model.ParamsOf(s.params.all()); err != nil {
+			s.params.set(k, was)
+			return nil, mongoerr.New(mongoerr.BadValue, "Invalid value for parameter %s: %v", k, err)
+		}
+		out = append(out, bson.E{Key: "was", Value: was})
 		if s.sim != nil {
 			s.sim.mu.Lock()
 			s.sim.node.SetParams(s.modelParams())
@@ -191,4 +164,14 @@ func (s *Server) cmdSetParameter(r *request) (bson.D, error) {
 		return nil, mongoerr.New(mongoerr.NoSuchKey, "no option found to set, use help:true to see options ")
 	}
 	return out, nil
+}
+
+func (p *parameters) all() map[string]any {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[string]any, len(p.vals))
+	for k, v := range p.vals {
+		out[k] = v
+	}
+	return out
 }

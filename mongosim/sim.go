@@ -1,8 +1,6 @@
 package mongosim
 
 import (
-	"strconv"
-
 	"github.com/qmlsab/qmlsab/mongosim/query"
 	"sync"
 	"time"
@@ -65,45 +63,13 @@ type SimOptions struct {
 }
 
 func init() {
-	// The model's parameters are server parameters like any other.
-	for _, ps := range model.ParamSpecs {
-		var def any = ps.Default
-		if n, err := strconv.ParseInt(ps.Default, 10, 64); err == nil {
-			def = n
-		} else if f, err := strconv.ParseFloat(ps.Default, 64); err == nil {
-			def = f
-		} else if b, err := strconv.ParseBool(ps.Default); err == nil {
-			def = b
-		}
-		if _, exists := findParam(ps.Name); !exists {
-			paramSpecs = append(paramSpecs, paramSpec{name: ps.Name, def: def, runtime: ps.Name != "queryMemoryRssMonitorIntervalMillis"})
-		} else {
-			for i := range paramSpecs {
-				if paramSpecs[i].name == ps.Name {
-					paramSpecs[i].def = def
-				}
-			}
-		}
-	}
 	failPointNames = append(failPointNames, "queryMemoryLoadSheddingAlwaysShed", "queryMemoryPressureOverride")
 }
 
-// modelParams reads the model's parameters from the server's.
+// modelParams are the model's parameters: the server's current values,
+// already typed and checked by the parameter table.
 func (s *Server) modelParams() model.Params {
-	kv := map[string]string{}
-	for _, ps := range model.ParamSpecs {
-		switch v := s.params.Get(ps.Name).(type) {
-		case int64:
-			kv[ps.Name] = strconv.FormatInt(v, 10)
-		case float64:
-			kv[ps.Name] = strconv.FormatFloat(v, 'g', -1, 64)
-		case bool:
-			kv[ps.Name] = strconv.FormatBool(v)
-		case string:
-			kv[ps.Name] = v
-		}
-	}
-	p, err := model.ParamsFrom(kv)
+	p, err := model.ParamsOf(s.params.all())
 	if err != nil {
 		s.log.Warn("model parameters rejected; keeping defaults", "err", err)
 		return model.DefaultParams()

@@ -1,8 +1,13 @@
 package model
 
 import (
+	"errors"
 	"fmt"
+	"maps"
+	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -83,115 +88,298 @@ type Params struct {
 	GetMoreInheritsPriority bool
 }
 
-// DefaultParams are mongod's defaults.
+// DefaultParams are mongod's defaults, from the parameter table.
 func DefaultParams() Params {
-	return Params{
-		ProbeInterval: 100 * time.Millisecond, ProbeStep: 0.1, MinConcurrency: 4, MaxConcurrency: 128,
-		EMAWeight: 0.2, ReadWriteRatio: 0.5,
-		HeuristicDeprioritization: true, DeprioritizeThreshold: 3, LowPriorityTickets: -1,
-		// The model yields on the 10 ms period only: its per-document
-		// costs stand for batches of work, not the plan's work() calls
-		// that mongod's 1000-iteration trigger counts.
-		YieldPeriod: 10 * time.Millisecond, YieldIterations: 0,
-		SortMemoryBytes: 100 << 20, GroupMemoryBytes: 100 << 20, WindowMemoryBytes: 100 << 20,
-		ShedLowPercent: -1, ShedHighPercent: 85, ShedSizeReference: 32 << 20,
-		RSSMonitorInterval: 100 * time.Millisecond, GetMoreInheritsPriority: true,
+	var p Params
+	for _, s := range ParamSpecs {
+		s.assign(&p, s.Default)
 	}
+	return p
 }
 
-// ParamSpec names a server parameter the model reads and its default.
+// ParamType is a server parameter's type as mongod declares it.
+type ParamType string
+
+// Parameter types.
+const (
+	TypeInt    ParamType = "int"       // a 32-bit integer
+	TypeLong   ParamType = "long long" // a 64-bit integer
+	TypeDouble ParamType = "double"
+	TypeBool   ParamType = "bool"
+	TypeString ParamType = "string"
+)
+
+// ParamSpec declares one server parameter: its name, type, default,
+// bounds, when it may be set, and what it means. Values are typed Go
+// values: int64 for TypeInt and TypeLong, float64, bool or string.
 type ParamSpec struct {
 	Name    string
-	Default string
-	set     func(p *Params, v string) error
+	Type    ParamType
+	Default any
+	// Min and Max bound numeric values (inclusive) when HasBounds.
+	Min, Max  float64
+	HasBounds bool
+	// Runtime parameters may be changed with setParameter; the others
+	// only at startup (--setParameter).
+	Runtime bool
+	Doc     string
+	// field points at the model's copy (nil: a parameter the model does
+	// not read, such as logLevel).
+	field func(p *Params) any
+	// unit converts a parameter's number into the field's unit.
+	unit time.Duration
 }
 
-func intParam(f func(*Params) *int) func(*Params, string) error {
-	return func(p *Params, v string) error {
-		n, err := strconv.Atoi(v)
-		*f(p) = n
-		return err
-	}
-}
-
-func int64Param(f func(*Params) *int64) func(*Params, string) error {
-	return func(p *Params, v string) error {
-		n, err := strconv.ParseInt(v, 10, 64)
-		*f(p) = n
-		return err
-	}
-}
-
-func floatParam(f func(*Params) *float64) func(*Params, string) error {
-	return func(p *Params, v string) error {
-		n, err := strconv.ParseFloat(v, 64)
-		*f(p) = n
-		return err
-	}
-}
-
-func boolParam(f func(*Params) *bool) func(*Params, string) error {
-	return func(p *Params, v string) error {
-		b, err := strconv.ParseBool(v)
-		*f(p) = b
-		return err
-	}
-}
-
-func msParam(f func(*Params) *time.Duration) func(*Params, string) error {
-	return func(p *Params, v string) error {
-		n, err := strconv.ParseInt(v, 10, 64)
-		*f(p) = time.Duration(n) * time.Millisecond
-		return err
-	}
-}
-
-// ParamSpecs is the table of server parameters the model understands.
-var ParamSpecs = []ParamSpec{
-	{"throughputProbingConcurrencyAdjustmentIntervalMillis", "100", msParam(func(p *Params) *time.Duration { return &p.ProbeInterval })},
-	{"throughputProbingStepMultiple", "0.1", floatParam(func(p *Params) *float64 { return &p.ProbeStep })},
-	{"throughputProbingMinConcurrency", "4", intParam(func(p *Params) *int { return &p.MinConcurrency })},
-	{"throughputProbingMaxConcurrency", "128", intParam(func(p *Params) *int { return &p.MaxConcurrency })},
-	{"throughputProbingInitialConcurrency", "0", intParam(func(p *Params) *int { return &p.InitialConcurrency })},
-	{"throughputProbingConcurrencyMovingAverageWeight", "0.2", floatParam(func(p *Params) *float64 { return &p.EMAWeight })},
-	{"throughputProbingReadWriteRatio", "0.5", floatParam(func(p *Params) *float64 { return &p.ReadWriteRatio })},
-	{"executionControlDeprioritizationGate", "false", boolParam(func(p *Params) *bool { return &p.DeprioritizationGate })},
-	{"executionControlHeuristicDeprioritization", "true", boolParam(func(p *Params) *bool { return &p.HeuristicDeprioritization })},
-	{"executionControlHeuristicNumAdmissionsDeprioritizeThreshold", "3", intParam(func(p *Params) *int { return &p.DeprioritizeThreshold })},
-	{"executionControlConcurrentReadLowPriorityTransactions", "-1", intParam(func(p *Params) *int { return &p.LowPriorityTickets })},
-	{"internalQueryExecYieldPeriodMS", "10", msParam(func(p *Params) *time.Duration { return &p.YieldPeriod })},
-	{"internalQueryExecYieldIterations", "0", int64Param(func(p *Params) *int64 { return &p.YieldIterations })},
-	{"internalQueryMaxBlockingSortMemoryUsageBytes", "104857600", int64Param(func(p *Params) *int64 { return &p.SortMemoryBytes })},
-	{"internalDocumentSourceGroupMaxMemoryBytes", "104857600", int64Param(func(p *Params) *int64 { return &p.GroupMemoryBytes })},
-	{"internalDocumentSourceSetWindowFieldsMaxMemoryBytes", "104857600", int64Param(func(p *Params) *int64 { return &p.WindowMemoryBytes })},
-	{"queryMemoryLoadSheddingLowMarkPercent", "-1", floatParam(func(p *Params) *float64 { return &p.ShedLowPercent })},
-	{"queryMemoryLoadSheddingHighMarkPercent", "85", floatParam(func(p *Params) *float64 { return &p.ShedHighPercent })},
-	{"queryMemoryLoadSheddingSizeReferenceBytes", "33554432", int64Param(func(p *Params) *int64 { return &p.ShedSizeReference })},
-	{"queryMemoryRssMonitorIntervalMillis", "100", msParam(func(p *Params) *time.Duration { return &p.RSSMonitorInterval })},
-	{"queryMemoryLoadSheddingSweepQueuedOps", "false", boolParam(func(p *Params) *bool { return &p.SweepQueuedOps })},
-	{"queryMemoryLoadSheddingWriteStartedLatch", "false", boolParam(func(p *Params) *bool { return &p.WriteStartedLatch })},
-	{"simGetMoreInheritsPriority", "true", boolParam(func(p *Params) *bool { return &p.GetMoreInheritsPriority })},
-}
-
-// Set applies one parameter by name.
-func (p *Params) Set(name, value string) error {
-	for _, s := range ParamSpecs {
-		if s.Name == name {
-			if err := s.set(p, value); err != nil {
-				return fmt.Errorf("parameter %s: bad value %q: %w", name, value, err)
-			}
-			return p.validate()
+// ParseValue reads a value written as text (an arms file, --setParameter)
+// the way mongod parses that type: integers must be whole numbers in range,
+// booleans are true/false/1/0.
+func (s ParamSpec) ParseValue(text string) (any, error) {
+	var v any
+	var err error
+	switch s.Type {
+	case TypeInt:
+		v, err = strconv.ParseInt(strings.TrimSpace(text), 10, 32)
+	case TypeLong:
+		v, err = strconv.ParseInt(strings.TrimSpace(text), 10, 64)
+	case TypeDouble:
+		v, err = strconv.ParseFloat(strings.TrimSpace(text), 64)
+	case TypeBool:
+		switch strings.TrimSpace(text) {
+		case "true", "1":
+			v = true
+		case "false", "0":
+			v = false
+		default:
+			err = errors.New("want true, false, 1 or 0")
 		}
+	default:
+		v = text
 	}
-	return fmt.Errorf("unknown parameter %s", name)
+	if err != nil {
+		var ne *strconv.NumError
+		if errors.As(err, &ne) {
+			err = ne.Err
+		}
+		return nil, fmt.Errorf("parameter %s (%s): bad value %q: %w", s.Name, s.Type, text, err)
+	}
+	return v, s.check(v)
 }
 
-// ParamsFrom applies name=value overrides to mongod's defaults.
+// Coerce converts a value decoded from BSON (setParameter's argument:
+// int32, int64, double, bool or string) to the parameter's type, refusing
+// what mongod refuses: a fraction for an integer, a number for a string.
+func (s ParamSpec) Coerce(v any) (any, error) {
+	bad := fmt.Errorf("parameter %s (%s): bad value %v (%T)", s.Name, s.Type, v, v)
+	var f float64
+	isNum := true
+	switch x := v.(type) {
+	case int32:
+		f = float64(x)
+	case int64:
+		f = float64(x)
+	case float64:
+		f = x
+	case int:
+		f = float64(x)
+	default:
+		isNum = false
+	}
+	var out any
+	switch s.Type {
+	case TypeInt, TypeLong:
+		if !isNum || f != math.Trunc(f) || (s.Type == TypeInt && (f < math.MinInt32 || f > math.MaxInt32)) {
+			return nil, bad
+		}
+		out = int64(f)
+	case TypeDouble:
+		if !isNum {
+			return nil, bad
+		}
+		out = f
+	case TypeBool:
+		switch b := v.(type) {
+		case bool:
+			out = b
+		default:
+			if !isNum {
+				return nil, bad
+			}
+			out = f != 0
+		}
+	default:
+		str, ok := v.(string)
+		if !ok {
+			return nil, bad
+		}
+		out = str
+	}
+	return out, s.check(out)
+}
+
+func (s ParamSpec) check(v any) error {
+	if !s.HasBounds {
+		return nil
+	}
+	var f float64
+	switch x := v.(type) {
+	case int64:
+		f = float64(x)
+	case float64:
+		f = x
+	default:
+		return nil
+	}
+	if f < s.Min || f > s.Max || math.IsNaN(f) {
+		return fmt.Errorf("parameter %s (%s): %v is outside [%v, %v]", s.Name, s.Type, v, s.Min, s.Max)
+	}
+	return nil
+}
+
+// FormatValue writes a typed value as text that ParseValue reads back.
+func FormatValue(v any) string {
+	switch x := v.(type) {
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case bool:
+		return strconv.FormatBool(x)
+	}
+	return fmt.Sprint(v)
+}
+
+func intField(f func(*Params) *int) func(*Params) any    { return func(p *Params) any { return f(p) } }
+func longField(f func(*Params) *int64) func(*Params) any { return func(p *Params) any { return f(p) } }
+func doubleField(f func(*Params) *float64) func(*Params) any {
+	return func(p *Params) any { return f(p) }
+}
+func boolField(f func(*Params) *bool) func(*Params) any { return func(p *Params) any { return f(p) } }
+func durField(f func(*Params) *time.Duration) func(*Params) any {
+	return func(p *Params) any { return f(p) }
+}
+
+// assign stores a typed value in the field a spec points at.
+func (s ParamSpec) assign(p *Params, v any) {
+	if s.field == nil {
+		return
+	}
+	switch ptr := s.field(p).(type) {
+	case *int:
+		*ptr = int(v.(int64))
+	case *int64:
+		*ptr = v.(int64)
+	case *float64:
+		*ptr = v.(float64)
+	case *bool:
+		*ptr = v.(bool)
+	case *time.Duration:
+		*ptr = time.Duration(v.(int64)) * s.unit
+	}
+}
+
+// ParamSpecs is the one table of server parameters mongosim knows: those
+// the model obeys (by mongod's names, types and defaults) and the few
+// others clients set. mongosim's setParameter/getParameter, startup
+// --setParameter, the virtual engine and `qmlsab arms show` all read it.
+var ParamSpecs = func() []ParamSpec {
+	ms := time.Millisecond
+	type row = ParamSpec
+	b := func(r row, lo, hi float64) row { r.Min, r.Max, r.HasBounds = lo, hi, true; return r }
+	return []ParamSpec{
+		{Name: "logLevel", Type: TypeInt, Default: int64(0), Runtime: true, Doc: "verbosity of the server log"},
+		{Name: "allowDiskUseByDefault", Type: TypeBool, Default: true, Runtime: true, Doc: "blocking stages may spill to disk unless a query says allowDiskUse: false"},
+		{Name: "enableTestCommands", Type: TypeBool, Default: true, Doc: "failpoints and other test-only commands"},
+		b(row{Name: "throughputProbingConcurrencyAdjustmentIntervalMillis", Type: TypeInt, Default: int64(100), Runtime: false, unit: ms,
+			Doc: "how often throughput probing resizes the ticket pools", field: durField(func(p *Params) *time.Duration { return &p.ProbeInterval })}, 1, math.MaxInt32),
+		b(row{Name: "throughputProbingStepMultiple", Type: TypeDouble, Default: 0.1, Runtime: true,
+			Doc: "fraction by which a probe grows or shrinks the pools", field: doubleField(func(p *Params) *float64 { return &p.ProbeStep })}, 0.000001, 0.5),
+		b(row{Name: "throughputProbingMinConcurrency", Type: TypeInt, Default: int64(4), Runtime: true,
+			Doc: "smallest ticket pool probing may set", field: intField(func(p *Params) *int { return &p.MinConcurrency })}, 1, math.MaxInt32),
+		b(row{Name: "throughputProbingMaxConcurrency", Type: TypeInt, Default: int64(128), Runtime: true,
+			Doc: "largest ticket pool probing may set", field: intField(func(p *Params) *int { return &p.MaxConcurrency })}, 1, math.MaxInt32),
+		b(row{Name: "throughputProbingInitialConcurrency", Type: TypeInt, Default: int64(0), Runtime: false,
+			Doc: "tickets at startup over both pools (0: both pools start at the maximum)", field: intField(func(p *Params) *int { return &p.InitialConcurrency })}, 0, math.MaxInt32),
+		b(row{Name: "throughputProbingConcurrencyMovingAverageWeight", Type: TypeDouble, Default: 0.2, Runtime: true,
+			Doc: "weight of the newest throughput in probing's moving average", field: doubleField(func(p *Params) *float64 { return &p.EMAWeight })}, 0.000001, 1),
+		b(row{Name: "throughputProbingReadWriteRatio", Type: TypeDouble, Default: 0.5, Runtime: true,
+			Doc: "share of probed tickets given to reads", field: doubleField(func(p *Params) *float64 { return &p.ReadWriteRatio })}, 0, 1),
+		{Name: "executionControlDeprioritizationGate", Type: TypeBool, Default: false, Runtime: true,
+			Doc: "low-priority pools are used at all (Atlas sets it on)", field: boolField(func(p *Params) *bool { return &p.DeprioritizationGate })},
+		{Name: "executionControlHeuristicDeprioritization", Type: TypeBool, Default: true, Runtime: true,
+			Doc: "operations that took many admissions move to low priority", field: boolField(func(p *Params) *bool { return &p.HeuristicDeprioritization })},
+		b(row{Name: "executionControlHeuristicNumAdmissionsDeprioritizeThreshold", Type: TypeInt, Default: int64(3), Runtime: true,
+			Doc: "admissions after which an operation is deprioritized", field: intField(func(p *Params) *int { return &p.DeprioritizeThreshold })}, 1, math.MaxInt32),
+		b(row{Name: "executionControlConcurrentReadLowPriorityTransactions", Type: TypeInt, Default: int64(-1), Runtime: true,
+			Doc: "low-priority read tickets (-1: the number of CPUs)", field: intField(func(p *Params) *int { return &p.LowPriorityTickets })}, -1, math.MaxInt32),
+		b(row{Name: "internalQueryExecYieldPeriodMS", Type: TypeInt, Default: int64(10), Runtime: true, unit: ms,
+			Doc: "a running query yields its ticket after this long", field: durField(func(p *Params) *time.Duration { return &p.YieldPeriod })}, 0, math.MaxInt32),
+		b(row{Name: "internalQueryExecYieldIterations", Type: TypeInt, Default: int64(0), Runtime: true,
+			Doc: "yield after this many work() calls (0 in the model: its costs stand for batches of work)", field: longField(func(p *Params) *int64 { return &p.YieldIterations })}, 0, math.MaxInt32),
+		b(row{Name: "internalQueryMaxBlockingSortMemoryUsageBytes", Type: TypeLong, Default: int64(100 << 20), Runtime: true,
+			Doc: "$sort memory before it spills", field: longField(func(p *Params) *int64 { return &p.SortMemoryBytes })}, 1, math.MaxInt64),
+		b(row{Name: "internalDocumentSourceGroupMaxMemoryBytes", Type: TypeLong, Default: int64(100 << 20), Runtime: true,
+			Doc: "$group memory before it spills", field: longField(func(p *Params) *int64 { return &p.GroupMemoryBytes })}, 1, math.MaxInt64),
+		b(row{Name: "internalDocumentSourceSetWindowFieldsMaxMemoryBytes", Type: TypeLong, Default: int64(100 << 20), Runtime: true,
+			Doc: "$setWindowFields memory before it spills", field: longField(func(p *Params) *int64 { return &p.WindowMemoryBytes })}, 1, math.MaxInt64),
+		b(row{Name: "queryMemoryLoadSheddingLowMarkPercent", Type: TypeDouble, Default: -1.0, Runtime: true,
+			Doc: "RSS share of the memory limit where shedding starts (-1: off)", field: doubleField(func(p *Params) *float64 { return &p.ShedLowPercent })}, -1, 100),
+		b(row{Name: "queryMemoryLoadSheddingHighMarkPercent", Type: TypeDouble, Default: 85.0, Runtime: true,
+			Doc: "RSS share where every tracked operation is shed (must be above the low mark)", field: doubleField(func(p *Params) *float64 { return &p.ShedHighPercent })}, 0, 100),
+		b(row{Name: "queryMemoryLoadSheddingSizeReferenceBytes", Type: TypeLong, Default: int64(32 << 20), Runtime: true,
+			Doc: "tracked size at which an op's hazard equals the pressure term", field: longField(func(p *Params) *int64 { return &p.ShedSizeReference })}, 1, 1<<30),
+		b(row{Name: "queryMemoryRssMonitorIntervalMillis", Type: TypeInt, Default: int64(100), Runtime: false, unit: ms,
+			Doc: "how often the shedder samples RSS", field: durField(func(p *Params) *time.Duration { return &p.RSSMonitorInterval })}, 1, math.MaxInt32),
+		{Name: "queryMemoryLoadSheddingSweepQueuedOps", Type: TypeBool, Default: false, Runtime: true,
+			Doc: "the queued-op sweeper also sheds tracked ops waiting for a ticket (the sweeper fix)", field: boolField(func(p *Params) *bool { return &p.SweepQueuedOps })},
+		{Name: "queryMemoryLoadSheddingWriteStartedLatch", Type: TypeBool, Default: false, Runtime: true,
+			Doc: "an op that has written is never shed (the write-started fix)", field: boolField(func(p *Params) *bool { return &p.WriteStartedLatch })},
+		{Name: "simGetMoreInheritsPriority", Type: TypeBool, Default: true, Runtime: true,
+			Doc: "model knob: a query's getMores keep its deprioritization", field: boolField(func(p *Params) *bool { return &p.GetMoreInheritsPriority })},
+	}
+}()
+
+// LookupParam finds a parameter's spec by name.
+func LookupParam(name string) (ParamSpec, bool) {
+	i := slices.IndexFunc(ParamSpecs, func(s ParamSpec) bool { return s.Name == name })
+	if i < 0 {
+		return ParamSpec{}, false
+	}
+	return ParamSpecs[i], true
+}
+
+// Set applies one parameter written as text.
+func (p *Params) Set(name, text string) error {
+	s, ok := LookupParam(name)
+	if !ok {
+		return fmt.Errorf("unknown parameter %s", name)
+	}
+	v, err := s.ParseValue(text)
+	if err != nil {
+		return err
+	}
+	s.assign(p, v)
+	return p.validate()
+}
+
+// ParamsFrom applies name=value overrides, written as text, to mongod's
+// defaults.
 func ParamsFrom(overrides map[string]string) (Params, error) {
 	p := DefaultParams()
-	for k, v := range overrides {
-		if err := p.Set(k, v); err != nil {
+	for _, k := range slices.Sorted(maps.Keys(overrides)) {
+		if err := p.Set(k, overrides[k]); err != nil {
 			return p, err
+		}
+	}
+	return p, p.validate()
+}
+
+// ParamsOf builds the model's parameters from typed values (a server's
+// current parameters).
+func ParamsOf(values map[string]any) (Params, error) {
+	p := DefaultParams()
+	for _, s := range ParamSpecs {
+		if v, ok := values[s.Name]; ok {
+			s.assign(&p, v)
 		}
 	}
 	return p, p.validate()
@@ -201,8 +389,6 @@ func (p *Params) validate() error {
 	switch {
 	case p.MinConcurrency < 1 || p.MaxConcurrency < p.MinConcurrency:
 		return fmt.Errorf("throughput probing needs 1 <= min (%d) <= max (%d)", p.MinConcurrency, p.MaxConcurrency)
-	case p.ProbeStep <= 0 || p.ProbeStep > 0.5:
-		return fmt.Errorf("throughputProbingStepMultiple %v outside (0, 0.5]", p.ProbeStep)
 	case p.ShedLowPercent >= 0 && p.ShedHighPercent <= p.ShedLowPercent:
 		return fmt.Errorf("queryMemoryLoadSheddingHighMarkPercent (%v) must be above the low mark (%v)", p.ShedHighPercent, p.ShedLowPercent)
 	}

@@ -1,0 +1,74 @@
+package model
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// The table's defaults are mongod's: the same values the model ran with
+// before the table was typed.
+func TestDefaultParamsFromTheTable(t *testing.T) {
+	want := Params{
+		ProbeInterval: 100 * time.Millisecond, ProbeStep: 0.1, MinConcurrency: 4, MaxConcurrency: 128,
+		EMAWeight: 0.2, ReadWriteRatio: 0.5,
+		HeuristicDeprioritization: true, DeprioritizeThreshold: 3, LowPriorityTickets: -1,
+		YieldPeriod: 10 * time.Millisecond, YieldIterations: 0,
+		SortMemoryBytes: 100 << 20, GroupMemoryBytes: 100 << 20, WindowMemoryBytes: 100 << 20,
+		ShedLowPercent: -1, ShedHighPercent: 85, ShedSizeReference: 32 << 20,
+		RSSMonitorInterval: 100 * time.Millisecond, GetMoreInheritsPriority: true,
+	}
+	if got := DefaultParams(); got != want {
+		t.Fatalf("DefaultParams() = %+v\nwant %+v", got, want)
+	}
+}
+
+// Values are parsed by their declared type, as mongod parses them.
+func TestParamValuesParsedByType(t *testing.T) {
+	cases := []struct {
+		name, text string
+		ok         bool
+		check      func(Params) bool
+	}{
+		{"queryMemoryLoadSheddingHighMarkPercent", "87.5", true, func(p Params) bool { return p.ShedHighPercent == 87.5 }},
+		{"queryMemoryLoadSheddingLowMarkPercent", "30", true, func(p Params) bool { return p.ShedLowPercent == 30 }},
+		{"queryMemoryLoadSheddingHighMarkPercent", "101", false, nil},
+		{"throughputProbingMinConcurrency", "4.5", false, nil},
+		{"throughputProbingMaxConcurrency", "3000000000", false, nil}, // int is 32-bit
+		{"internalQueryMaxBlockingSortMemoryUsageBytes", "3000000000", true, func(p Params) bool { return p.SortMemoryBytes == 3e9 }},
+		{"queryMemoryLoadSheddingSweepQueuedOps", "1", true, func(p Params) bool { return p.SweepQueuedOps }},
+		{"queryMemoryLoadSheddingSweepQueuedOps", "yes", false, nil},
+		{"queryMemoryRssMonitorIntervalMillis", "250", true, func(p Params) bool { return p.RSSMonitorInterval == 250*time.Millisecond }},
+		{"queryMemoryLoadSheddingSizeReferenceBytes", "2147483648", false, nil}, // at most 1 GiB
+		{"noSuchParameter", "1", false, nil},
+	}
+	for _, c := range cases {
+		p, err := ParamsFrom(map[string]string{c.name: c.text})
+		if (err == nil) != c.ok {
+			t.Errorf("%s=%s: err %v, want ok=%v", c.name, c.text, err, c.ok)
+			continue
+		}
+		if err != nil && !strings.Contains(err.Error(), c.name) {
+			t.Errorf("%s=%s: error %q does not name the parameter", c.name, c.text, err)
+		}
+		if c.ok && !c.check(p) {
+			t.Errorf("%s=%s: not applied: %+v", c.name, c.text, p)
+		}
+	}
+	// BSON values: a whole double may set an integer, a fraction may not.
+	s, _ := LookupParam("throughputProbingMinConcurrency")
+	if v, err := s.Coerce(8.0); err != nil || v != int64(8) {
+		t.Errorf("Coerce(8.0) = %v, %v", v, err)
+	}
+	if _, err := s.Coerce(8.5); err == nil {
+		t.Error("Coerce(8.5) of an int parameter accepted")
+	}
+	h, _ := LookupParam("queryMemoryLoadSheddingHighMarkPercent")
+	if v, err := h.Coerce(int32(90)); err != nil || v != 90.0 {
+		t.Errorf("Coerce(int32 90) of a double = %v, %v", v, err)
+	}
+	// The marks are checked together.
+	if _, err := ParamsFrom(map[string]string{"queryMemoryLoadSheddingLowMarkPercent": "80", "queryMemoryLoadSheddingHighMarkPercent": "70"}); err == nil {
+		t.Error("high mark below the low mark accepted")
+	}
+}
