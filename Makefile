@@ -66,7 +66,7 @@ run: build
 	$(BIN)/qmlsab report --format html,json,perf,bench,md
 
 calibrate: build
-	$(BIN)/mongosim calibrate --arms D,E --seeds 5
+	$(BIN)/qmlsab calibrate --arms D,E,F --seeds 5
 
 clean:
 	rm -rf $(BIN)

@@ -14,7 +14,7 @@ type CensusOp struct {
 	Stage        string // the pipeline's blocking stage, when reported
 }
 
-// Census fields are stored in a Sample's Values beside serverStatus's:
+// Census fields are stored in a store.Sample's Values beside serverStatus's:
 // census.running, census.queued, census.trackedBytes, and
 // census.stage.<stage> (operations per stage).
 const (

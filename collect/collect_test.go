@@ -2,8 +2,6 @@ package collect
 
 import (
 	"context"
-	"math"
-	"slices"
 	"testing"
 	"time"
 
@@ -11,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/mongosim"
 )
 
@@ -100,63 +99,6 @@ func TestExtractReadsMongosim(t *testing.T) {
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
-func at(sec float64) time.Time { return t0.Add(time.Duration(sec * float64(time.Second))) }
-
-func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
-
-func TestRatesUseRealTimestampsAndSurviveRestarts(t *testing.T) {
-	s := []Sample{
-		{At: at(0), Member: "a", Up: true, ProcessID: "p1", Values: map[string]float64{"read.low.canceled": 100, "uptimeMillis": 1000}},
-		{At: at(1), Member: "a", Up: true, ProcessID: "p1", Values: map[string]float64{"read.low.canceled": 110, "uptimeMillis": 2000}},
-		{At: at(3), Member: "a", Up: true, ProcessID: "p1", Values: map[string]float64{"read.low.canceled": 150, "uptimeMillis": 4000}}, // a late sample: 2 s
-		{At: at(4), Member: "a", Up: false}, // down: a gap
-		{At: at(6), Member: "a", Up: true, ProcessID: "p2", Values: map[string]float64{"read.low.canceled": 9, "uptimeMillis": 500}}, // restarted
-		{At: at(7), Member: "a", Up: true, ProcessID: "p2", Values: map[string]float64{"read.low.canceled": 19, "uptimeMillis": 1500}},
-	}
-	got := Rates(s, "read.low.canceled")
-	want := []Point{{at(1), 10}, {at(3), 20}, {at(6), 3}, {at(7), 10}}
-	if len(got) != len(want) {
-		t.Fatalf("rates %v, want %v", got, want)
-	}
-	for i := range want {
-		if !got[i].At.Equal(want[i].At) || !near(got[i].Value, want[i].Value) {
-			t.Errorf("rate %d = %v, want %v", i, got[i], want[i])
-		}
-	}
-}
-
-func TestPrimaryRatesAcrossAChangeOfPrimary(t *testing.T) {
-	// a is primary until it dies after t=2; b, whose own counter is far
-	// larger, is primary from t=3. The series must never take b's total
-	// minus a's as a rate.
-	var s []Sample
-	for i, v := range []float64{0, 50, 100} {
-		s = append(s, Sample{At: at(float64(i)), Member: "a", Up: true, Primary: true, ProcessID: "pa", Values: map[string]float64{"read.low.removedFromQueue": v, "read.low.canceled": v / 2}})
-	}
-	for i, v := range []float64{10000, 10000, 10000, 10060, 10120} {
-		s = append(s, Sample{At: at(float64(i)), Member: "b", Up: true, Primary: i >= 3, ProcessID: "pb", Values: map[string]float64{"read.low.removedFromQueue": v, "read.low.canceled": v - 10000}})
-	}
-	s = append(s, Sample{At: at(3), Member: "a", Up: false}, Sample{At: at(4), Member: "a", Up: false})
-	removed := PrimaryRates(s, "read.low.removedFromQueue")
-	want := []float64{50, 50, 60, 60}
-	if len(removed) != len(want) {
-		t.Fatalf("primary rates %v", removed)
-	}
-	for i, w := range want {
-		if !near(removed[i].Value, w) {
-			t.Errorf("primary rate %d = %v, want %v", i, removed[i].Value, w)
-		}
-	}
-	adm, kills := Departures(s)
-	// a: 50 departures/s, 25 of them kills; b: 60/s, all kills.
-	if !near(adm[0].Value, 25) || !near(kills[0].Value, 25) || !near(adm[2].Value, 0) || !near(kills[2].Value, 60) {
-		t.Errorf("departures split: admissions %v kills %v", adm, kills)
-	}
-	if g := PrimaryGauge(s, "read.low.canceled"); len(g) != 5 {
-		t.Errorf("primary gauge has %d points, want one per second with a primary", len(g))
-	}
-}
-
 func TestSamplerSeesAGapAFailoverAndARestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -192,35 +134,13 @@ func TestSamplerSeesAGapAFailoverAndARestart(t *testing.T) {
 	if gaps == 0 {
 		t.Error("no gap sampled while a member was down")
 	}
-	if n := PrimaryChanges(samples); n != 1 {
+	if n := metric.PrimaryChanges(samples); n != 1 {
 		t.Errorf("primary changes = %d, want 1", n)
 	}
-	if n := Restarts(samples); n != 1 {
+	if n := metric.RestartCount(samples); n != 1 {
 		t.Errorf("restarts = %d, want 1 (the killed member came back as a new process)", n)
 	}
-	if len(PrimaryGauge(samples, "read.totalTickets")) == 0 {
+	if len(metric.PrimaryGauge(samples, "read.totalTickets")) == 0 {
 		t.Error("no primary series")
-	}
-}
-
-func TestUnreachableCountsOnlyTimeWithEveryMemberDown(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	samples := []Sample{
-		{At: at(0), Member: "a", Up: true}, {At: at(0.1), Member: "b", Up: true},
-		{At: at(1), Member: "a", Up: false}, {At: at(1.1), Member: "b", Up: true}, // one down: not unreachable
-		{At: at(2), Member: "b", Up: false}, // from here both down
-		{At: at(3), Member: "a", Up: false}, {At: at(3.1), Member: "b", Up: false},
-		{At: at(4.5), Member: "a", Up: true}, {At: at(5), Member: "b", Up: true}, // 2.5 s
-		{At: at(6), Member: "a", Up: false}, {At: at(6.1), Member: "b", Up: false}, // down to the end
-		{At: at(7.1), Member: "a", Up: false}, // 1 s
-	}
-	// Out of order on purpose: samples of concurrent members arrive unordered.
-	slices.Reverse(samples)
-	if got, want := Unreachable(samples), 3500*time.Millisecond; got != want {
-		t.Fatalf("Unreachable = %v, want %v", got, want)
-	}
-	if got := Unreachable(samples[:0]); got != 0 {
-		t.Fatalf("no samples: %v", got)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/qmlsab/qmlsab/store"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -23,7 +25,7 @@ type Sampler struct {
 	Census bool
 
 	mu      sync.Mutex
-	samples []Sample
+	samples []store.Sample
 }
 
 // Run samples until ctx ends.
@@ -68,21 +70,21 @@ func (s *Sampler) Run(ctx context.Context) {
 	}
 }
 
-func (s *Sampler) add(smp Sample) {
+func (s *Sampler) add(smp store.Sample) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.samples = append(s.samples, smp)
 }
 
 // Samples returns what was sampled so far.
-func (s *Sampler) Samples() []Sample {
+func (s *Sampler) Samples() []store.Sample {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Sample(nil), s.samples...)
+	return append([]store.Sample(nil), s.samples...)
 }
 
-func sampleMember(ctx context.Context, c *mongo.Client, member string, timeout time.Duration, census bool) Sample {
-	smp := Sample{At: time.Now(), Member: member}
+func sampleMember(ctx context.Context, c *mongo.Client, member string, timeout time.Duration, census bool) store.Sample {
+	smp := store.Sample{At: time.Now(), Member: member}
 	if c == nil {
 		return smp
 	}
@@ -109,58 +111,4 @@ func sampleMember(ctx context.Context, c *mongo.Client, member string, timeout t
 		}
 	}
 	return smp
-}
-
-// Change is a topology event seen in the samples: a new primary, or a
-// member's process restart.
-type Change struct {
-	At     time.Time `json:"at"`
-	Member string    `json:"member"`
-}
-
-// PrimaryChanges counts the times the primary became a different member
-// (or a restarted process) between consecutive observations of a primary.
-func PrimaryChanges(samples []Sample) int { return len(NewPrimaries(samples)) }
-
-// NewPrimaries are the primary changes, each at the first sample that saw
-// the new primary.
-func NewPrimaries(samples []Sample) []Change {
-	type ident struct{ member, process string }
-	var last *ident
-	var out []Change
-	sorted := append([]Sample(nil), samples...)
-	sortByTime(sorted)
-	for _, s := range sorted {
-		if !s.Up || !s.Primary {
-			continue
-		}
-		cur := ident{s.Member, s.ProcessID}
-		if last != nil && *last != cur {
-			out = append(out, Change{At: s.At, Member: s.Member})
-		}
-		last = &cur
-	}
-	return out
-}
-
-// Restarts counts member process restarts seen in the samples.
-func Restarts(samples []Sample) int { return len(RestartsSeen(samples)) }
-
-// RestartsSeen are the member restarts, each at the first sample of the
-// new process.
-func RestartsSeen(samples []Sample) []Change {
-	var out []Change
-	for _, ss := range ByMember(samples) {
-		var prev *Sample
-		for i := range ss {
-			if !ss[i].Up {
-				continue
-			}
-			if prev != nil && restarted(*prev, ss[i]) {
-				out = append(out, Change{At: ss[i].At, Member: ss[i].Member})
-			}
-			prev = &ss[i]
-		}
-	}
-	return out
 }

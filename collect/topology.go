@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/qmlsab/qmlsab/metric"
 	"go.mongodb.org/mongo-driver/v2/event"
 )
 
@@ -15,7 +16,7 @@ type PrimaryWatcher struct {
 	mu      sync.Mutex
 	current string
 	seen    bool
-	changes []Change
+	changes []metric.Change
 }
 
 // Monitor is the driver hook (options.Client().SetServerMonitor).
@@ -33,7 +34,7 @@ func (w *PrimaryWatcher) Monitor() *event.ServerMonitor {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		if w.seen && primary != w.current {
-			w.changes = append(w.changes, Change{At: time.Now(), Member: primary})
+			w.changes = append(w.changes, metric.Change{At: time.Now(), Member: primary})
 		}
 		w.current, w.seen = primary, true
 	}}
@@ -41,8 +42,8 @@ func (w *PrimaryWatcher) Monitor() *event.ServerMonitor {
 
 // Changes are the primary changes seen so far (the first primary the
 // driver discovered is not a change).
-func (w *PrimaryWatcher) Changes() []Change {
+func (w *PrimaryWatcher) Changes() []metric.Change {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return append([]Change(nil), w.changes...)
+	return append([]metric.Change(nil), w.changes...)
 }

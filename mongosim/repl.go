@@ -206,7 +206,7 @@ func (s *Server) saveMetaLocked() {
 
 // parseConfig validates a replica-set config document and fills defaults.
 func (s *Server) parseConfig(raw bson.Raw) (*replConfig, error) {
-	c := &replConfig{electionTimeout: 10 * time.Second, heartbeatInterval: 2 * time.Second, version: 1}
+	c := &replConfig{electionTimeout: DefaultElectionTimeout, heartbeatInterval: DefaultHeartbeatInterval, version: 1}
 	c.name, _ = raw.Lookup("_id").StringValueOK()
 	if c.name != s.opts.ReplSet {
 		return nil, mongoerr.New(mongoerr.InvalidReplicaSetConfig, "Attempting to initiate a replica set with name %s, but command line reports %s; rejecting", c.name, s.opts.ReplSet)

@@ -16,6 +16,19 @@ import (
 	"github.com/qmlsab/qmlsab/mongosim/wire"
 )
 
+// Defaults of a replica set and of its members' supervision, the same on
+// every path that runs one (in-process sets, cmd/mongosim, the local
+// target's supervisor and the virtual engine).
+const (
+	// DefaultElectionTimeout is mongod's settings.electionTimeoutMillis.
+	DefaultElectionTimeout = 10 * time.Second
+	// DefaultHeartbeatInterval is mongod's settings.heartbeatIntervalMillis.
+	DefaultHeartbeatInterval = 2 * time.Second
+	// DefaultRestartDelay is how long a crashed member stays down before
+	// an automation agent restarts it.
+	DefaultRestartDelay = 5 * time.Second
+)
+
 // ReplicaSetOptions configure an in-process replica set.
 type ReplicaSetOptions struct {
 	Name    string // default "rs0"
@@ -57,13 +70,13 @@ func StartReplicaSet(ctx context.Context, opts ReplicaSetOptions) (*ReplicaSet, 
 		opts.Members = 3
 	}
 	if opts.ElectionTimeout == 0 {
-		opts.ElectionTimeout = 10 * time.Second
+		opts.ElectionTimeout = DefaultElectionTimeout
 	}
 	if opts.HeartbeatInterval == 0 {
-		opts.HeartbeatInterval = 2 * time.Second
+		opts.HeartbeatInterval = DefaultHeartbeatInterval
 	}
 	if opts.RestartDelay == 0 {
-		opts.RestartDelay = 5 * time.Second
+		opts.RestartDelay = DefaultRestartDelay
 	}
 	rs := &ReplicaSet{opts: opts}
 	for i := 0; i < opts.Members; i++ {

@@ -27,6 +27,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/qmlsab/qmlsab/mongosim/model"
 	"github.com/qmlsab/qmlsab/mongosim/wire"
 )
 
@@ -111,8 +112,8 @@ func Start(opts Options) (*Server, error) {
 	if opts.BindIP == "" {
 		opts.BindIP = "127.0.0.1"
 	}
-	if opts.MemLimitMB == 0 {
-		opts.MemLimitMB = 32768
+	if opts.MemLimitMB <= 0 {
+		opts.MemLimitMB = model.DefaultHardware().MemLimitBytes >> 20
 	}
 	if opts.Storage == nil {
 		opts.Storage = &MemStorage{}

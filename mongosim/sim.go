@@ -28,23 +28,10 @@ type simulation struct {
 }
 
 // Hardware is the modelled machine of a member with these options and a
-// memory limit.
+// memory limit; zero values take the model's documented defaults (an M50).
 func (so SimOptions) Hardware(memLimitMB int64) model.Hardware {
-	hw := model.DefaultHardware()
-	if so.CPUs > 0 {
-		hw.CPUs = so.CPUs
-	}
-	hw.MemLimitBytes = memLimitMB << 20
-	if so.BaselineMB > 0 {
-		hw.BaselineBytes = so.BaselineMB << 20
-	}
-	if hw.BaselineBytes >= hw.MemLimitBytes {
-		hw.BaselineBytes = hw.MemLimitBytes / 5
-	}
-	if so.DiskMBps > 0 {
-		hw.DiskBytesPerSec = so.DiskMBps * (1 << 20)
-	}
-	return hw
+	return model.Hardware{CPUs: so.CPUs, MemLimitBytes: memLimitMB << 20, BaselineBytes: so.BaselineMB << 20,
+		DiskBytesPerSec: so.DiskMBps * (1 << 20)}.WithDefaults()
 }
 
 // Simulation options of a member (mongosim-only flags, --sim...).

@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"slices"
+
+	"github.com/qmlsab/qmlsab/metric"
 )
 
 // Options shape an analysis.
@@ -145,4 +147,18 @@ func Analyze(in *Input, opts Options) (*Analysis, error) {
 		a.Warnings = append(a.Warnings, Warning{Text: "SIMULATED: the trials ran against mongosim, a model of mongod; these are not measurements of a real server"})
 	}
 	return a, nil
+}
+
+// metricNames are the metrics present in any trial, in the registry's
+// order, then unknown ones sorted.
+func metricNames(in *Input) []string {
+	present := map[string]bool{}
+	for _, ts := range in.Trials {
+		for _, t := range ts {
+			for k := range t.Metrics {
+				present[k] = true
+			}
+		}
+	}
+	return metric.Ordered(present)
 }

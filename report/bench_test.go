@@ -10,8 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qmlsab/qmlsab/collect"
-	"github.com/qmlsab/qmlsab/run"
+	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/workload"
 )
@@ -37,8 +36,8 @@ func synthRun(tb testing.TB, dir string, armNames []string, n int, dur time.Dura
 				tb.Fatal(err)
 			}
 			start := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
-			var samples []collect.Sample
-			var outcomes []run.Second
+			var samples []store.Sample
+			var outcomes []store.OutcomeSecond
 			victims := &store.Victims{}
 			for s := range secs {
 				at := start.Add(time.Duration(s) * time.Second)
@@ -48,22 +47,22 @@ func synthRun(tb testing.TB, dir string, armNames []string, n int, dur time.Dura
 						"read.totalTickets": 128 - 110*load, "read.low.queueLength": 600 * load * rng.Float64(),
 						"read.low.removedFromQueue": float64(s * 170), "read.low.canceled": float64(s * 30),
 						"queryMemory.operationsShed": float64(s * 50), "census.running": 12, "census.queued": 300 * load}
-					samples = append(samples, collect.Sample{At: at, Member: fmt.Sprintf("member%d", mem), Up: true, Primary: mem == 0, ProcessID: "p", Values: v})
+					samples = append(samples, store.Sample{At: at, Member: fmt.Sprintf("member%d", mem), Up: true, Primary: mem == 0, ProcessID: "p", Values: v})
 				}
-				outcomes = append(outcomes, run.Second{T: s, Storm: map[string]int{"completed": 100, "shed": 50},
+				outcomes = append(outcomes, store.OutcomeSecond{T: s, Storm: map[string]int{"completed": 100, "shed": 50},
 					Canary: map[string]int{"ok": 19, "failed": 1}, StormLatency: []int{0, 3, 10, 40, 30, 17}, CanaryLatency: []int{15, 5}})
 				for range 5 {
 					victims.Add(int64(20<<20+rng.IntN(20<<20)), "$setWindowFields")
 				}
 			}
-			events := []run.Event{{At: start, Kind: "phase", Phase: "warmup"}, {At: start.Add(w.Phases.Warmup), Kind: "phase", Phase: "storm"},
+			events := []store.Event{{At: start, Kind: "phase", Phase: "warmup"}, {At: start.Add(w.Phases.Warmup), Kind: "phase", Phase: "storm"},
 				{At: start.Add(w.Phases.Warmup + w.Phases.Storm), Kind: "phase", Phase: "recovery"}}
 			tr := store.Trial{Schema: store.TrialSchema, Arm: arm, Index: i, Started: start, Simulated: true, Clock: "virtual", Victims: victims,
 				Phases:  map[string]float64{"warmup": 0, "storm": w.Phases.Warmup.Seconds(), "recovery": (w.Phases.Warmup + w.Phases.Storm).Seconds()},
 				Metrics: map[string]float64{"availability": 0.95 + 0.01*rng.Float64(), "failovers": 0, "sheds_per_s": 50 + rng.Float64(), "admissions_per_s": 160 + rng.Float64()}}
 			for _, err := range []error{
 				store.WriteJSONLinesGz(filepath.Join(tdir, "samples.jsonl.gz"), samples),
-				store.WriteJSONLinesGz(filepath.Join(tdir, "series.jsonl.gz"), collect.PerSecond(samples, start)),
+				store.WriteJSONLinesGz(filepath.Join(tdir, "series.jsonl.gz"), metric.PerSecond(samples, start)),
 				store.WriteJSONLinesGz(filepath.Join(tdir, "outcomes.jsonl.gz"), outcomes),
 				store.WriteJSONLinesGz(filepath.Join(tdir, "events.jsonl.gz"), events),
 				store.WriteJSON(filepath.Join(tdir, "trial.json"), tr),

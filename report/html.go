@@ -13,8 +13,7 @@ import (
 	"github.com/go-echarts/go-echarts/v2/opts"
 	"github.com/go-echarts/go-echarts/v2/render"
 
-	"github.com/qmlsab/qmlsab/arms"
-	"github.com/qmlsab/qmlsab/collect"
+	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/templates"
 )
@@ -39,7 +38,7 @@ type page struct {
 	Sections                                                                                   []section
 	TrialCols                                                                                  []string
 	TrialRows                                                                                  []trialRow
-	Definitions                                                                                []Metric
+	Definitions                                                                                []metric.Metric
 	MaxPoints                                                                                  int
 	EchartsNotice                                                                              string
 	EchartsJS                                                                                  template.JS
@@ -90,7 +89,7 @@ func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 	}
 	if m := a.In.Manifests; len(m) > 0 {
 		p.Target, p.Created, p.Host = m[0].Target, m[0].Created.UTC().Format("2006-01-02 15:04:05 UTC"), m[0].Host
-		p.Builds = builds(m[0].Arms)
+		p.Builds = builds(m[0].ArmList)
 	}
 	if w := a.In.Workload.SpillToDisk; w != nil {
 		p.Phases = fmt.Sprintf("warmup %s, storm %s at %.0f queries/s, recovery %s; canaries %.0f/s, SLO %s",
@@ -104,7 +103,7 @@ func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 	}
 	p.Interleave = strings.Join(il, " ") + " …"
 	for _, name := range keyMetrics(a) {
-		row := verdictRow{Title: LookupMetric(name).Title}
+		row := verdictRow{Title: metric.Lookup(name).Title}
 		for _, arm := range a.Arms {
 			s, ok := arm.Metrics[name]
 			if !ok {
@@ -138,7 +137,7 @@ func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 	}
 	p.TrialCols = keyMetrics(a)
 	for i, c := range p.TrialCols {
-		p.TrialCols[i] = LookupMetric(c).Title
+		p.TrialCols[i] = metric.Lookup(c).Title
 	}
 	for _, arm := range a.In.Arms {
 		for _, t := range a.In.Trials[arm] {
@@ -155,7 +154,7 @@ func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 		}
 	}
 	for _, m := range a.MetricNames {
-		if lm := LookupMetric(m); lm.Definition != "" {
+		if lm := metric.Lookup(m); lm.Definition != "" {
 			p.Definitions = append(p.Definitions, lm)
 		}
 	}
@@ -183,16 +182,8 @@ func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// builds lists each arm's build label from the manifest's arms.
-func builds(armsJSON json.RawMessage) []string {
-	var y string
-	if json.Unmarshal(armsJSON, &y) != nil {
-		return nil
-	}
-	list, err := arms.Parse("manifest.json", []byte(y))
-	if err != nil {
-		return nil
-	}
+// builds lists each arm's build label from the manifest.
+func builds(list []store.ArmInfo) []string {
 	var out []string
 	for _, a := range list {
 		b := a.Build
@@ -205,8 +196,8 @@ func builds(armsJSON json.RawMessage) []string {
 }
 
 // unitNumber formats a value in its metric's unit.
-func unitNumber(metric string, v float64) string {
-	switch LookupMetric(metric).Unit {
+func unitNumber(name string, v float64) string {
+	switch metric.Lookup(name).Unit {
 	case "B":
 		return fmt.Sprintf("%.2f GiB", v/(1<<30))
 	case "ms":
@@ -283,7 +274,7 @@ func chartSections(a *Analysis, options map[string]json.RawMessage) ([]section, 
 		for i := range a.Arms {
 			data = append(data, opts.BarData{Value: median(&a.Arms[i], m)})
 		}
-		sva.AddSeries(LookupMetric(m).Title, data)
+		sva.AddSeries(metric.Lookup(m).Title, data)
 	}
 	options["sheds-vs-admissions"] = option(sva)
 	var tbl strings.Builder
@@ -314,13 +305,13 @@ func chartSections(a *Analysis, options map[string]json.RawMessage) ([]section, 
 	}
 	ts := []tsDef{
 		{"ts-tickets", "Read tickets on the primary", "tickets", func(d *trialData) [][2]float64 {
-			return d.gauge(func(s collect.Second) *float64 { return s.ReadTix }, 1)
+			return d.gauge(func(s store.Second) *float64 { return s.ReadTix }, 1)
 		}},
 		{"ts-queue", "Low-priority read queue length on the primary", "queued ops", func(d *trialData) [][2]float64 {
-			return d.gauge(func(s collect.Second) *float64 { return s.LowQueue }, 1)
+			return d.gauge(func(s store.Second) *float64 { return s.LowQueue }, 1)
 		}},
 		{"ts-rss", "Resident memory of the primary", "GiB", func(d *trialData) [][2]float64 {
-			return d.gauge(func(s collect.Second) *float64 { return s.ResidentMB }, 1.0/1024)
+			return d.gauge(func(s store.Second) *float64 { return s.ResidentMB }, 1.0/1024)
 		}},
 		{"ts-availability", "Canary availability per second (share within the SLO)", "availability", (*trialData).availabilityPerSecond},
 		{"ts-sheds", "Sheds and killOp kills per second", "ops/s", (*trialData).shedsPerSecond},
@@ -526,9 +517,9 @@ func addMemoryMarks(line *charts.Line, data []*trialData) {
 // cellValue is a summary as the verdict shows it: median [min–max], and
 // for counts also the total over the trials (counts compared as counts:
 // 3 failovers in 5 trials is not "median 0").
-func cellValue(metric string, s Summary) string {
-	v := fmt.Sprintf("%s [%s–%s]", unitNumber(metric, s.Median), unitNumber(metric, s.Min), unitNumber(metric, s.Max))
-	if LookupMetric(metric).Count {
+func cellValue(name string, s Summary) string {
+	v := fmt.Sprintf("%s [%s–%s]", unitNumber(name, s.Median), unitNumber(name, s.Min), unitNumber(name, s.Max))
+	if metric.Lookup(name).Count {
 		total := 0.0
 		for _, x := range s.Values {
 			total += x

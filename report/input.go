@@ -10,7 +10,6 @@ import (
 	"sort"
 
 	"github.com/qmlsab/qmlsab/store"
-	"github.com/qmlsab/qmlsab/workload"
 )
 
 // Trial is one finished trial of an input.
@@ -27,7 +26,7 @@ type Trial struct {
 type Input struct {
 	Dirs      []string
 	Manifests []store.Manifest
-	Workload  workload.Spec
+	Workload  store.WorkloadHead
 	// Arms in order of first appearance (the first is the default
 	// baseline).
 	Arms      []string
@@ -53,16 +52,17 @@ func Load(dirs []string) (*Input, error) {
 			return nil, err
 		}
 		m := r.Manifest
-		var spec workload.Spec
-		if err := json.Unmarshal(m.Workload, &spec); err != nil || spec.Kind == "" {
-			return nil, fmt.Errorf("%s: workload: not a workload this qmlsab reads (%v)", filepath.Join(dir, "manifest.json"), err)
+		var spec store.WorkloadHead
+		var whole any
+		if err := json.Unmarshal(m.Workload, &spec); err != nil || spec.Kind == "" || json.Unmarshal(m.Workload, &whole) != nil {
+			return nil, fmt.Errorf("%s: workload: not a workload this qmlsab reads (%v)", filepath.Join(dir, store.ManifestFile), err)
 		}
-		wl, _ := json.Marshal(spec)
+		wl, _ := json.Marshal(whole) // canonical: keys sorted
 		if firstWL == nil {
 			firstWL, in.Workload = wl, spec
 		} else if !bytes.Equal(wl, firstWL) {
 			return nil, fmt.Errorf("%s: workload %s differs from %s's (%s): runs are combined only when their workloads match",
-				filepath.Join(dir, "manifest.json"), spec.Name, dirs[0], in.Workload.Name)
+				filepath.Join(dir, store.ManifestFile), spec.Name, dirs[0], in.Workload.Name)
 		}
 		in.Dirs = append(in.Dirs, dir)
 		in.Manifests = append(in.Manifests, m)
@@ -122,7 +122,7 @@ func Newest(root string) (string, error) {
 	var runs []string
 	for _, e := range entries {
 		if e.IsDir() {
-			if _, err := os.Stat(filepath.Join(root, e.Name(), "manifest.json")); err == nil {
+			if _, err := os.Stat(filepath.Join(root, e.Name(), store.ManifestFile)); err == nil {
 				runs = append(runs, e.Name())
 			}
 		}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/qmlsab/qmlsab/metric"
 )
 
 // SummarySchema is summary.json's schema.
@@ -234,7 +236,7 @@ func Markdown(a *Analysis) []byte {
 	}
 	fmt.Fprintln(&b)
 	for _, name := range keyMetrics(a) {
-		fmt.Fprintf(&b, "| %s |", LookupMetric(name).Title)
+		fmt.Fprintf(&b, "| %s |", metric.Lookup(name).Title)
 		for _, arm := range a.Arms {
 			s, ok := arm.Metrics[name]
 			if !ok {
@@ -295,7 +297,7 @@ func md(s string) string {
 func keyMetrics(a *Analysis) []string {
 	var out []string
 	for _, name := range a.MetricNames {
-		if LookupMetric(name).Key {
+		if metric.Lookup(name).Key {
 			out = append(out, name)
 		}
 	}

@@ -10,17 +10,16 @@ import (
 	"sync"
 	"time"
 
-	"github.com/qmlsab/qmlsab/collect"
-	"github.com/qmlsab/qmlsab/run"
+	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/store"
 )
 
 // trialData is a valid trial's raw files, read for the charts.
 type trialData struct {
 	Trial
-	series   []collect.Second
-	events   []run.Event
-	outcomes []run.Second
+	series   []store.Second
+	events   []store.Event
+	outcomes []store.OutcomeSecond
 }
 
 // readTrial reads a trial's raw files; a missing or corrupt file is an
@@ -30,20 +29,20 @@ func readTrial(t Trial) (*trialData, error) {
 	var err error
 	// The derived per-second series; a run written before they were
 	// stored has only the raw samples, from which they are derived here.
-	if d.series, err = readOptional[collect.Second](filepath.Join(t.Dir, "series.jsonl.gz")); err != nil {
+	if d.series, err = readOptional[store.Second](filepath.Join(t.Dir, store.SeriesFile)); err != nil {
 		return nil, err
 	}
 	if d.series == nil {
-		samples, err := store.ReadJSONLinesGz[collect.Sample](filepath.Join(t.Dir, "samples.jsonl.gz"))
+		samples, err := store.ReadJSONLinesGz[store.Sample](filepath.Join(t.Dir, store.SamplesFile))
 		if err != nil {
 			return nil, err
 		}
-		d.series = collect.PerSecond(samples, t.Started)
+		d.series = metric.PerSecond(samples, t.Started)
 	}
-	if d.events, err = readOptional[run.Event](filepath.Join(t.Dir, "events.jsonl.gz")); err != nil {
+	if d.events, err = readOptional[store.Event](filepath.Join(t.Dir, store.EventsFile)); err != nil {
 		return nil, err
 	}
-	if d.outcomes, err = readOptional[run.Second](filepath.Join(t.Dir, "outcomes.jsonl.gz")); err != nil {
+	if d.outcomes, err = readOptional[store.OutcomeSecond](filepath.Join(t.Dir, store.OutcomesFile)); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -62,7 +61,7 @@ func readOptional[T any](path string) ([]T, error) {
 func (d *trialData) rel(t time.Time) float64 { return t.Sub(d.Started).Seconds() }
 
 // gauge is one per-second series, scaled.
-func (d *trialData) gauge(field func(collect.Second) *float64, scale float64) [][2]float64 {
+func (d *trialData) gauge(field func(store.Second) *float64, scale float64) [][2]float64 {
 	var out [][2]float64
 	for _, s := range d.series {
 		if v := field(s); v != nil {

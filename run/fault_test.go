@@ -16,7 +16,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/qmlsab/qmlsab/arms"
-	"github.com/qmlsab/qmlsab/collect"
 	"github.com/qmlsab/qmlsab/internal/stormtest"
 	"github.com/qmlsab/qmlsab/mongosim"
 	"github.com/qmlsab/qmlsab/progress"
@@ -65,7 +64,7 @@ func faultConfig(t *testing.T, arm arms.Arm, faults ...Fault) Config {
 // runFaulted runs the trial and returns it with its events and samples;
 // the trial must be valid (a fault of the system under test is an
 // outcome) and every fault must have been applied.
-func runFaulted(t *testing.T, cfg Config) (store.Trial, []Event, []collect.Sample) {
+func runFaulted(t *testing.T, cfg Config) (store.Trial, []store.Event, []store.Sample) {
 	t.Helper()
 	if _, err := Execute(context.Background(), cfg); err != nil {
 		t.Fatal(err)
@@ -79,11 +78,11 @@ func runFaulted(t *testing.T, cfg Config) (store.Trial, []Event, []collect.Sampl
 		t.Fatalf("the trial is %s (%s); a fault of the system under test must not invalidate it", ts.Status, ts.Reason)
 	}
 	dir := store.TrialDir(cfg.Dir, arm, 1)
-	events, err := store.ReadJSONLinesGz[Event](filepath.Join(dir, "events.jsonl.gz"))
+	events, err := store.ReadJSONLinesGz[store.Event](filepath.Join(dir, "events.jsonl.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	samples, err := store.ReadJSONLinesGz[collect.Sample](filepath.Join(dir, "samples.jsonl.gz"))
+	samples, err := store.ReadJSONLinesGz[store.Sample](filepath.Join(dir, "samples.jsonl.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +312,7 @@ func TestResultsDiskFullStopsTheRunCleanly(t *testing.T) {
 	}
 	for _, trials := range r.Trials {
 		for _, tr := range trials {
-			if _, err := store.ReadJSONLinesGz[collect.Sample](filepath.Join(store.TrialDir(cfg.Dir, tr.Arm, tr.Index), "samples.jsonl.gz")); err != nil {
+			if _, err := store.ReadJSONLinesGz[store.Sample](filepath.Join(store.TrialDir(cfg.Dir, tr.Arm, tr.Index), "samples.jsonl.gz")); err != nil {
 				t.Errorf("a finished trial was damaged: %v", err)
 			}
 		}

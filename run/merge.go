@@ -3,7 +3,6 @@ package run
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"time"
 
 	"github.com/qmlsab/qmlsab/arms"
@@ -40,36 +39,8 @@ func runMergeTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, see
 	if err != nil {
 		return store.Invalid, "workload: " + err.Error()
 	}
-	trial := store.Trial{Schema: store.TrialSchema, Arm: arm.Name, Index: index, Started: start, Simulated: dep.Simulated(), Clock: Wall,
-		Metrics: SummarizeMerge(res, sampler.Samples())}
+	trial := store.Trial{Schema: store.TrialSchema, Arm: arm.Name, Index: index, Started: start, Simulated: dep.Simulated(), Clock: Wall}
 	trial.Metadata, _ = json.Marshal(map[string]any{"target": dep.Describe(), "members": dep.Startup(), "seed": seed, "clock": Wall,
 		"forced": res.Forced, "forcedNote": res.ForcedNote})
-	for _, w := range []func() error{
-		func() error { return store.WriteJSONLinesGz(filepath.Join(dir, "samples.jsonl.gz"), sampler.Samples()) },
-		func() error { return store.WriteJSONLinesGz(filepath.Join(dir, "merge.jsonl.gz"), res.Ops) },
-		func() error { return store.WriteJSON(filepath.Join(dir, "trial.json"), trial) },
-	} {
-		if err := w(); err != nil {
-			return store.Invalid, "writing results: " + err.Error()
-		}
-	}
-	return store.Valid, ""
-}
-
-// SummarizeMerge is a merge trial's metrics: unsafe_sheds (DESIGN.md), and
-// the ops' outcomes by read preference.
-func SummarizeMerge(res workload.MergeRun, samples []collect.Sample) map[string]float64 {
-	m := map[string]float64{"unsafe_sheds": float64(res.UnsafeSheds()), "merge_ops": float64(len(res.Ops))}
-	for _, o := range res.Ops {
-		m["merge_"+string(o.Outcome)]++
-		if o.Unsafe {
-			m["unsafe_sheds_"+o.ReadPreference]++
-		}
-	}
-	for _, k := range []string{"merge_completed", "merge_shed", "merge_killed", "merge_failed", "unsafe_sheds_primary", "unsafe_sheds_secondary"} {
-		m[k] += 0 // present as zero: these are counts, not missing measurements
-	}
-	m["failovers"] = float64(collect.PrimaryChanges(samples))
-	m["restarts"] = float64(collect.Restarts(samples))
-	return m
+	return writeTrial(dir, trial, start, store.Records{Samples: sampler.Samples(), Merge: &res})
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/arms/actor"
 	"github.com/qmlsab/qmlsab/collect"
+	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/mongosim"
 	"github.com/qmlsab/qmlsab/progress"
 	"github.com/qmlsab/qmlsab/store"
@@ -241,6 +242,9 @@ func manifest(cfg Config) (store.Manifest, error) {
 	wl, _ := json.Marshal(cfg.Workload)
 	m := store.Manifest{Schema: store.ManifestSchema, WorkloadName: cfg.Workload.Name, ToolVersion: cfg.ToolVersion, Created: time.Now().UTC(), Host: host,
 		CommandLine: redactArgs(cfg.CommandLine), Workload: wl, Arms: armsJSON, Seed: cfg.Seed, Target: cfg.Arms[0].Target}
+	for _, a := range cfg.Arms {
+		m.ArmList = append(m.ArmList, store.ArmInfo{Name: a.Name, Build: a.Build, Target: a.Target, Parameters: a.SetParameters})
+	}
 	m.Clock = Wall
 	for _, a := range cfg.Arms {
 		m.Simulated = m.Simulated || a.Embedded()
@@ -308,13 +312,13 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 	var bg sync.WaitGroup
 	bg.Go(func() { sampler.Run(tctx) })
 	var kmu sync.Mutex
-	var kills []actor.KillEvent
+	var kills []store.Kill
 	if k := arm.KillOp(); k != nil {
 		c, err := mongo.Connect(options.Client().ApplyURI(dep.URI()).SetAppName("qmlsab-killop"))
 		if err == nil {
 			defer c.Disconnect(context.Background())
 			bg.Go(func() {
-				_ = actor.KillOp(tctx, c, *k, func(e actor.KillEvent) { kmu.Lock(); kills = append(kills, e); kmu.Unlock() })
+				_ = actor.KillOp(tctx, c, *k, func(e store.Kill) { kmu.Lock(); kills = append(kills, e); kmu.Unlock() })
 			})
 		}
 	}
@@ -330,7 +334,7 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 	start := time.Now().Add(500 * time.Millisecond)
 	bg.Go(func() { liveProgress(tctx, d, sampler, start, report) })
 	var fmu sync.Mutex
-	var extra []Event // faults applied, then topology changes
+	var extra []store.Event // faults applied, then topology changes
 	for _, f := range cfg.Faults {
 		bg.Go(func() {
 			select {
@@ -338,7 +342,7 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 				return
 			case <-time.After(time.Until(start.Add(f.At))):
 			}
-			ev := Event{At: time.Now(), Kind: "fault", Fault: f.Name}
+			ev := store.Event{At: time.Now(), Kind: "fault", Fault: f.Name}
 			if err := f.Do(tctx, dep); err != nil {
 				ev.Err = err.Error()
 			}
@@ -361,25 +365,25 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 	kmu.Lock()
 	defer kmu.Unlock()
 	trial := store.Trial{Schema: store.TrialSchema, Arm: arm.Name, Index: index, Started: start, Simulated: dep.Simulated(), Clock: Wall,
-		Phases:  map[string]float64{"warmup": 0, "storm": res.PhaseStarts["storm"].Sub(start).Seconds(), "recovery": res.PhaseStarts["recovery"].Sub(start).Seconds()},
-		Metrics: Summarize(res, samples, kills)}
+		Phases: map[string]float64{"warmup": 0, "storm": res.PhaseStarts["storm"].Sub(start).Seconds(), "recovery": res.PhaseStarts["recovery"].Sub(start).Seconds()},
+	}
+	rec := store.Records{Results: res, Samples: samples, Kills: kills}
 	// Failovers have two witnesses: the samples' hello (which also sees a
 	// primary restarted in place) and the driver's topology monitoring
 	// (which sees a flip between two samples). Both count the same
 	// changes, so the larger count is the better one.
 	for _, c := range watcher.Changes() {
-		extra = append(extra, Event{At: c.At, Kind: "topology", Member: c.Member})
+		extra = append(extra, store.Event{At: c.At, Kind: "topology", Member: c.Member})
 	}
-	trial.Metrics["failovers"] = max(trial.Metrics["failovers"], float64(len(watcher.Changes())))
 	meta, _ := json.Marshal(map[string]any{"target": dep.Describe(), "members": dep.Startup(), "seed": seed, "clock": Wall})
 	trial.Metadata = meta
-	if status, reason := writeTrial(dir, trial, start, samples, res, kills, extra...); status != store.Valid {
+	if status, reason := writeTrial(dir, trial, start, rec, extra...); status != store.Valid {
 		return status, reason
 	}
 	if arm.Embedded() {
 		// The embedded set lives in this process: when no member answers,
 		// the host could not keep up, and the trial measured the harness.
-		if lost, total := collect.Unreachable(samples), cfg.Workload.Duration(); lost > max(5*time.Second, total/10) {
+		if lost, total := metric.Unreachable(samples), cfg.Workload.Duration(); lost > max(5*time.Second, total/10) {
 			return store.Invalid, fmt.Sprintf("host saturated: no member of the in-process set answered serverStatus for %.0f s of %.0f s; run fewer trials at once (--parallel) or use --clock virtual",
 				lost.Seconds(), total.Seconds())
 		}
@@ -401,7 +405,7 @@ func liveProgress(ctx context.Context, d *workload.Driver, s *collect.Sampler, s
 		}
 		el := max(time.Since(start), 0)
 		u := progress.Update{Phase: phaseAt(ph, el), Elapsed: min(el, ph.Total()), Total: ph.Total(),
-			Failovers: collect.PrimaryChanges(s.Samples())}
+			Failovers: metric.PrimaryChanges(s.Samples())}
 		u.Availability, u.HasAvailability = d.Availability()
 		report(u)
 	}
@@ -429,4 +433,35 @@ func trialSimulated(dir, arm string, index int) bool {
 		Simulated bool `json:"simulated"`
 	}
 	return json.Unmarshal(b, &t) == nil && t.Simulated
+}
+
+// writeTrial computes a finished trial's metrics from its records and
+// writes its files, trial.json last: a trial folder without trial.json is
+// unfinished. Extra events are those the records do not hold (injected
+// faults, the driver's topology changes).
+func writeTrial(dir string, trial store.Trial, start time.Time, rec store.Records, extra ...store.Event) (status, reason string) {
+	trial.Metrics = metric.Summarize(rec)
+	files := store.TrialFiles{Trial: trial, Samples: rec.Samples, Merge: rec.Merge}
+	if rec.Merge == nil {
+		// Failovers have two witnesses: the samples' hello (which also
+		// sees a primary restarted in place) and the driver's topology
+		// monitoring (which sees a flip between two samples). Both count
+		// the same changes, so the larger count is the better one.
+		topology := 0
+		for _, ev := range extra {
+			if ev.Kind == "topology" {
+				topology++
+			}
+		}
+		files.Trial.Metrics[metric.Failovers] = max(trial.Metrics[metric.Failovers], float64(topology))
+		files.Trial.Victims = metric.VictimSummary(rec.Results, rec.Kills)
+		files.Series = metric.PerSecond(rec.Samples, start)
+		files.Storm, files.Canaries = rec.Storm, rec.Canaries
+		files.Outcomes = metric.Outcomes(start, rec.Results)
+		files.Events = metric.Events(rec.PhaseStarts, rec.Samples, rec.Kills, extra...)
+	}
+	if err := store.WriteTrial(dir, files); err != nil {
+		return store.Invalid, "writing results: " + err.Error()
+	}
+	return store.Valid, ""
 }

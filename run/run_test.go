@@ -81,7 +81,7 @@ func TestRunWritesInterleavedValidTrials(t *testing.T) {
 		}
 	}
 	// The $currentOp census saw the storm on the primary.
-	samples, err := store.ReadJSONLinesGz[collect.Sample](filepath.Join(store.TrialDir(dir, "E", 1), "samples.jsonl.gz"))
+	samples, err := store.ReadJSONLinesGz[store.Sample](filepath.Join(store.TrialDir(dir, "E", 1), "samples.jsonl.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}

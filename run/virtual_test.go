@@ -10,7 +10,7 @@ import (
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/collect"
 	"github.com/qmlsab/qmlsab/mongosim"
-	"github.com/qmlsab/qmlsab/mongosim/calibrate"
+	"github.com/qmlsab/qmlsab/run/virtual"
 	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/workload"
 )
@@ -46,10 +46,14 @@ func TestVirtualTrialRecordsWhatTheModelDid(t *testing.T) {
 		if !tr.Simulated || tr.Clock != Virtual {
 			t.Errorf("%s: simulated=%v clock=%q", a.Name, tr.Simulated, tr.Clock)
 		}
-		want, err := calibrate.Run(calibrate.Config{Seed: cfg.Seed + uint64(i), Workload: w, Hardware: cfg.Sim.Hardware(cfg.SimMemLimitMB),
-			ElectionTimeout: 10 * time.Second, RestartDelay: 5 * time.Second}, a)
+		vt, err := virtual.Run(context.Background(), cfg.virtualConfig(cfg.Seed+uint64(i)), a)
 		if err != nil {
 			t.Fatal(err)
+		}
+		want := vt.Tally
+		avail := 0.0
+		if want.Canaries > 0 {
+			avail = float64(want.CanaryOK) / float64(want.Canaries)
 		}
 		m := tr.Metrics
 		for _, c := range []struct {
@@ -57,12 +61,13 @@ func TestVirtualTrialRecordsWhatTheModelDid(t *testing.T) {
 			got  float64
 			want float64
 		}{
-			{"availability", m["availability"], want.Metrics.Availability},
-			{"storm_completed", m["storm_completed"], float64(want.Metrics.StormCompleted)},
-			{"storm_shed", m["storm_shed"], float64(want.Metrics.StormShed)},
-			{"storm_killed", m["storm_killed"], float64(want.Metrics.StormKilled)},
-			{"restarts", m["restarts"], float64(want.Metrics.Restarts)},
-			{"failovers", m["failovers"], float64(want.Metrics.Failovers)},
+			{"availability", m["availability"], avail},
+			{"storm_completed", m["storm_completed"], float64(want.StormCompleted)},
+			{"storm_shed", m["storm_shed"], float64(want.StormShed)},
+			{"storm_killed", m["storm_killed"], float64(want.StormKilled)},
+			{"storm_failed", m["storm_failed"], float64(want.StormFailed)},
+			{"restarts", m["restarts"], float64(want.Restarts)},
+			{"failovers", m["failovers"], float64(want.Failovers)},
 		} {
 			if c.got != c.want {
 				t.Errorf("%s %s: files say %v, the model counted %v", a.Name, c.name, c.got, c.want)
@@ -76,7 +81,7 @@ func TestVirtualTrialRecordsWhatTheModelDid(t *testing.T) {
 		}
 	}
 	// The model's census: in E's storm, queued ops hold tracked memory.
-	samples, err := store.ReadJSONLinesGz[collect.Sample](filepath.Join(store.TrialDir(dir, "E", 1), "samples.jsonl.gz"))
+	samples, err := store.ReadJSONLinesGz[store.Sample](filepath.Join(store.TrialDir(dir, "E", 1), store.SamplesFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +97,7 @@ func TestVirtualTrialRecordsWhatTheModelDid(t *testing.T) {
 	}
 	// Events: the three phases in order, and D's kills.
 	dDir := store.TrialDir(dir, "D", 1)
-	events, err := store.ReadJSONLinesGz[Event](filepath.Join(dDir, "events.jsonl.gz"))
+	events, err := store.ReadJSONLinesGz[store.Event](filepath.Join(dDir, store.EventsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +115,7 @@ func TestVirtualTrialRecordsWhatTheModelDid(t *testing.T) {
 		t.Errorf("D's events: phases %v, %d kills", phases, kills)
 	}
 	// Per-second outcomes add up to the trial's ops, histograms included.
-	secs, err := store.ReadJSONLinesGz[Second](filepath.Join(dDir, "outcomes.jsonl.gz"))
+	secs, err := store.ReadJSONLinesGz[store.OutcomeSecond](filepath.Join(dDir, store.OutcomesFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,23 +138,5 @@ func TestVirtualTrialRecordsWhatTheModelDid(t *testing.T) {
 	}
 	if e["kills_per_s"] != 0 || e["storm_shed"] <= 0 || e["sheds_per_s"] <= 0 {
 		t.Errorf("E: want departures all admissions and server sheds; kills/s %v shed %v sheds/s %v", e["kills_per_s"], e["storm_shed"], e["sheds_per_s"])
-	}
-}
-
-func TestSlopeTest(t *testing.T) {
-	var rising, flat [][2]float64
-	for i := range 60 {
-		x := float64(i)
-		rising = append(rising, [2]float64{x, 2*x + float64(i%3)})
-		flat = append(flat, [2]float64{x, 50 + float64(i%5)})
-	}
-	if s, p, ok := slopeTest(rising); !ok || s < 1.9 || s > 2.1 || p > 1e-6 {
-		t.Errorf("rising: slope %v p %v ok %v", s, p, ok)
-	}
-	if s, p, ok := slopeTest(flat); !ok || p < 0.01 {
-		t.Errorf("flat: slope %v p %v: a flat queue is not growth", s, p)
-	}
-	if _, _, ok := slopeTest(rising[:2]); ok {
-		t.Error("two points give no test")
 	}
 }

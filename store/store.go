@@ -48,9 +48,11 @@ type Manifest struct {
 	WorkloadName string          `json:"workloadName,omitempty"`
 	Workload     json.RawMessage `json:"workload,omitempty"`
 	Arms         json.RawMessage `json:"arms,omitempty"` // redacted
-	Seed         uint64          `json:"seed"`
-	Target       string          `json:"target"`
-	Simulated    bool            `json:"simulated"`
+	// ArmList is each arm's name, build and parameters.
+	ArmList   []ArmInfo `json:"armList,omitempty"`
+	Seed      uint64    `json:"seed"`
+	Target    string    `json:"target"`
+	Simulated bool      `json:"simulated"`
 	// Clock is "virtual" when the embedded model ran in model time
 	// (faster than the wall clock, no wire), "wall" otherwise.
 	Clock  string        `json:"clock,omitempty"`

@@ -74,7 +74,7 @@ func provisionLocal(ctx context.Context, arm arms.Arm, opts Options) (Deployment
 		l.extraArgs = append(l.extraArgs, "--simMemLimitMB", strconv.FormatInt(opts.MemberMemLimitMB, 10))
 	}
 	if l.restartDelay <= 0 {
-		l.restartDelay = 5 * time.Second
+		l.restartDelay = mongosim.DefaultRestartDelay
 	}
 	sctx, stop := context.WithCancel(context.Background())
 	l.stop = stop

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/qmlsab/qmlsab/store"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -45,51 +47,6 @@ func (d *Driver) Availability() (float64, bool) {
 		return 0, false
 	}
 	return float64(d.canariesOK.Load()) / float64(n), true
-}
-
-// StormResult is one storm query's outcome.
-type StormResult struct {
-	Scheduled time.Time     `json:"scheduled"`
-	Latency   time.Duration `json:"latencyNs"`
-	Stage     string        `json:"stage"`
-	Outcome   Outcome       `json:"outcome"`
-	Code      string        `json:"code,omitempty"`
-	// TrackedBytes is the tracked memory a shed or killed op held, when
-	// known (the virtual clock's model knows; over the wire only the
-	// killOp actor's kills carry it, in the events).
-	TrackedBytes int64 `json:"trackedBytes,omitempty"`
-}
-
-// CanaryResult is one canary's outcome; OK means it succeeded within the
-// SLO, measured from its scheduled start.
-type CanaryResult struct {
-	Scheduled time.Time     `json:"scheduled"`
-	Latency   time.Duration `json:"latencyNs"`
-	Write     bool          `json:"write"`
-	OK        bool          `json:"ok"`
-	Code      string        `json:"code,omitempty"`
-}
-
-// Results are a trial's workload outcomes.
-type Results struct {
-	PhaseStarts map[string]time.Time
-	Storm       []StormResult
-	Canaries    []CanaryResult
-}
-
-// Availability is canaries that succeeded within the SLO over canaries
-// scheduled (DESIGN.md's availability).
-func (r Results) Availability() float64 {
-	if len(r.Canaries) == 0 {
-		return 0
-	}
-	ok := 0
-	for _, c := range r.Canaries {
-		if c.OK {
-			ok++
-		}
-	}
-	return float64(ok) / float64(len(r.Canaries))
 }
 
 func (d *Driver) defaults() {
@@ -160,11 +117,11 @@ func pipeline(stage string) mongo.Pipeline {
 const stormDrain = 10 * time.Second
 
 // Run runs the phases from start and returns every outcome.
-func (d *Driver) Run(ctx context.Context, start time.Time, seed uint64) (Results, error) {
+func (d *Driver) Run(ctx context.Context, start time.Time, seed uint64) (store.Results, error) {
 	d.defaults()
 	storm, err := d.client(d.Spec.AppName)
 	if err != nil {
-		return Results{}, err
+		return store.Results{}, err
 	}
 	defer storm.Disconnect(context.Background())
 	canaryOpts := options.Client()
@@ -173,13 +130,13 @@ func (d *Driver) Run(ctx context.Context, start time.Time, seed uint64) (Results
 	}
 	canary, err := d.client(d.Spec.CanaryAppName, canaryOpts)
 	if err != nil {
-		return Results{}, err
+		return store.Results{}, err
 	}
 	defer canary.Disconnect(context.Background())
 	ph := d.Spec.Phases
 	stormStart, stormEnd := start.Add(ph.Warmup), start.Add(ph.Warmup+ph.Storm)
 	end := start.Add(ph.Total())
-	res := Results{PhaseStarts: map[string]time.Time{"warmup": start, "storm": stormStart, "recovery": stormEnd, "end": end}}
+	res := store.Results{PhaseStarts: map[string]time.Time{"warmup": start, "storm": stormStart, "recovery": stormEnd, "end": end}}
 
 	events := storm.Database(d.DB).Collection("events")
 	rng := rand.New(rand.NewPCG(seed, 0x570))
@@ -254,13 +211,13 @@ func (d *Driver) Run(ctx context.Context, start time.Time, seed uint64) (Results
 	wg.Wait()
 	for _, r := range stormRes {
 		o, code := Classify(r.Err)
-		res.Storm = append(res.Storm, StormResult{Scheduled: r.Scheduled, Latency: r.Latency, Stage: stages[r.Scheduled], Outcome: o, Code: code})
+		res.Storm = append(res.Storm, store.StormOp{Scheduled: r.Scheduled, Latency: r.Latency, Stage: stages[r.Scheduled], Outcome: o, Code: code})
 	}
 	for _, r := range canaryRes {
 		_, code := Classify(r.Err)
 		w, _ := writes.Load(r.Scheduled)
 		write, _ := w.(bool)
-		res.Canaries = append(res.Canaries, CanaryResult{Scheduled: r.Scheduled, Latency: r.Latency, Write: write,
+		res.Canaries = append(res.Canaries, store.CanaryOp{Scheduled: r.Scheduled, Latency: r.Latency, Write: write,
 			OK: r.Err == nil && r.Latency <= d.Spec.CanarySLO, Code: code})
 	}
 	return res, nil

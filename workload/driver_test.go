@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qmlsab/qmlsab/metric"
+	"github.com/qmlsab/qmlsab/store"
+
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/mongosim"
 )
@@ -61,15 +64,15 @@ func TestDriverRunsTheStormAndCanariesOverTheWire(t *testing.T) {
 		if s.Outcome == "" || s.Scheduled.Before(res.PhaseStarts["storm"]) || !s.Scheduled.Before(res.PhaseStarts["recovery"]) {
 			t.Fatalf("storm query outside the storm phase or unclassified: %+v", s)
 		}
-		if s.Outcome == Failed {
+		if s.Outcome == store.Failed {
 			t.Errorf("storm query failed with %s (expected completed, shed or killed)", s.Code)
 		}
 	}
 	if stages["$setWindowFields"] == 0 {
 		t.Errorf("the storm's mix lacks $setWindowFields: %v", stages)
 	}
-	if a := res.Availability(); a < 0.9 {
+	if a := metric.Summarize(store.Records{Results: res})[metric.Availability]; a < 0.9 {
 		t.Errorf("availability %.2f under a light storm on F", a)
 	}
-	t.Logf("%d canaries (availability %.2f), %d storm queries %v", len(res.Canaries), res.Availability(), len(res.Storm), stages)
+	t.Logf("%d canaries (availability %.2f), %d storm queries %v", len(res.Canaries), metric.Summarize(store.Records{Results: res})[metric.Availability], len(res.Storm), stages)
 }

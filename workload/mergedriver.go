@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/qmlsab/qmlsab/store"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -24,40 +26,6 @@ type MergeDriver struct {
 	DB      string
 }
 
-// MergeResult is one $merge op: where it ran, how it ended, and the
-// documents it left in its own target collection.
-type MergeResult struct {
-	Op             int           `json:"op"`
-	ReadPreference string        `json:"readPreference"`
-	Scheduled      time.Time     `json:"scheduled"`
-	Latency        time.Duration `json:"latencyNs"`
-	Outcome        Outcome       `json:"outcome"`
-	Code           string        `json:"code,omitempty"`
-	Written        int64         `json:"written"`
-	// Unsafe: it failed shed or killed after writing documents.
-	Unsafe bool `json:"unsafe"`
-}
-
-// MergeRun is a trial of the merge workload.
-type MergeRun struct {
-	// Forced says the shed failpoint was armed on every member; when the
-	// target refused it (a real mongod without test commands), ForcedNote
-	// says why and the ops ran unforced.
-	Forced     bool          `json:"forced"`
-	ForcedNote string        `json:"forcedNote,omitempty"`
-	Ops        []MergeResult `json:"ops"`
-}
-
-// UnsafeSheds counts ops that failed shed or killed with documents written.
-func (r MergeRun) UnsafeSheds() (n int) {
-	for _, o := range r.Ops {
-		if o.Unsafe {
-			n++
-		}
-	}
-	return n
-}
-
 func (d *MergeDriver) db() string {
 	if d.DB == "" {
 		return "qmlsab"
@@ -67,8 +35,8 @@ func (d *MergeDriver) db() string {
 
 // Run loads the source, arms the failpoints, runs the ops one after the
 // other (alternating primary and secondary) and disarms the failpoints.
-func (d *MergeDriver) Run(ctx context.Context) (MergeRun, error) {
-	var run MergeRun
+func (d *MergeDriver) Run(ctx context.Context) (store.MergeRun, error) {
+	var run store.MergeRun
 	c, err := mongo.Connect(options.Client().ApplyURI(d.URI).SetAppName(d.Spec.AppName).SetRetryReads(false).SetRetryWrites(false).
 		SetMaxAdaptiveRetries(0).SetServerSelectionTimeout(30 * time.Second))
 	if err != nil {
@@ -105,7 +73,7 @@ func (d *MergeDriver) Run(ctx context.Context) (MergeRun, error) {
 		if ctx.Err() != nil {
 			return run, ctx.Err()
 		}
-		res := MergeResult{Op: i, ReadPreference: rpName, Scheduled: start, Latency: time.Since(start)}
+		res := store.MergeOp{Op: i, ReadPreference: rpName, Scheduled: start, Latency: time.Since(start)}
 		res.Outcome, res.Code = Classify(err)
 		// Writes from a secondary's $merge go through the primary: count
 		// there, with majority read so nothing acknowledged is missed.
@@ -113,7 +81,7 @@ func (d *MergeDriver) Run(ctx context.Context) (MergeRun, error) {
 		if err != nil {
 			return run, fmt.Errorf("op %d: counting what it wrote: %w", i, err)
 		}
-		res.Unsafe = (res.Outcome == Shed || res.Outcome == Killed) && res.Written > 0
+		res.Unsafe = (res.Outcome == store.Shed || res.Outcome == store.Killed) && res.Written > 0
 		run.Ops = append(run.Ops, res)
 	}
 	return run, nil

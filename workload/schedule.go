@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/qmlsab/qmlsab/store"
+
 	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
@@ -144,37 +146,12 @@ func (o OpenLoop) pooled(start, end time.Time, gap func() time.Duration, sleepUn
 	return results
 }
 
-// Outcome classifies a storm operation's result as DESIGN.md's metrics
-// count it.
-type Outcome string
-
-const (
-	Completed Outcome = "completed"
-	Shed      Outcome = "shed"   // QueryMemoryLimitExceeded
-	Killed    Outcome = "killed" // Interrupted (killOp)
-	Failed    Outcome = "failed" // anything else
-)
-
-// ClassifyCode is the outcome of an operation that failed with the named
-// server error.
-func ClassifyCode(name string) Outcome {
-	switch name {
-	case "":
-		return Completed
-	case "QueryMemoryLimitExceeded":
-		return Shed
-	case "Interrupted":
-		return Killed
-	}
-	return Failed
-}
-
 // Classify returns an operation's outcome and, for failures, the server's
 // code name (or the client-side error's kind). QueryMemoryLimitExceeded is
 // matched by name: its number is not settled across builds.
-func Classify(err error) (Outcome, string) {
+func Classify(err error) (store.Outcome, string) {
 	if err == nil {
-		return Completed, ""
+		return store.Completed, ""
 	}
 	var ce mongo.CommandError
 	if errors.As(err, &ce) {
@@ -182,20 +159,20 @@ func Classify(err error) (Outcome, string) {
 			ce.Name = "Interrupted"
 		}
 		if ce.Name != "" {
-			return ClassifyCode(ce.Name), ce.Name
+			return store.ClassifyCode(ce.Name), ce.Name
 		}
 	}
 	var we mongo.WriteException
 	if errors.As(err, &we) && len(we.WriteErrors) > 0 {
-		return Failed, "WriteError"
+		return store.Failed, "WriteError"
 	}
 	switch { // a deadline that cut a read short is a timeout, not a network fault
 	case mongo.IsTimeout(err), errors.Is(err, context.DeadlineExceeded):
-		return Failed, "Timeout"
+		return store.Failed, "Timeout"
 	case mongo.IsNetworkError(err):
-		return Failed, "NetworkError"
+		return store.Failed, "NetworkError"
 	case errors.Is(err, mongo.ErrClientDisconnected):
-		return Failed, "ClientDisconnected"
+		return store.Failed, "ClientDisconnected"
 	}
-	return Failed, "ClientError"
+	return store.Failed, "ClientError"
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qmlsab/qmlsab/store"
+
 	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
@@ -87,16 +89,16 @@ func TestPoissonScheduleIsSeeded(t *testing.T) {
 func TestClassify(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
-		want Outcome
+		want store.Outcome
 		name string
 	}{
-		{nil, Completed, ""},
-		{mongo.CommandError{Code: 464, Name: "QueryMemoryLimitExceeded"}, Shed, "QueryMemoryLimitExceeded"},
-		{mongo.CommandError{Code: 9999, Name: "QueryMemoryLimitExceeded"}, Shed, "QueryMemoryLimitExceeded"},
-		{mongo.CommandError{Code: 11601, Name: "Interrupted"}, Killed, "Interrupted"},
-		{mongo.CommandError{Code: 10107, Name: "NotWritablePrimary"}, Failed, "NotWritablePrimary"},
-		{context.DeadlineExceeded, Failed, "Timeout"},
-		{errors.New("boom"), Failed, "ClientError"},
+		{nil, store.Completed, ""},
+		{mongo.CommandError{Code: 464, Name: "QueryMemoryLimitExceeded"}, store.Shed, "QueryMemoryLimitExceeded"},
+		{mongo.CommandError{Code: 9999, Name: "QueryMemoryLimitExceeded"}, store.Shed, "QueryMemoryLimitExceeded"},
+		{mongo.CommandError{Code: 11601, Name: "Interrupted"}, store.Killed, "Interrupted"},
+		{mongo.CommandError{Code: 10107, Name: "NotWritablePrimary"}, store.Failed, "NotWritablePrimary"},
+		{context.DeadlineExceeded, store.Failed, "Timeout"},
+		{errors.New("boom"), store.Failed, "ClientError"},
 	} {
 		got, name := Classify(tc.err)
 		if got != tc.want || name != tc.name {

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/qmlsab/qmlsab/store"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
@@ -19,24 +21,12 @@ import (
 	"github.com/qmlsab/qmlsab/arms/killop"
 )
 
-// KillEvent records one kill of the killOp actor.
-type KillEvent struct {
-	At           time.Time `json:"at"`
-	OpID         int64     `json:"opid"`
-	AppName      string    `json:"appName"`
-	TrackedBytes int64     `json:"trackedBytes"`
-	Queued       bool      `json:"queued"`
-	Stage        string    `json:"stage,omitempty"`
-	ResidentMB   int64     `json:"residentMB"`
-	Err          string    `json:"err,omitempty"`
-}
-
 // KillOp runs the killOp actor until ctx ends: every interval it reads the
 // primary's resident memory (serverStatus) and its operations ($currentOp),
 // asks killop.Decide which to kill, and kills them with killOp. A failed
 // sample (the primary is down, say) is skipped, not fatal: the system
 // under test failing is an outcome, not an error of the actor.
-func KillOp(ctx context.Context, c *mongo.Client, cfg killop.Config, onKill func(KillEvent)) error {
+func KillOp(ctx context.Context, c *mongo.Client, cfg killop.Config, onKill func(store.Kill)) error {
 	if cfg.Interval <= 0 {
 		return fmt.Errorf("killop actor: interval must be positive")
 	}
@@ -76,7 +66,7 @@ func KillOp(ctx context.Context, c *mongo.Client, cfg killop.Config, onKill func
 			continue
 		}
 		for _, k := range killop.Decide(cfg, residentMB<<20, limitMB<<20, ops) {
-			ev := KillEvent{At: time.Now(), OpID: k.ID, AppName: k.AppName, TrackedBytes: k.TrackedBytes, Queued: k.Queued, Stage: k.Stage, ResidentMB: residentMB}
+			ev := store.Kill{At: time.Now(), OpID: k.ID, AppName: k.AppName, TrackedBytes: k.TrackedBytes, Queued: k.Queued, Stage: k.Stage, ResidentMB: residentMB}
 			if err := admin.RunCommand(ctx, bson.D{{Key: "killOp", Value: 1}, {Key: "op", Value: k.ID}}).Err(); err != nil {
 				ev.Err = err.Error()
 			}

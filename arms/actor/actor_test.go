@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qmlsab/qmlsab/store"
+
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
@@ -50,11 +52,11 @@ func TestKillOpActorKillsOnlyItsAppIncludingQueuedOps(t *testing.T) {
 	cfg := killop.Default(arms.StormAppName)
 	cfg.RSSHighPercent, cfg.Interval, cfg.MaxKillsPerRound = 1, 30*time.Millisecond, 50
 	var mu sync.Mutex
-	var events []KillEvent
+	var events []store.Kill
 	actx, stopActor := context.WithCancel(ctx)
 	actorDone := make(chan error, 1)
 	go func() {
-		actorDone <- KillOp(actx, connect("qmlsab-actor"), cfg, func(e KillEvent) { mu.Lock(); events = append(events, e); mu.Unlock() })
+		actorDone <- KillOp(actx, connect("qmlsab-actor"), cfg, func(e store.Kill) { mu.Lock(); events = append(events, e); mu.Unlock() })
 	}()
 
 	other := connect("reporting").Database("storm").Collection("events")

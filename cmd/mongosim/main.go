@@ -34,9 +34,6 @@ func (p setParams) Set(v string) error {
 }
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "calibrate" {
-		os.Exit(calibrateMain(os.Args[2:], os.Stdout, os.Stderr))
-	}
 	os.Exit(run(os.Args[1:]))
 }
 
@@ -51,7 +48,7 @@ func run(args []string) int {
 	cpus := fs.Int("simCPUs", 8, "simulated CPUs of the member")
 	baseline := fs.Int64("simBaselineMB", 6144, "simulated resident memory with no query buffers, MiB")
 	disk := fs.Float64("simDiskMBps", 125, "simulated spill-disk bandwidth, MiB/s")
-	restartDelay := fs.Duration("simRestartDelay", 5*time.Second, "how long an OOM-killed member stays down before it restarts")
+	restartDelay := fs.Duration("simRestartDelay", mongosim.DefaultRestartDelay, "how long an OOM-killed member stays down before it restarts")
 	oomExit := fs.Bool("simOOMExit", false, "on a simulated OOM kill, exit (status 137) instead of restarting in-process")
 	scanScale := fs.Float64("simScanScale", 1, "modelled documents per real document a query scans")
 	partition := fs.Int64("simPartitionMB", 20, "modelled $setWindowFields partition a getMore loads, MiB")
@@ -62,7 +59,6 @@ func run(args []string) int {
 	fs.Bool("quiet", false, "ignored")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: mongosim [flags]            a simulated mongod: its figures come from a model")
-		fmt.Fprintln(fs.Output(), "       mongosim calibrate [flags]  rerun the seed's A/B on the model in virtual time")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(normalizeArgs(args)); err != nil {

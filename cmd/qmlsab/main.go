@@ -59,6 +59,7 @@ func newApp() *cli.App {
 			workloadsCommand(),
 			reportCommand(),
 			runCommand(),
+			calibrateCommand(),
 		},
 	}
 }
@@ -71,7 +72,7 @@ func simCommand() *cli.Command {
 		Usage: "run an in-process mongosim replica set (a simulation, not a real mongod) until Ctrl-C",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "members", Value: 3, Usage: "number of members"},
-			&cli.DurationFlag{Name: "election-timeout", Value: 10 * time.Second, Usage: "settings.electionTimeoutMillis"},
+			&cli.DurationFlag{Name: "election-timeout", Value: mongosim.DefaultElectionTimeout, Usage: "settings.electionTimeoutMillis"},
 			&cli.DurationFlag{Name: "for", Usage: "stop after this long (default: until interrupted)"},
 		},
 		Action: func(c *cli.Context) error {

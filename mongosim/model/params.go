@@ -47,6 +47,38 @@ func DefaultHardware() Hardware {
 	}
 }
 
+// WithDefaults fills every zero field with DefaultHardware's value, so a
+// zero Hardware is the documented M50; a baseline at or above the memory
+// limit becomes a fifth of it.
+func (h Hardware) WithDefaults() Hardware {
+	d := DefaultHardware()
+	if h.CPUs <= 0 {
+		h.CPUs = d.CPUs
+	}
+	if h.MemLimitBytes <= 0 {
+		h.MemLimitBytes = d.MemLimitBytes
+	}
+	if h.BaselineBytes <= 0 {
+		h.BaselineBytes = d.BaselineBytes
+	}
+	if h.BaselineBytes >= h.MemLimitBytes {
+		h.BaselineBytes = h.MemLimitBytes / 5
+	}
+	if h.AllocOverhead <= 0 {
+		h.AllocOverhead = d.AllocOverhead
+	}
+	if h.DiskBytesPerSec <= 0 {
+		h.DiskBytesPerSec = d.DiskBytesPerSec
+	}
+	if h.SpillBlockBytes <= 0 {
+		h.SpillBlockBytes = d.SpillBlockBytes
+	}
+	if h.SpillWriteBytesPerSec <= 0 {
+		h.SpillWriteBytesPerSec = d.SpillWriteBytesPerSec
+	}
+	return h
+}
+
 // Params are the server parameters the model obeys, by mongod's names.
 type Params struct {
 	// Execution control (master).

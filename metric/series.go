@@ -1,20 +1,11 @@
-package collect
+package metric
 
 import (
 	"slices"
 	"time"
-)
 
-// Sample is one member's serverStatus at one moment. A member that could
-// not be read is a sample with Up false: a gap, not an error.
-type Sample struct {
-	At        time.Time
-	Member    string
-	Up        bool
-	Primary   bool
-	ProcessID string // topologyVersion.processId: changes on every start
-	Values    map[string]float64
-}
+	"github.com/qmlsab/qmlsab/store"
+)
 
 // Point is a value at a time.
 type Point struct {
@@ -24,7 +15,7 @@ type Point struct {
 
 // restarted reports whether cur is a new process compared with prev: a
 // new processId, or an uptime that went backwards.
-func restarted(prev, cur Sample) bool {
+func restarted(prev, cur store.Sample) bool {
 	if prev.ProcessID != "" && cur.ProcessID != "" && prev.ProcessID != cur.ProcessID {
 		return true
 	}
@@ -38,9 +29,9 @@ func restarted(prev, cur Sample) bool {
 // timestamps. After a restart (new process, or the counter going
 // backwards) the counter started again from zero, so the interval's
 // increase is the new value itself.
-func Rates(samples []Sample, field string) []Point {
+func Rates(samples []store.Sample, field string) []Point {
 	var out []Point
-	var prev *Sample
+	var prev *store.Sample
 	for i := range samples {
 		s := &samples[i]
 		v, ok := s.Values[field]
@@ -63,18 +54,18 @@ func Rates(samples []Sample, field string) []Point {
 	return out
 }
 
-func sortByTime(ss []Sample) {
-	slices.SortStableFunc(ss, func(a, b Sample) int { return a.At.Compare(b.At) })
+func sortByTime(ss []store.Sample) {
+	slices.SortStableFunc(ss, func(a, b store.Sample) int { return a.At.Compare(b.At) })
 }
 
 // ByMember groups samples by member, each in time order.
-func ByMember(samples []Sample) map[string][]Sample {
-	out := map[string][]Sample{}
+func ByMember(samples []store.Sample) map[string][]store.Sample {
+	out := map[string][]store.Sample{}
 	for _, s := range samples {
 		out[s.Member] = append(out[s.Member], s)
 	}
 	for _, ss := range out {
-		slices.SortFunc(ss, func(a, b Sample) int { return a.At.Compare(b.At) })
+		slices.SortFunc(ss, func(a, b store.Sample) int { return a.At.Compare(b.At) })
 	}
 	return out
 }
@@ -83,7 +74,7 @@ func ByMember(samples []Sample) map[string][]Sample {
 // member's rates come from its own counters (so a change of primary never
 // shows as a jump between two members' totals), and each interval is
 // credited to the member that was primary at its end.
-func PrimaryRates(samples []Sample, field string) []Point {
+func PrimaryRates(samples []store.Sample, field string) []Point {
 	var out []Point
 	for _, ss := range ByMember(samples) {
 		primaryAt := map[time.Time]bool{}
@@ -103,7 +94,7 @@ func PrimaryRates(samples []Sample, field string) []Point {
 }
 
 // PrimaryGauge is a gauge's value on whichever member was primary.
-func PrimaryGauge(samples []Sample, field string) []Point {
+func PrimaryGauge(samples []store.Sample, field string) []Point {
 	var out []Point
 	for _, s := range samples {
 		if v, ok := s.Values[field]; s.Up && s.Primary && ok {
@@ -117,7 +108,7 @@ func PrimaryGauge(samples []Sample, field string) []Point {
 // Departures splits the low-priority read queue's departures on the
 // primary into admissions (left with a ticket: Δremoved − Δcanceled) and
 // kills (left without one: Δcanceled), per second.
-func Departures(samples []Sample) (admissions, kills []Point) {
+func Departures(samples []store.Sample) (admissions, kills []Point) {
 	removed := PrimaryRates(samples, "read.low.removedFromQueue")
 	canceled := PrimaryRates(samples, "read.low.canceled")
 	at := map[time.Time]float64{}
@@ -136,7 +127,7 @@ func Departures(samples []Sample) (admissions, kills []Point) {
 // left every member down until the next sample of a member that is up.
 // On an in-process set it means the host, not the server, failed to keep
 // up; on a real deployment it is an outage or a partition from the harness.
-func Unreachable(samples []Sample) time.Duration {
+func Unreachable(samples []store.Sample) time.Duration {
 	ss := slices.Clone(samples)
 	sortByTime(ss)
 	up := map[string]bool{}

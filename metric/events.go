@@ -1,0 +1,134 @@
+package metric
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/qmlsab/qmlsab/store"
+)
+
+// Events gathers a trial's events in time order.
+func Events(phases map[string]time.Time, samples []store.Sample, kills []store.Kill, extra ...store.Event) []store.Event {
+	ev := append([]store.Event(nil), extra...)
+	for name, at := range phases {
+		if name != "end" {
+			ev = append(ev, store.Event{At: at, Kind: "phase", Phase: name})
+		}
+	}
+	for _, c := range NewPrimaries(samples) {
+		ev = append(ev, store.Event{At: c.At, Kind: "primary", Member: c.Member})
+	}
+	for _, c := range RestartsSeen(samples) {
+		ev = append(ev, store.Event{At: c.At, Kind: "restart", Member: c.Member})
+	}
+	for i := range kills {
+		ev = append(ev, store.Event{At: kills[i].At, Kind: "kill", Kill: &kills[i]})
+	}
+	slices.SortStableFunc(ev, func(a, b store.Event) int { return a.At.Compare(b.At) })
+	return ev
+}
+
+// latencyBucket is a latency's log2-of-milliseconds bucket.
+func latencyBucket(d time.Duration) int {
+	ms := float64(d) / float64(time.Millisecond)
+	if ms <= 1 {
+		return 0
+	}
+	return int(math.Ceil(math.Log2(ms)))
+}
+
+func addLatency(h []int, d time.Duration) []int {
+	b := latencyBucket(d)
+	for len(h) <= b {
+		h = append(h, 0)
+	}
+	h[b]++
+	return h
+}
+
+// perSecond aggregates a trial's op outcomes by the second of their
+// scheduled start.
+func Outcomes(start time.Time, res store.Results) []store.OutcomeSecond {
+	byT := map[int]*store.OutcomeSecond{}
+	at := func(t time.Time) *store.OutcomeSecond {
+		i := max(int(t.Sub(start)/time.Second), 0)
+		s := byT[i]
+		if s == nil {
+			s = &store.OutcomeSecond{T: i}
+			byT[i] = s
+		}
+		return s
+	}
+	for _, r := range res.Storm {
+		s := at(r.Scheduled)
+		if s.Storm == nil {
+			s.Storm = map[string]int{}
+		}
+		s.Storm[string(r.Outcome)]++
+		s.StormLatency = addLatency(s.StormLatency, r.Latency)
+	}
+	for _, c := range res.Canaries {
+		s := at(c.Scheduled)
+		if s.Canary == nil {
+			s.Canary = map[string]int{}
+		}
+		if c.OK {
+			s.Canary["ok"]++
+		} else {
+			s.Canary["failed"]++
+		}
+		s.CanaryLatency = addLatency(s.CanaryLatency, c.Latency)
+	}
+	out := make([]store.OutcomeSecond, 0, len(byT))
+	for _, s := range byT {
+		out = append(out, *s)
+	}
+	slices.SortFunc(out, func(a, b store.OutcomeSecond) int { return a.T - b.T })
+	return out
+}
+
+// victim is a shed or killed storm op: its tracked bytes (0: unknown)
+// and its stage.
+type victim struct {
+	bytes int64
+	stage string
+}
+
+// stormVictims are the storm phase's shed and killed ops. The model
+// records each victim's tracked bytes; over the wire a shed op's error
+// carries no size, so there the killOp actor's kills (which read it from
+// $currentOp) are the sized victims and sheds count by stage only.
+func stormVictims(res store.Results, kills []store.Kill) []victim {
+	storm, recovery := res.PhaseStarts["storm"], res.PhaseStarts["recovery"]
+	in := func(t time.Time) bool { return !t.Before(storm) && t.Before(recovery) }
+	lost := func(o store.Outcome) bool { return o == store.Shed || o == store.Killed }
+	sized := slices.ContainsFunc(res.Storm, func(s store.StormOp) bool { return lost(s.Outcome) && s.TrackedBytes > 0 })
+	var out []victim
+	for _, s := range res.Storm {
+		switch {
+		case !in(s.Scheduled):
+		case sized && lost(s.Outcome):
+			out = append(out, victim{s.TrackedBytes, s.Stage})
+		case !sized && s.Outcome == store.Shed:
+			out = append(out, victim{0, s.Stage})
+		}
+	}
+	if !sized {
+		for _, k := range kills {
+			if k.Err == "" && in(k.At) {
+				out = append(out, victim{k.TrackedBytes, k.Stage})
+			}
+		}
+	}
+	return out
+}
+
+// VictimSummary is trial.json's summary of the storm's victims.
+func VictimSummary(res store.Results, kills []store.Kill) *store.Victims {
+	v := &store.Victims{}
+	for _, x := range stormVictims(res, kills) {
+		v.Add(x.bytes, x.stage)
+	}
+	return v
+}

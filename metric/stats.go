@@ -1,0 +1,64 @@
+package metric
+
+import (
+	"math"
+	"slices"
+
+	ms "github.com/aclements/go-moremath/stats"
+)
+
+// median is the 0.5 quantile.
+func median(xs []float64) float64 { return Quantile(xs, 0.5) }
+
+// Quantile is the linear-interpolation quantile (numpy's default) of xs,
+// which it does not change.
+func Quantile(xs []float64, q float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	pos := q * float64(len(s)-1)
+	i := int(math.Floor(pos))
+	if i+1 >= len(s) {
+		return s[len(s)-1]
+	}
+	return s[i] + (pos-float64(i))*(s[i+1]-s[i])
+}
+
+// SlopeTest fits y = a + b·x by least squares and returns b with the
+// one-sided p-value of b > 0 (t test on the slope, n − 2 degrees of
+// freedom). Written here because neither statistics library has a
+// regression slope test.
+func SlopeTest(pts [][2]float64) (slope, p float64, ok bool) {
+	n := float64(len(pts))
+	if len(pts) < 3 {
+		return 0, 1, false
+	}
+	var sx, sy float64
+	for _, q := range pts {
+		sx += q[0]
+		sy += q[1]
+	}
+	mx, my := sx/n, sy/n
+	var sxx, sxy float64
+	for _, q := range pts {
+		sxx += (q[0] - mx) * (q[0] - mx)
+		sxy += (q[0] - mx) * (q[1] - my)
+	}
+	if sxx == 0 {
+		return 0, 1, false
+	}
+	slope = sxy / sxx
+	var sse float64
+	for _, q := range pts {
+		r := q[1] - (my + slope*(q[0]-mx))
+		sse += r * r
+	}
+	se := math.Sqrt(sse / (n - 2) / sxx)
+	switch {
+	case se == 0 && slope > 0:
+		return slope, 0, true
+	case se == 0:
+		return slope, 1, true
+	}
+	t := slope / se
+	return slope, 1 - ms.TDist{V: n - 2}.CDF(t), true
+}

@@ -1,0 +1,61 @@
+package metric
+
+import (
+	"time"
+
+	"github.com/qmlsab/qmlsab/store"
+)
+
+// Change is a topology event seen in the samples: a new primary, or a
+// member's process restart.
+type Change struct {
+	At     time.Time `json:"at"`
+	Member string    `json:"member"`
+}
+
+// PrimaryChanges counts the times the primary became a different member
+// (or a restarted process) between consecutive observations of a primary.
+func PrimaryChanges(samples []store.Sample) int { return len(NewPrimaries(samples)) }
+
+// NewPrimaries are the primary changes, each at the first sample that saw
+// the new primary.
+func NewPrimaries(samples []store.Sample) []Change {
+	type ident struct{ member, process string }
+	var last *ident
+	var out []Change
+	sorted := append([]store.Sample(nil), samples...)
+	sortByTime(sorted)
+	for _, s := range sorted {
+		if !s.Up || !s.Primary {
+			continue
+		}
+		cur := ident{s.Member, s.ProcessID}
+		if last != nil && *last != cur {
+			out = append(out, Change{At: s.At, Member: s.Member})
+		}
+		last = &cur
+	}
+	return out
+}
+
+// RestartCount counts member process restarts seen in the samples.
+func RestartCount(samples []store.Sample) int { return len(RestartsSeen(samples)) }
+
+// RestartsSeen are the member restarts, each at the first sample of the
+// new process.
+func RestartsSeen(samples []store.Sample) []Change {
+	var out []Change
+	for _, ss := range ByMember(samples) {
+		var prev *store.Sample
+		for i := range ss {
+			if !ss[i].Up {
+				continue
+			}
+			if prev != nil && restarted(*prev, ss[i]) {
+				out = append(out, Change{At: ss[i].At, Member: ss[i].Member})
+			}
+			prev = &ss[i]
+		}
+	}
+	return out
+}

@@ -1,0 +1,476 @@
+// Package virtual is the trial engine of the virtual clock: it runs an
+// arm's trial on mongosim's model in model time — a 3-member replica set
+// (only the primary takes load), the spill_to_disk storm as an open-loop
+// arrival process, canaries through every phase, the arm's parameters and
+// actors — and records it as the same records a wall-clock trial writes.
+// A trial is deterministic for its seed; ten minutes of model time take
+// seconds.
+//
+// Failover here is the replica set's timing, not its protocol: when the
+// primary is OOM-killed, a secondary wins an election after the election
+// timeout plus mongod's random offset (up to 15 %), and the dead member
+// restarts after the restart delay with fresh memory. The protocol itself
+// (heartbeats, votes, oplog) is mongosim's real replica-set code, which the
+// wire server runs in real time.
+package virtual
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/arms/killop"
+	"github.com/qmlsab/qmlsab/collect"
+	"github.com/qmlsab/qmlsab/mongosim"
+	"github.com/qmlsab/qmlsab/mongosim/model"
+	"github.com/qmlsab/qmlsab/store"
+	"github.com/qmlsab/qmlsab/workload"
+)
+
+// Config is one virtual trial's setting. A zero field takes its
+// documented default (DefaultConfig's values).
+type Config struct {
+	Seed     uint64
+	Workload workload.SpillToDisk
+	// Hardware is each member's machine; zero fields are the M50's.
+	Hardware        model.Hardware
+	ElectionTimeout time.Duration // settings.electionTimeoutMillis
+	RestartDelay    time.Duration // how long an OOM-killed member stays down
+	// SampleInterval is how often every member is sampled (default 1 s).
+	SampleInterval time.Duration
+	// Start is the wall-clock instant model time 0 stands for in the
+	// records (default: now).
+	Start time.Time
+	// Progress, when set, hears about the trial every 10 model seconds.
+	Progress func(Progress)
+}
+
+// Progress is a running trial's state.
+type Progress struct {
+	Elapsed         time.Duration
+	Availability    float64
+	HasAvailability bool
+	Failovers       int
+}
+
+// DefaultConfig is the seed's setting on an M50 replica set.
+func DefaultConfig(seed uint64) Config {
+	return Config{Seed: seed, Workload: workload.DefaultSpillToDisk()}.withDefaults()
+}
+
+func (c Config) withDefaults() Config {
+	c.Hardware = c.Hardware.WithDefaults()
+	if c.ElectionTimeout <= 0 {
+		c.ElectionTimeout = mongosim.DefaultElectionTimeout
+	}
+	if c.RestartDelay <= 0 {
+		c.RestartDelay = mongosim.DefaultRestartDelay
+	}
+	if c.SampleInterval <= 0 {
+		c.SampleInterval = time.Second
+	}
+	if c.Start.IsZero() {
+		c.Start = time.Now().UTC().Truncate(time.Millisecond)
+	}
+	return c
+}
+
+// Tally is the engine's own count of what happened, kept beside the
+// records so that tests can check the records against it.
+type Tally struct {
+	CanaryOK, Canaries                                  int
+	StormCompleted, StormShed, StormKilled, StormFailed int
+	Restarts, Failovers                                 int
+}
+
+// Trial is a finished virtual trial: its records and the engine's tally.
+type Trial struct {
+	Records store.Records
+	Tally   Tally
+}
+
+// codeName is the name a client sees for a model error code.
+func codeName(code int32) string {
+	switch code {
+	case 0:
+		return ""
+	case model.CodeInterrupted:
+		return "Interrupted"
+	case model.CodeQueryMemoryLimitExceeded:
+		return "QueryMemoryLimitExceeded"
+	case model.CodeHostUnreachable:
+		return "HostUnreachable"
+	}
+	return fmt.Sprintf("Location%d", code)
+}
+
+type member struct {
+	node      *model.Node
+	up        bool
+	restartAt time.Duration
+	startedAt time.Duration
+	process   uint64
+}
+
+type sim struct {
+	cfg     Config
+	arm     arms.Arm
+	params  model.Params
+	rng     *rand.Rand
+	now     time.Duration
+	members [3]*member
+	primary int
+	elect   time.Duration // pending election time (-1: none)
+	nodeSeq uint64
+
+	stormStart, stormEnd time.Duration
+	pending              []pendingQuery // waiting for a primary
+	cursorSeq            int64
+
+	tally Tally
+	rec   store.Records
+	// inflight are the client operations not yet answered.
+	inflight   map[*opRecord]bool
+	lastReport time.Duration
+}
+
+// opRecord is one client operation's outcome as its client saw it,
+// latency measured from its scheduled start.
+type opRecord struct {
+	scheduled, latency time.Duration
+	stage              string
+	write              bool
+	code               string // "" for success, or a server or client error name
+	trackedBytes       int64  // what a shed or killed op held when it ended
+}
+
+type pendingQuery struct {
+	at    time.Duration
+	shape model.QueryShape
+	rec   *opRecord
+}
+
+// checkEvery is how many ticks pass between looks at ctx: a trial stops
+// within a few milliseconds of wall time after its context ends.
+const checkEvery = 50
+
+// Run runs one trial of arm in model time. It returns ctx's error, and
+// no trial, when ctx ends first.
+func Run(ctx context.Context, cfg Config, arm arms.Arm) (Trial, error) {
+	cfg = cfg.withDefaults()
+	params, err := model.ParamsFrom(arm.SetParameters)
+	if err != nil {
+		return Trial{}, err
+	}
+	s := &sim{cfg: cfg, arm: arm, params: params, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
+		primary: 0, elect: -1, inflight: map[*opRecord]bool{}}
+	for i := range s.members {
+		s.members[i] = &member{up: true}
+		s.startNode(i)
+	}
+	ph := cfg.Workload.Phases
+	s.stormStart, s.stormEnd = ph.Warmup, ph.Warmup+ph.Storm
+	s.rec.PhaseStarts = map[string]time.Time{"warmup": s.at(0), "storm": s.at(ph.Warmup), "recovery": s.at(ph.Warmup + ph.Storm)}
+	if err := s.loop(ctx, ph.Total()); err != nil {
+		return Trial{}, err
+	}
+	s.tally.Failovers = max(s.tally.Failovers-1, 0) // the first "election" is none: member 0 starts as primary
+	return Trial{Records: s.rec, Tally: s.tally}, nil
+}
+
+// at is the record time of a model instant.
+func (s *sim) at(d time.Duration) time.Time { return s.cfg.Start.Add(d) }
+
+func (s *sim) startNode(i int) {
+	s.nodeSeq++
+	n := model.NewNode(s.cfg.Hardware, s.params, s.cfg.Seed*1000+s.nodeSeq)
+	n.AdvanceTo(s.now) // a fresh process starts at the trial's current time
+	mb := s.members[i]
+	mb.node, mb.up, mb.startedAt, mb.process = n, true, s.now, s.nodeSeq
+	n.OnCrash = func() { s.crash(i) }
+}
+
+func (s *sim) crash(i int) {
+	mb := s.members[i]
+	mb.up = false
+	mb.restartAt = s.now + s.cfg.RestartDelay
+	s.tally.Restarts++
+	if s.primary == i {
+		s.primary = -1
+		s.scheduleElection()
+	}
+}
+
+func (s *sim) scheduleElection() {
+	if s.elect >= 0 {
+		return
+	}
+	offset := time.Duration(s.rng.Float64() * 0.15 * float64(s.cfg.ElectionTimeout))
+	s.elect = s.now + s.cfg.ElectionTimeout + offset
+}
+
+func (s *sim) upCount() int {
+	n := 0
+	for _, mb := range s.members {
+		if mb.up {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *sim) loop(ctx context.Context, total time.Duration) error {
+	w := s.cfg.Workload
+	nextStorm := s.stormStart + s.expo(w.StormRate)
+	canaryEvery := time.Duration(float64(time.Second) / w.CanaryRate)
+	nextCanary := canaryEvery
+	canaryWrite := false
+	var nextActor time.Duration
+	var nextObserve time.Duration
+	for tick := 0; s.now < total; s.now, tick = s.now+model.Tick, tick+1 {
+		if tick%checkEvery == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		// Restarts and elections.
+		for i, mb := range s.members {
+			if !mb.up && s.now >= mb.restartAt {
+				s.startNode(i)
+				if s.primary < 0 {
+					s.scheduleElection()
+				}
+			}
+		}
+		if s.primary < 0 && s.elect >= 0 && s.now >= s.elect {
+			s.elect = -1
+			if s.upCount() >= 2 {
+				s.primary = s.pickPrimary()
+				s.tally.Failovers++
+				s.flushPending()
+			}
+		}
+		// Open-loop storm arrivals.
+		for s.now < s.stormEnd && s.now >= nextStorm {
+			q := w.Query(s.rng)
+			s.startQuery(nextStorm, q, s.track(nextStorm, q.Stage, false))
+			nextStorm += s.expo(w.StormRate)
+		}
+		// Canaries at a fixed rate, alternating reads and writes.
+		for s.now >= nextCanary {
+			s.canary(nextCanary, canaryWrite)
+			canaryWrite = !canaryWrite
+			nextCanary += canaryEvery
+		}
+		// The killOp actor.
+		if k := s.arm.KillOp(); k != nil && s.now >= nextActor {
+			nextActor = s.now + k.Interval
+			s.actor(*k)
+		}
+		for _, mb := range s.members {
+			if mb.up {
+				mb.node.AdvanceTo(s.now)
+			}
+		}
+		if s.now >= nextObserve {
+			nextObserve = s.now + s.cfg.SampleInterval
+			s.observe()
+		}
+	}
+	// What is still unanswered when the trial ends timed out: the wire
+	// driver bounds every operation by the trial's end the same way.
+	left := slices.SortedFunc(maps.Keys(s.inflight), func(a, b *opRecord) int { return cmp.Compare(a.scheduled, b.scheduled) })
+	for _, rec := range left {
+		rec.latency, rec.code = s.now-rec.scheduled, "Timeout"
+		s.report(rec)
+	}
+	return nil
+}
+
+// track registers a client operation.
+func (s *sim) track(at time.Duration, stage string, write bool) *opRecord {
+	rec := &opRecord{scheduled: at, stage: stage, write: write}
+	s.inflight[rec] = true
+	return rec
+}
+
+// answer ends a tracked operation with a server's code.
+func (s *sim) answer(rec *opRecord, code int32) {
+	rec.latency, rec.code = s.now-rec.scheduled, codeName(code)
+	s.report(rec)
+}
+
+// report records an answered operation as its client saw it.
+func (s *sim) report(rec *opRecord) {
+	delete(s.inflight, rec)
+	if rec.stage == "" {
+		ok := rec.code == "" && rec.latency <= s.cfg.Workload.CanarySLO
+		s.tally.Canaries++
+		if ok {
+			s.tally.CanaryOK++
+		}
+		s.rec.Canaries = append(s.rec.Canaries, store.CanaryOp{Scheduled: s.at(rec.scheduled), Latency: rec.latency, Write: rec.write, OK: ok, Code: rec.code})
+		return
+	}
+	o := store.ClassifyCode(rec.code)
+	switch o {
+	case store.Completed:
+		s.tally.StormCompleted++
+	case store.Shed:
+		s.tally.StormShed++
+	case store.Killed:
+		s.tally.StormKilled++
+	default:
+		s.tally.StormFailed++
+	}
+	s.rec.Storm = append(s.rec.Storm, store.StormOp{Scheduled: s.at(rec.scheduled), Latency: rec.latency, Stage: rec.stage,
+		Outcome: o, Code: rec.code, TrackedBytes: rec.trackedBytes})
+}
+
+func (s *sim) expo(rate float64) time.Duration {
+	return time.Duration(s.rng.ExpFloat64() / rate * float64(time.Second))
+}
+
+// pickPrimary elects an up member; the one that crashed last is the
+// stalest, so any other up member wins.
+func (s *sim) pickPrimary() int {
+	var up []int
+	for i, mb := range s.members {
+		if mb.up {
+			up = append(up, i)
+		}
+	}
+	return up[s.rng.IntN(len(up))]
+}
+
+func (s *sim) primaryNode() *model.Node {
+	if s.primary < 0 {
+		return nil
+	}
+	return s.members[s.primary].node
+}
+
+// startQuery sends a storm query's aggregate; a client that finds no
+// primary waits for one (server selection) up to its timeout.
+func (s *sim) startQuery(at time.Duration, q model.QueryShape, rec *opRecord) {
+	n := s.primaryNode()
+	if n == nil {
+		s.pending = append(s.pending, pendingQuery{at: at, shape: q, rec: rec})
+		return
+	}
+	s.cursorSeq++
+	gms := s.params.GetMoreWorks(q)
+	agg := s.params.AggregateWork(q)
+	cursor := int64(0)
+	if len(gms) > 0 {
+		cursor = s.cursorSeq
+	}
+	s.submitStorm(n, &model.Op{Kind: model.KindAggregate, AppName: s.cfg.Workload.AppName, Eligible: true, CursorID: cursor, Work: agg}, gms, rec)
+}
+
+func (s *sim) flushPending() {
+	p := s.pending
+	s.pending = nil
+	for _, q := range p {
+		if s.now-q.at > s.cfg.Workload.ServerSelectionTimeout {
+			q.rec.latency, q.rec.code = s.now-q.at, "Timeout"
+			s.report(q.rec)
+			continue
+		}
+		s.startQuery(q.at, q.shape, q.rec)
+	}
+}
+
+// submitStorm runs a storm op, then the query's next getMore, until the
+// cursor is exhausted or an op fails.
+func (s *sim) submitStorm(n *model.Node, op *model.Op, rest []model.Work, rec *opRecord) {
+	op.Done = func(o model.Outcome) {
+		switch {
+		case o.Code != 0:
+			rec.trackedBytes = o.TrackedBytes
+			s.answer(rec, o.Code)
+		case len(rest) == 0:
+			s.answer(rec, 0)
+		case n.Dead():
+			s.answer(rec, model.CodeHostUnreachable)
+		default:
+			s.submitStorm(n, &model.Op{Kind: model.KindGetMore, AppName: op.AppName, Eligible: true, CursorID: op.CursorID, Work: rest[0]}, rest[1:], rec)
+		}
+	}
+	n.Submit(op)
+}
+
+func (s *sim) canary(at time.Duration, write bool) {
+	rec := s.track(at, "", write)
+	n := s.primaryNode()
+	if n == nil {
+		// No primary: the client waits for one past the SLO.
+		rec.latency, rec.code = s.cfg.Workload.CanarySLO, "Timeout"
+		s.report(rec)
+		return
+	}
+	kind := model.KindFind
+	if write {
+		kind = model.KindInsert
+	}
+	op := &model.Op{Kind: kind, AppName: s.cfg.Workload.CanaryAppName, Eligible: !write, Write: write, Work: model.PointWork()}
+	op.Done = func(o model.Outcome) { s.answer(rec, o.Code) }
+	n.Submit(op)
+}
+
+// actor is the arm's killOp actor: the same decision function the real
+// actor runs over serverStatus and $currentOp.
+func (s *sim) actor(c killop.Config) {
+	n := s.primaryNode()
+	if n == nil {
+		return
+	}
+	var ops []killop.Op
+	n.Ops(func(op *model.Op) {
+		ops = append(ops, killop.Op{ID: op.ID, AppName: op.AppName, TrackedBytes: op.Tracked(), Queued: op.Queued(), Stage: op.Work.Stage, Writes: op.Write})
+	})
+	rss := n.RSS()
+	for _, k := range killop.Decide(c, rss, n.Hardware().MemLimitBytes, ops) {
+		if !n.Kill(k.ID, model.CodeInterrupted) {
+			continue
+		}
+		s.rec.Kills = append(s.rec.Kills, store.Kill{At: s.at(s.now), OpID: k.ID, AppName: k.AppName, TrackedBytes: k.TrackedBytes,
+			Queued: k.Queued, Stage: k.Stage, ResidentMB: rss >> 20})
+	}
+}
+
+// observe samples every member through the serverStatus sections and
+// $currentOp census a wire sampler reads, and reports progress.
+func (s *sim) observe() {
+	for i, mb := range s.members {
+		smp := store.Sample{At: s.at(s.now), Member: fmt.Sprintf("member%d", i)}
+		if mb.up {
+			n := mb.node
+			raw, err := bson.Marshal(mongosim.ModelStatus(n, s.now-mb.startedAt))
+			if err != nil {
+				panic(err) // a document the model built from numbers always marshals
+			}
+			smp.Up, smp.Primary, smp.ProcessID = true, s.primary == i, fmt.Sprintf("process%d", mb.process)
+			smp.Values = collect.Extract(raw)
+			var ops []collect.CensusOp
+			n.Ops(func(op *model.Op) {
+				ops = append(ops, collect.CensusOp{Queued: op.Queued(), TrackedBytes: op.Tracked(), Stage: op.Work.Stage})
+			})
+			collect.AddCensus(smp.Values, ops)
+		}
+		s.rec.Samples = append(s.rec.Samples, smp)
+	}
+	if s.cfg.Progress != nil && s.now-s.lastReport >= 10*time.Second {
+		s.lastReport = s.now
+		p := Progress{Elapsed: s.now, Failovers: max(s.tally.Failovers-1, 0)}
+		if s.tally.Canaries > 0 {
+			p.Availability, p.HasAvailability = float64(s.tally.CanaryOK)/float64(s.tally.Canaries), true
+		}
+		s.cfg.Progress(p)
+	}
+}

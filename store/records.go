@@ -1,0 +1,253 @@
+package store
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"time"
+)
+
+// The records of a trial: what its files hold, one type per file.
+
+// Records are everything a trial recorded, in memory: what the metric
+// functions read and what the trial's files hold.
+type Records struct {
+	Results
+	// Merge is the merge workload's ops (nil for the storm).
+	Merge   *MergeRun
+	Samples []Sample
+	Kills   []Kill
+}
+
+// Sample is one member's serverStatus at one moment. A member that could
+// not be read is a sample with Up false: a gap, not an error.
+type Sample struct {
+	At        time.Time
+	Member    string
+	Up        bool
+	Primary   bool
+	ProcessID string // topologyVersion.processId: changes on every start
+	Values    map[string]float64
+}
+
+// Second is the derived per-second series of a trial at one second: the
+// primary's gauges and rates, each absent when no sample gave it.
+type Second struct {
+	T          int      `json:"t"` // seconds since the trial's start
+	Primary    string   `json:"primary,omitempty"`
+	ReadTix    *float64 `json:"readTickets,omitempty"`
+	LowQueue   *float64 `json:"lowPriorityQueue,omitempty"`
+	Admissions *float64 `json:"admissionsPerS,omitempty"`
+	Kills      *float64 `json:"queueKillsPerS,omitempty"`
+	Sheds      *float64 `json:"serverShedsPerS,omitempty"`
+	ResidentMB *float64 `json:"residentMB,omitempty"`
+	// The shedder's marks and memory limit, when the server reports them.
+	LowMark  *float64 `json:"lowMarkBytes,omitempty"`
+	HighMark *float64 `json:"highMarkBytes,omitempty"`
+	MemLimit *float64 `json:"memLimitBytes,omitempty"`
+}
+
+// StormOp is one storm query's outcome.
+type StormOp struct {
+	Scheduled time.Time     `json:"scheduled"`
+	Latency   time.Duration `json:"latencyNs"`
+	Stage     string        `json:"stage"`
+	Outcome   Outcome       `json:"outcome"`
+	Code      string        `json:"code,omitempty"`
+	// TrackedBytes is the tracked memory a shed or killed op held, when
+	// known (the virtual clock's model knows; over the wire only the
+	// killOp actor's kills carry it, in the events).
+	TrackedBytes int64 `json:"trackedBytes,omitempty"`
+}
+
+// CanaryOp is one canary's outcome; OK means it succeeded within the
+// SLO, measured from its scheduled start.
+type CanaryOp struct {
+	Scheduled time.Time     `json:"scheduled"`
+	Latency   time.Duration `json:"latencyNs"`
+	Write     bool          `json:"write"`
+	OK        bool          `json:"ok"`
+	Code      string        `json:"code,omitempty"`
+}
+
+// Results are a trial's workload outcomes.
+type Results struct {
+	PhaseStarts map[string]time.Time
+	Storm       []StormOp
+	Canaries    []CanaryOp
+}
+
+// Outcome classifies a storm operation's result as DESIGN.md's metrics
+// count it.
+type Outcome string
+
+const (
+	Completed Outcome = "completed"
+	Shed      Outcome = "shed"   // QueryMemoryLimitExceeded
+	Killed    Outcome = "killed" // Interrupted (killOp)
+	Failed    Outcome = "failed" // anything else
+)
+
+// ClassifyCode is the outcome of an operation that failed with the named
+// server error.
+func ClassifyCode(name string) Outcome {
+	switch name {
+	case "":
+		return Completed
+	case "QueryMemoryLimitExceeded":
+		return Shed
+	case "Interrupted":
+		return Killed
+	}
+	return Failed
+}
+
+// MergeOp is one $merge op: where it ran, how it ended, and the
+// documents it left in its own target collection.
+type MergeOp struct {
+	Op             int           `json:"op"`
+	ReadPreference string        `json:"readPreference"`
+	Scheduled      time.Time     `json:"scheduled"`
+	Latency        time.Duration `json:"latencyNs"`
+	Outcome        Outcome       `json:"outcome"`
+	Code           string        `json:"code,omitempty"`
+	Written        int64         `json:"written"`
+	// Unsafe: it failed shed or killed after writing documents.
+	Unsafe bool `json:"unsafe"`
+}
+
+// MergeRun is a trial of the merge workload.
+type MergeRun struct {
+	// Forced says the shed failpoint was armed on every member; when the
+	// target refused it (a real mongod without test commands), ForcedNote
+	// says why and the ops ran unforced.
+	Forced     bool      `json:"forced"`
+	ForcedNote string    `json:"forcedNote,omitempty"`
+	Ops        []MergeOp `json:"ops"`
+}
+
+// UnsafeSheds counts ops that failed shed or killed with documents written.
+func (r MergeRun) UnsafeSheds() (n int) {
+	for _, o := range r.Ops {
+		if o.Unsafe {
+			n++
+		}
+	}
+	return n
+}
+
+// Kill records one kill of the killOp actor.
+type Kill struct {
+	At           time.Time `json:"at"`
+	OpID         int64     `json:"opid"`
+	AppName      string    `json:"appName"`
+	TrackedBytes int64     `json:"trackedBytes"`
+	Queued       bool      `json:"queued"`
+	Stage        string    `json:"stage,omitempty"`
+	ResidentMB   int64     `json:"residentMB"`
+	Err          string    `json:"err,omitempty"`
+}
+
+// Event is one timestamped thing that happened in a trial (events.jsonl.gz).
+type Event struct {
+	At time.Time `json:"at"`
+	// Kind is phase (a phase began), primary (a new primary was seen),
+	// restart (a member came back as a new process), topology (the
+	// driver saw a new primary), kill (the killOp actor's kill) or fault
+	// (an injected fault began).
+	Kind   string `json:"kind"`
+	Phase  string `json:"phase,omitempty"`
+	Member string `json:"member,omitempty"`
+	Kill   *Kill  `json:"kill,omitempty"`
+	// Fault names an injected fault (kind fault); Err says why it could
+	// not be applied.
+	Fault string `json:"fault,omitempty"`
+	Err   string `json:"err,omitempty"`
+}
+
+// OutcomeSecond is one second of a trial's operations (outcomes.jsonl.gz), by
+// scheduled start: counts per outcome and a latency histogram.
+type OutcomeSecond struct {
+	T      int            `json:"t"` // seconds since the trial's start
+	Storm  map[string]int `json:"storm,omitempty"`
+	Canary map[string]int `json:"canary,omitempty"` // ok, failed
+	// StormLatency and CanaryLatency count ops per latency bucket: bucket
+	// i holds latencies in (2^(i-1), 2^i] ms, bucket 0 those ≤ 1 ms.
+	StormLatency  []int `json:"stormLatencyLog2Ms,omitempty"`
+	CanaryLatency []int `json:"canaryLatencyLog2Ms,omitempty"`
+}
+
+// File names of a run folder and of each trial's folder.
+const (
+	ManifestFile = "manifest.json"
+	TrialFile    = "trial.json"        // written last: a trial folder without it is unfinished
+	SamplesFile  = "samples.jsonl.gz"  // []Sample
+	SeriesFile   = "series.jsonl.gz"   // []Second, derived from the samples
+	StormFile    = "storm.jsonl.gz"    // []StormOp
+	CanaryFile   = "canaries.jsonl.gz" // []CanaryOp
+	OutcomesFile = "outcomes.jsonl.gz" // []OutcomeSecond, derived from storm and canaries
+	EventsFile   = "events.jsonl.gz"   // []Event
+	MergeFile    = "merge.jsonl.gz"    // []MergeOp (merge workload)
+)
+
+// TrialFiles are the contents of one trial's folder.
+type TrialFiles struct {
+	Trial    Trial
+	Samples  []Sample
+	Series   []Second
+	Storm    []StormOp
+	Canaries []CanaryOp
+	Outcomes []OutcomeSecond
+	Events   []Event
+	// Merge, when not nil, makes this a merge-workload trial: its ops are
+	// written instead of the storm's files.
+	Merge *MergeRun
+}
+
+// WriteTrial writes a trial's files into dir, trial.json last, each
+// atomically.
+func WriteTrial(dir string, f TrialFiles) error {
+	steps := []func() error{func() error { return WriteJSONLinesGz(filepath.Join(dir, SamplesFile), f.Samples) }}
+	if f.Merge != nil {
+		steps = append(steps, func() error { return WriteJSONLinesGz(filepath.Join(dir, MergeFile), f.Merge.Ops) })
+	} else {
+		steps = append(steps,
+			func() error { return WriteJSONLinesGz(filepath.Join(dir, SeriesFile), f.Series) },
+			func() error { return WriteJSONLinesGz(filepath.Join(dir, StormFile), f.Storm) },
+			func() error { return WriteJSONLinesGz(filepath.Join(dir, CanaryFile), f.Canaries) },
+			func() error { return WriteJSONLinesGz(filepath.Join(dir, OutcomesFile), f.Outcomes) },
+			func() error { return WriteJSONLinesGz(filepath.Join(dir, EventsFile), f.Events) })
+	}
+	steps = append(steps, func() error { return WriteJSON(filepath.Join(dir, TrialFile), f.Trial) })
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WorkloadHead is what a reader of a run needs of its workload (the
+// manifest holds the whole resolved spec, which the workload package
+// owns): its name and kind, and the storm's phases and rates.
+type WorkloadHead struct {
+	Name        string `json:"name"`
+	Kind        string `json:"kind"`
+	SpillToDisk *struct {
+		Phases struct {
+			Warmup, Storm, Recovery time.Duration
+		}
+		StormRate  float64
+		CanaryRate float64
+		CanarySLO  time.Duration
+	} `json:"spill_to_disk,omitempty"`
+	Merge json.RawMessage `json:"merge_partial_write,omitempty"`
+}
+
+// ArmInfo is an arm as a reader of results needs it: its name, build
+// label, target kind and server parameters (credentials never included).
+type ArmInfo struct {
+	Name       string            `json:"name"`
+	Build      string            `json:"build,omitempty"`
+	Target     string            `json:"target,omitempty"`
+	Parameters map[string]string `json:"parameters,omitempty"`
+}
