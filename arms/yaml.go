@@ -2,7 +2,6 @@ package arms
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -14,16 +13,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/qmlsab/qmlsab/arms/killop"
+	"github.com/qmlsab/qmlsab/internal/yamlfile"
 )
-
-// Error is a problem in an arms file, at a line.
-type Error struct {
-	File string
-	Line int
-	Msg  string
-}
-
-func (e *Error) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
 
 // LoadFile reads and validates an arms file.
 func LoadFile(path string) ([]Arm, error) {
@@ -43,11 +34,11 @@ func Parse(file string, data []byte) ([]Arm, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
-		return nil, yamlError(file, err)
+		return nil, yamlfile.Wrap(file, err)
 	}
 	p := parser{file: file}
 	if len(doc.Content) == 0 {
-		return nil, &Error{file, 1, "empty arms file; want a mapping with an 'arms' list"}
+		return nil, yamlfile.Errorf(file, 1, "empty arms file; want a mapping with an 'arms' list")
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
@@ -85,27 +76,10 @@ func Parse(file string, data []byte) ([]Arm, error) {
 	return out, nil
 }
 
-func yamlError(file string, err error) error {
-	var te *yaml.TypeError
-	msg := err.Error()
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		msg = te.Errors[0]
-	}
-	// yaml.v3 messages read "yaml: line N: ..."; keep the line, name the file.
-	msg = strings.TrimPrefix(msg, "yaml: ")
-	if rest, ok := strings.CutPrefix(msg, "line "); ok {
-		num, tail, _ := strings.Cut(rest, ": ")
-		if n, err := strconv.Atoi(num); err == nil {
-			return &Error{file, n, tail}
-		}
-	}
-	return &Error{file, 1, msg}
-}
-
 type parser struct{ file string }
 
 func (p parser) errf(n *yaml.Node, format string, args ...any) error {
-	return &Error{p.file, n.Line, fmt.Sprintf(format, args...)}
+	return yamlfile.Errorf(p.file, n.Line, format, args...)
 }
 
 func kindName(n *yaml.Node) string {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/qmlsab/qmlsab/internal/yamlfile"
 )
 
 func TestParseValidFile(t *testing.T) {
@@ -64,7 +66,7 @@ func TestParseErrorsNameFileAndLine(t *testing.T) {
 		{"not a mapping", "- A\n- B\n", 1, "want a mapping"},
 	} {
 		_, err := Parse("my-arms.yaml", []byte(tc.src))
-		var e *Error
+		var e *yamlfile.Error
 		if !errors.As(err, &e) {
 			t.Errorf("%s: got %v, want *Error", tc.name, err)
 			continue

@@ -357,6 +357,13 @@ func (s *Server) cmdAggregate(r *request) (bson.D, error) {
 	}
 	env := &pipelineEnv{s: s, r: r}
 	shape, modelled := s.sim.shapeOf(p, in, int(n))
+	hint, hinted, err := shapeHint(r.body)
+	if err != nil {
+		return nil, err
+	}
+	if modelled && hinted {
+		shape = hint
+	}
 	cursorID := s.cursor.newID()
 	if modelled {
 		// The aggregate builds its blocking stage (and spills) as the model
@@ -383,7 +390,11 @@ func (s *Server) cmdAggregate(r *request) (bson.D, error) {
 		first, rest := batch(out, int(n))
 		id := int64(0)
 		if len(rest) > 0 {
-			id = s.cursor.openWithID(cursorID, ns, rest, &shape).id
+			c := s.cursor.openWithID(cursorID, ns, rest, &shape)
+			if hinted {
+				c.hinted, c.works = true, s.sim.node.Params().GetMoreWorks(shape)
+			}
+			id = c.id
 		} else {
 			s.sim.killCursor(cursorID)
 		}

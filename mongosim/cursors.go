@@ -20,6 +20,10 @@ type cursor struct {
 	created time.Time
 	// shape is the modelled query behind the cursor (nil: not modelled).
 	shape *model.QueryShape
+	// works, for a query that came with a shape hint, are its modelled
+	// getMores not yet run: each real getMore runs its share of them.
+	works  []model.Work
+	hinted bool
 }
 
 type cursorTable struct {
@@ -122,7 +126,12 @@ func (s *Server) cmdGetMore(r *request) (bson.D, error) {
 	if c.shape != nil {
 		// The getMore is a new operation: it queues for a ticket while the
 		// cursor holds its buffer, and a kill or shed destroys the cursor.
-		w := s.sim.getMoreWork(*c.shape, len(next), len(rest) == 0)
+		var w model.Work
+		if c.hinted {
+			w, c.works = takeShare(c.works, len(next), len(next)+len(rest), *c.shape)
+		} else {
+			w = s.sim.getMoreWork(*c.shape, len(next), len(rest) == 0)
+		}
 		if err := s.enter(r, &model.Op{Kind: model.KindGetMore, Eligible: true, CursorID: c.id, Work: w}); err != nil {
 			s.dropModelCursor(c)
 			return nil, err

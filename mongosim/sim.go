@@ -254,6 +254,53 @@ func (sim *simulation) shapeOf(p *query.Pipeline, in []bson.Raw, batchDocs int) 
 	return q, true
 }
 
+// ShapeHintKey names the field of an aggregate's comment that says which
+// modelled query the pipeline stands for (a model.QueryShape: stage,
+// scanDocs, docBytes, holdBytes, loadBytes, outputBytes, batchDocs). A
+// client that drives the model, such as qmlsab's storm, sends it so that a
+// query on small real data runs as the query it describes; mongod ignores
+// a comment. Without it the shape is derived from the real input scaled by
+// --simScanScale.
+const ShapeHintKey = "qmlsabModelShape"
+
+// shapeHint reads an aggregate's shape hint, if it has one.
+func shapeHint(body bson.Raw) (model.QueryShape, bool, error) {
+	v, err := body.LookupErr("comment", ShapeHintKey)
+	if err != nil {
+		return model.QueryShape{}, false, nil
+	}
+	var q model.QueryShape
+	doc, ok := v.DocumentOK()
+	if !ok {
+		return q, false, mongoerr.New(mongoerr.BadValue, "comment.%s must be a document", ShapeHintKey)
+	}
+	if err := bson.Unmarshal(doc, &q); err != nil {
+		return q, false, mongoerr.New(mongoerr.BadValue, "comment.%s: %v", ShapeHintKey, err)
+	}
+	if err := q.Check(); err != nil {
+		return q, false, mongoerr.New(mongoerr.BadValue, "comment.%s: %v", ShapeHintKey, err)
+	}
+	return q, true, nil
+}
+
+// takeShare is the work of a getMore returning docs of the left real
+// documents of a hinted cursor: its share of the modelled getMores left
+// (all of them for the last batch), done one after another.
+func takeShare(works []model.Work, docs, left int, q model.QueryShape) (model.Work, []model.Work) {
+	k := len(works)
+	if docs < left {
+		k = min((len(works)*docs+left-1)/left, len(works))
+	}
+	if k == 0 {
+		// More real batches than modelled ones: this one only holds the
+		// cursor's buffer while it waits for a ticket.
+		return model.Work{HoldBytes: q.HoldBytes, Stage: q.Stage, Exhausts: docs >= left}, works
+	}
+	w := model.Combine(works[:k])
+	w.Exhausts = docs >= left
+	return w, works[k:]
+}
+
 // getMoreWork is the model's work for a getMore returning docs real
 // documents of a modelled cursor.
 func (sim *simulation) getMoreWork(q model.QueryShape, docs int, last bool) model.Work {

@@ -1,16 +1,12 @@
 package report
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
-	"regexp"
 	"strconv"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/qmlsab/qmlsab/internal/yamlfile"
 )
 
 // Gate is a check over an arm's trial metrics: Of (median, mean, min,
@@ -127,39 +123,14 @@ func LoadGates(nameOrFile string) (GateSet, error) {
 	return ParseGates(nameOrFile, b)
 }
 
-var gateLine = regexp.MustCompile(`line (\d+): (.*)`)
-
 // ParseGates reads a gate file strictly; errors name the file and line.
 func ParseGates(file string, data []byte) (GateSet, error) {
 	var gs GateSet
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&gs); err != nil {
-		if errors.Is(err, io.EOF) {
-			return gs, fmt.Errorf("%s:1: empty gate file; want name and gates", file)
-		}
-		var te *yaml.TypeError
-		if errors.As(err, &te) && len(te.Errors) > 0 {
-			err = errors.New(te.Errors[0])
-		}
-		if m := gateLine.FindStringSubmatch(err.Error()); m != nil {
-			return gs, fmt.Errorf("%s:%s: %s", file, m[1], m[2])
-		}
-		return gs, fmt.Errorf("%s:1: %v", file, err)
+	root, err := yamlfile.DecodeStrict(file, data, &gs)
+	if err != nil {
+		return gs, err
 	}
-	var root yaml.Node
-	_ = yaml.Unmarshal(data, &root)
-	line := func(i int) int {
-		if len(root.Content) > 0 {
-			m := root.Content[0]
-			for k := 0; k+1 < len(m.Content); k += 2 {
-				if m.Content[k].Value == "gates" && i < len(m.Content[k+1].Content) {
-					return m.Content[k+1].Content[i].Line
-				}
-			}
-		}
-		return 1
-	}
+	line := func(i int) int { return yamlfile.Line(root, "gates", strconv.Itoa(i)) }
 	if gs.Name == "" {
 		return gs, fmt.Errorf("%s:1: missing name", file)
 	}

@@ -51,9 +51,15 @@ type Config struct {
 	// Clock is how embedded arms run: Virtual (default) or Wall. Other
 	// targets always run on the wall clock.
 	Clock string
-	// Sim is the embedded target's mongosim configuration.
-	Sim           mongosim.SimOptions
+	// Sim is the embedded target's mongosim configuration; zero fields
+	// take the embedded M50's values (EmbeddedSim), on either clock.
+	Sim mongosim.SimOptions
+	// SimMemLimitMB is each embedded member's memory limit (0: the
+	// model's default, 32 GiB).
 	SimMemLimitMB int64
+	// Profile scales the workload's phases (Profiles; "" is default). A
+	// resumed run keeps the workload it started with.
+	Profile string
 	ToolVersion   string
 	CommandLine   []string
 	Log           *slog.Logger
@@ -72,18 +78,45 @@ type Fault struct {
 	Do   func(ctx context.Context, dep target.Deployment) error
 }
 
-// Execute runs (or resumes) the experiment and returns the run folder.
-func Execute(ctx context.Context, cfg Config) (string, error) {
-	if cfg.N < 1 {
-		return "", errors.New("--n must be at least 1")
+// Profiles scale a workload's phases: quick is for CI and smoke tests,
+// long for a nightly run that wants more storm per trial.
+var Profiles = map[string]float64{"quick": 0.1, "default": 1, "long": 2}
+
+// EmbeddedSim is the embedded target's default: the investigation's Atlas
+// M50 (8 vCPUs, 32 GiB, ~6 GiB resident before the storm). Pipelines that
+// come without a model shape (the merge workload's, a user's) run on small
+// real data standing for ScanScale times as many documents.
+func EmbeddedSim() mongosim.SimOptions {
+	return mongosim.SimOptions{CPUs: 8, BaselineMB: 6 << 10, ScanScale: 200, PartitionMB: 20}
+}
+
+// withDefaults applies every documented default of a Config in one place:
+// a zero field means its default.
+func (cfg Config) withDefaults() Config {
+	d := EmbeddedSim()
+	if cfg.Sim.CPUs <= 0 {
+		cfg.Sim.CPUs = d.CPUs
 	}
-	if len(cfg.Arms) == 0 {
-		return "", errors.New("no arms to run")
+	if cfg.Sim.BaselineMB <= 0 {
+		cfg.Sim.BaselineMB = d.BaselineMB
 	}
-	if !cfg.Resume {
-		if err := cfg.Workload.Validate(); err != nil {
-			return "", fmt.Errorf("workload %s: %w", cfg.Workload.Name, err)
-		}
+	if cfg.Sim.ScanScale <= 0 {
+		cfg.Sim.ScanScale = d.ScanScale
+	}
+	if cfg.Sim.PartitionMB <= 0 {
+		cfg.Sim.PartitionMB = d.PartitionMB
+	}
+	if cfg.Sim.RestartDelay <= 0 {
+		cfg.Sim.RestartDelay = mongosim.DefaultRestartDelay
+	}
+	if cfg.SampleInterval <= 0 {
+		cfg.SampleInterval = time.Second
+	}
+	if cfg.Clock == "" {
+		cfg.Clock = Virtual
+	}
+	if cfg.Profile == "" {
+		cfg.Profile = "default"
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -91,17 +124,42 @@ func Execute(ctx context.Context, cfg Config) (string, error) {
 	if cfg.Progress == nil {
 		cfg.Progress = progress.Lines(io.Discard)
 	}
+	return cfg
+}
+
+// Validate checks a Config's settings; errors name the CLI flag.
+func (cfg Config) Validate() error {
+	switch {
+	case cfg.N < 1:
+		return fmt.Errorf("--n %d: at least one trial per arm", cfg.N)
+	case len(cfg.Arms) == 0:
+		return errors.New("--arms: no arms to run")
+	case cfg.Parallel < 0:
+		return fmt.Errorf("--parallel %d: must not be negative", cfg.Parallel)
+	case cfg.Clock != "" && cfg.Clock != Virtual && cfg.Clock != Wall:
+		return fmt.Errorf("--clock %q: want %s or %s", cfg.Clock, Virtual, Wall)
+	}
+	if _, ok := Profiles[cfg.Profile]; !ok && cfg.Profile != "" {
+		return fmt.Errorf("--profile %q: want quick, default or long", cfg.Profile)
+	}
+	if !cfg.Resume {
+		if err := cfg.Workload.Validate(); err != nil {
+			return fmt.Errorf("--workload %s: %w", cfg.Workload.Name, err)
+		}
+	}
+	return nil
+}
+
+// Execute runs (or resumes) the experiment and returns the run folder.
+func Execute(ctx context.Context, cfg Config) (string, error) {
+	if err := cfg.Validate(); err != nil {
+		return "", err
+	}
+	cfg = cfg.withDefaults()
+	if !cfg.Resume {
+		cfg.Workload = cfg.Workload.Scaled(Profiles[cfg.Profile])
+	}
 	defer cfg.Progress.Close()
-	if cfg.SampleInterval <= 0 {
-		cfg.SampleInterval = time.Second
-	}
-	switch cfg.Clock {
-	case "":
-		cfg.Clock = Virtual
-	case Virtual, Wall:
-	default:
-		return "", fmt.Errorf("clock %q: want %s or %s", cfg.Clock, Virtual, Wall)
-	}
 	lock, err := store.Acquire(cfg.Dir)
 	if err != nil {
 		return "", err

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/qmlsab/qmlsab/mongosim"
+	"github.com/qmlsab/qmlsab/mongosim/model"
 	"github.com/qmlsab/qmlsab/store"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -91,13 +93,17 @@ func (d *Driver) Load(ctx context.Context) error {
 	pad := strings.Repeat("x", 900)
 	docs := make([]any, d.RealDocs)
 	for i := range docs {
-		docs[i] = bson.D{{Key: "_id", Value: i}, {Key: "p", Value: i % 20}, {Key: "v", Value: i}, {Key: "pad", Value: pad}}
+		docs[i] = bson.D{{Key: "_id", Value: i}, {Key: "p", Value: i % partitions}, {Key: "v", Value: i}, {Key: "pad", Value: pad}}
 	}
 	if _, err := coll.InsertMany(ctx, docs); err != nil {
 		return fmt.Errorf("loading: %w", err)
 	}
 	return nil
 }
+
+// partitions is how many $setWindowFields partitions (and $group keys)
+// the real collection has.
+const partitions = 20
 
 // pipeline is the storm query for a stage.
 func pipeline(stage string) mongo.Pipeline {
@@ -119,7 +125,10 @@ const stormDrain = 10 * time.Second
 // Run runs the phases from start and returns every outcome.
 func (d *Driver) Run(ctx context.Context, start time.Time, seed uint64) (store.Results, error) {
 	d.defaults()
-	storm, err := d.client(d.Spec.AppName)
+	// The storm is an open loop of many clients: no connection pool may
+	// cap how many of its queries are in the server at once (the model's
+	// own trials have no such cap either).
+	storm, err := d.client(d.Spec.AppName, options.Client().SetMaxPoolSize(0))
 	if err != nil {
 		return store.Results{}, err
 	}
@@ -142,21 +151,10 @@ func (d *Driver) Run(ctx context.Context, start time.Time, seed uint64) (store.R
 	rng := rand.New(rand.NewPCG(seed, 0x570))
 	var rmu sync.Mutex
 	stages := make(map[time.Time]string)
-	pick := func() string {
+	draw := func() model.QueryShape {
 		rmu.Lock()
 		defer rmu.Unlock()
-		x, total := rng.Float64(), 0.0
-		for _, m := range d.Spec.Mix {
-			total += m.Weight
-		}
-		x *= total
-		for _, m := range d.Spec.Mix {
-			if x < m.Weight {
-				return m.Stage
-			}
-			x -= m.Weight
-		}
-		return d.Spec.Mix[len(d.Spec.Mix)-1].Stage
+		return d.Spec.Query(rng)
 	}
 	var wg sync.WaitGroup
 	var stormRes []Result
@@ -164,20 +162,26 @@ func (d *Driver) Run(ctx context.Context, start time.Time, seed uint64) (store.R
 	go func() {
 		defer wg.Done()
 		stormRes = OpenLoop{Rate: d.Spec.StormRate, Poisson: true, Seed: seed}.Run(ctx, stormStart, stormEnd, func(ctx context.Context, at time.Time) error {
-			stage := pick()
+			q := draw()
 			rmu.Lock()
-			stages[at] = stage
+			stages[at] = q.Stage
 			rmu.Unlock()
 			// An op may drain for stormDrain after the trial ends; one still
 			// running then is counted as failed (Timeout). This bounds a
 			// trial's length when the server queues ops for minutes.
 			ctx, cancel := context.WithDeadline(ctx, end.Add(stormDrain))
 			defer cancel()
-			opts := options.Aggregate().SetAllowDiskUse(true)
-			if d.Spec.BatchDocs > 0 {
-				opts.SetBatchSize(int32(max(d.Spec.BatchDocs/1000, 10)))
+			// The comment tells mongosim which modelled query this one
+			// stands for (a real mongod ignores it); real batches are sized
+			// so that the cursor takes as many getMores as the model's.
+			realOut := d.RealDocs
+			if q.Stage == "$group" {
+				realOut = partitions
 			}
-			cur, err := events.Aggregate(ctx, pipeline(stage), opts)
+			opts := options.Aggregate().SetAllowDiskUse(true).
+				SetBatchSize(int32(max((realOut+q.GetMores())/(q.GetMores()+1), 1))).
+				SetComment(bson.D{{Key: mongosim.ShapeHintKey, Value: q}})
+			cur, err := events.Aggregate(ctx, pipeline(q.Stage), opts)
 			if err != nil {
 				return err
 			}

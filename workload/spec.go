@@ -4,14 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
+	"math"
 	"os"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/qmlsab/qmlsab/internal/yamlfile"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -99,58 +100,121 @@ func (s Spec) Scaled(f float64) Spec {
 	return s
 }
 
-// Validate checks a spec's settings; messages name the YAML key.
-func (s Spec) Validate() error {
-	switch s.Kind {
-	case KindSpillToDisk:
-		w := s.SpillToDisk
-		switch {
-		case w == nil:
-			return errors.New("spill_to_disk: missing settings")
-		case w.StormRate <= 0:
-			return errors.New("spill_to_disk.stormRate: must be positive")
-		case w.CanaryRate <= 0:
-			return errors.New("spill_to_disk.canaryRate: must be positive")
-		case w.Phases.Storm <= 0:
-			return errors.New("spill_to_disk.phases.storm: must be positive")
-		case w.Phases.Warmup < 0 || w.Phases.Recovery < 0:
-			return errors.New("spill_to_disk.phases: warmup and recovery must not be negative")
-		case len(w.Mix) == 0:
-			return errors.New("spill_to_disk.mix: at least one stage")
-		case w.CanarySLO <= 0:
-			return errors.New("spill_to_disk.canarySLO: must be positive")
-		}
-		for _, m := range w.Mix {
-			if !slices.Contains([]string{"$setWindowFields", "$sort", "$group"}, m.Stage) || m.Weight <= 0 {
-				return fmt.Errorf("spill_to_disk.mix: stage %q weight %v: want $setWindowFields, $sort or $group with a positive weight", m.Stage, m.Weight)
-			}
-		}
-	case KindMergePartialWrite:
-		w := s.Merge
-		switch {
-		case w == nil:
-			return errors.New("merge_partial_write: missing settings")
-		case w.Ops < 1:
-			return errors.New("merge_partial_write.ops: at least 1")
-		case w.SourceDocs < 1:
-			return errors.New("merge_partial_write.sourceDocs: at least 1")
-		case w.ShedAfter < 0:
-			return errors.New("merge_partial_write.shedAfterBatches: must not be negative")
-		}
-	default:
-		return fmt.Errorf("kind %q: want one of %v", s.Kind, Names())
+// FieldError is a bad value of one key of a spec; Path is the key's path
+// in the YAML document (spill_to_disk, stormRate).
+type FieldError struct {
+	Path []string
+	Msg  string
+}
+
+func (e *FieldError) Error() string { return strings.Join(e.Path, ".") + ": " + e.Msg }
+
+func fieldErr(msg string, path ...string) error { return &FieldError{Path: path, Msg: msg} }
+
+// Bounds of a workload's values: what MongoDB allows (a document is at
+// most 16 MiB) and what the virtual engine can run in bounded memory and
+// time. A virtual trial within these bounds stays under MaxTrialHeapBytes
+// of memory (a test runs one at the largest storm).
+const (
+	MaxDocBytes    = 16 << 20 // BSON's document size limit
+	MaxStormRate   = 1000     // storm queries per second
+	MaxStormOps    = 300_000  // storm queries per trial (rate × storm length)
+	MaxCanaryRate  = 1000     // canaries per second
+	MaxTrialLength = 2 * time.Hour
+	MaxScanDocs    = 1_000_000_000
+	MaxBufferBytes = 1 << 40 // holdBytes, loadBytes: far beyond any host's memory
+	MaxSpread      = 2.0     // σ of the log-normal size spreads
+	MaxBatchDocs   = 10_000_000
+	MaxMergeOps    = 10_000
+	MaxSourceDocs  = 1_000_000
+	// MaxTrialHeapBytes is the memory a virtual trial within the bounds
+	// stays under.
+	MaxTrialHeapBytes = 1 << 30
+)
+
+func inRange[T int | int64 | float64](v, lo, hi T, path ...string) error {
+	if float64(v) != float64(v) || v < lo || v > hi { // NaN fails too
+		return fieldErr(fmt.Sprintf("%v is outside [%v, %v]", v, lo, hi), path...)
 	}
 	return nil
 }
 
-// Error is a problem in a workload file, at a line.
-type Error struct {
-	File string
-	Line int
-	Msg  string
+func durRange(v, lo, hi time.Duration, path ...string) error {
+	if v < lo || v > hi {
+		return fieldErr(fmt.Sprintf("%v is outside [%v, %v]", v, lo, hi), path...)
+	}
+	return nil
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
+// Validate checks a spec's settings against the bounds above; a
+// *FieldError names the key.
+func (s Spec) Validate() error {
+	switch s.Kind {
+	case KindSpillToDisk:
+		w := s.SpillToDisk
+		if w == nil {
+			return fieldErr("missing settings", KindSpillToDisk)
+		}
+		k := KindSpillToDisk
+		ph := w.Phases
+		for _, err := range []error{
+			inRange(w.StormRate, 0.001, MaxStormRate, k, "stormRate"),
+			inRange(w.CanaryRate, 0.001, MaxCanaryRate, k, "canaryRate"),
+			durRange(ph.Warmup, 0, MaxTrialLength, k, "phases", "warmup"),
+			durRange(ph.Storm, time.Millisecond, MaxTrialLength, k, "phases", "storm"),
+			durRange(ph.Recovery, 0, MaxTrialLength, k, "phases", "recovery"),
+			durRange(ph.Total(), 0, MaxTrialLength, k, "phases"),
+			inRange(w.StormRate*ph.Storm.Seconds(), 0, MaxStormOps, k, "stormRate"),
+			inRange(w.ScanDocs, 1, MaxScanDocs, k, "scanDocs"),
+			inRange(w.ScanSpread, 0, MaxSpread, k, "scanSpread"),
+			inRange(w.DocBytes, 1, MaxDocBytes, k, "docBytes"),
+			inRange(w.HoldBytes, 0, MaxBufferBytes, k, "holdBytes"),
+			inRange(w.LoadBytes, 0, MaxBufferBytes, k, "loadBytes"),
+			inRange(w.LoadSpread, 0, MaxSpread, k, "loadSpread"),
+			inRange(w.BatchDocs, 1, MaxBatchDocs, k, "batchDocs"),
+			inRange(w.OutputShare, 0, 1, k, "outputShare"),
+			durRange(w.CanarySLO, time.Millisecond, time.Hour, k, "canarySLO"),
+			durRange(w.ServerSelectionTimeout, time.Millisecond, time.Hour, k, "serverSelectionTimeout"),
+		} {
+			if err != nil {
+				if fe := err.(*FieldError); fe.Path[len(fe.Path)-1] == "stormRate" && w.StormRate <= MaxStormRate && w.StormRate > 0 {
+					fe.Msg = fmt.Sprintf("%v queries/s over a %v storm is %.0f queries; at most %d per trial", w.StormRate, ph.Storm, w.StormRate*ph.Storm.Seconds(), MaxStormOps)
+				}
+				return err
+			}
+		}
+		if w.AppName == "" || w.CanaryAppName == "" || w.AppName == w.CanaryAppName {
+			return fieldErr("appName and canaryAppName must be set and differ (the killOp actor tells them apart)", k, "appName")
+		}
+		if len(w.Mix) == 0 {
+			return fieldErr("at least one stage", k, "mix")
+		}
+		for i, m := range w.Mix {
+			if !slices.Contains([]string{"$setWindowFields", "$sort", "$group"}, m.Stage) || !(m.Weight > 0) || math.IsInf(m.Weight, 0) {
+				return fieldErr(fmt.Sprintf("stage %q weight %v: want $setWindowFields, $sort or $group with a positive weight", m.Stage, m.Weight), k, "mix", strconv.Itoa(i))
+			}
+		}
+	case KindMergePartialWrite:
+		w := s.Merge
+		if w == nil {
+			return fieldErr("missing settings", KindMergePartialWrite)
+		}
+		k := KindMergePartialWrite
+		for _, err := range []error{
+			inRange(w.Ops, 1, MaxMergeOps, k, "ops"),
+			inRange(w.SourceDocs, 1, MaxSourceDocs, k, "sourceDocs"),
+			inRange(w.ShedAfter, 0, MaxSourceDocs, k, "shedAfterBatches"),
+			inRange(w.PressurePercent, 0, 100, k, "pressurePercent"),
+		} {
+			if err != nil {
+				return err
+			}
+		}
+	default:
+		return fieldErr(fmt.Sprintf("%q: want one of %v", s.Kind, Names()), "kind")
+	}
+	return nil
+}
 
 // LoadFile reads a workload file.
 func LoadFile(path string) (Spec, error) {
@@ -161,64 +225,44 @@ func LoadFile(path string) (Spec, error) {
 	return Parse(path, b)
 }
 
-var yamlLine = regexp.MustCompile(`line (\d+): (.*)`)
-
 // Parse reads a workload document: name, kind, and optionally the kind's
-// settings, which override its defaults. Unknown keys and wrong types are
-// errors naming the file and line.
+// settings, which override its defaults. Unknown keys, wrong types and
+// values out of bounds are errors naming the file and the key's line.
 func Parse(file string, data []byte) (Spec, error) {
 	var head struct {
 		Kind string `yaml:"kind"`
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return Spec{}, yamlErr(file, err)
+		return Spec{}, yamlfile.Wrap(file, err)
 	}
 	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
-		return Spec{}, &Error{file, 1, "want a mapping with name and kind"}
+		return Spec{}, yamlfile.Errorf(file, 1, "want a mapping with name and kind")
 	}
 	_ = root.Content[0].Decode(&head)
 	spec, ok := Builtin(head.Kind)
 	if !ok {
-		return Spec{}, &Error{file, keyLine(root.Content[0], "kind"), fmt.Sprintf("kind %q: want one of %v", head.Kind, Names())}
+		return Spec{}, yamlfile.Errorf(file, yamlfile.Line(root.Content[0], "kind"), "kind %q: want one of %v", head.Kind, Names())
 	}
 	spec.Name, spec.Description = "", ""
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&spec); err != nil && !errors.Is(err, io.EOF) {
-		return Spec{}, yamlErr(file, err)
+	doc, err := yamlfile.DecodeStrict(file, data, &spec)
+	if err != nil {
+		return Spec{}, err
 	}
 	if spec.Name == "" {
-		return Spec{}, &Error{file, 1, "missing name"}
+		return Spec{}, yamlfile.Errorf(file, 1, "missing name")
 	}
 	if (spec.Kind == KindSpillToDisk && spec.Merge != nil) || (spec.Kind == KindMergePartialWrite && spec.SpillToDisk != nil) {
-		return Spec{}, &Error{file, 1, fmt.Sprintf("settings of another kind in a %s workload", spec.Kind)}
+		return Spec{}, yamlfile.Errorf(file, 1, "settings of another kind in a %s workload", spec.Kind)
 	}
 	if err := spec.Validate(); err != nil {
-		return Spec{}, &Error{file, keyLine(root.Content[0], spec.Kind), err.Error()}
+		var fe *FieldError
+		if errors.As(err, &fe) {
+			return Spec{}, yamlfile.Errorf(file, yamlfile.Line(doc, fe.Path...), "%v", err)
+		}
+		return Spec{}, yamlfile.Errorf(file, 1, "%v", err)
 	}
 	return spec, nil
-}
-
-func yamlErr(file string, err error) error {
-	var te *yaml.TypeError
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		err = errors.New(te.Errors[0])
-	}
-	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return &Error{file, line, m[2]}
-	}
-	return &Error{file, 1, err.Error()}
-}
-
-func keyLine(m *yaml.Node, key string) int {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i].Line
-		}
-	}
-	return m.Line
 }
 
 // Marshal writes a spec as YAML, durations as "30s" (yaml.v3 would write

@@ -44,7 +44,16 @@ func TestBadWorkloadFilesNameTheLine(t *testing.T) {
 		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  stormRat: 3\n", "w.yaml:4: "},
 		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  stormRate: fast\n", "w.yaml:4: "},
 		{"name: x\nkind: storm\n", "w.yaml:2: kind \"storm\""},
-		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  stormRate: -1\n", "w.yaml:3: spill_to_disk.stormRate: must be positive"},
+		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  stormRate: -1\n", "w.yaml:4: spill_to_disk.stormRate: -1 is outside [0.001, 1000]"},
+		// The offending key's own line, not its parent's.
+		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  appName: a\n  canaryAppName: b\n  canaryRate: 20\n  mix:\n    - {stage: $sort, weight: 1}\n  phases:\n    warmup: 1s\n    storm: 10s\n  stormRate: -5\n", "w.yaml:12: spill_to_disk.stormRate"},
+		// What no engine can run in bounded memory, or MongoDB allows.
+		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  stormRate: 1e12\n", "w.yaml:4: spill_to_disk.stormRate: 1e+12 is outside [0.001, 1000]"},
+		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  stormRate: 5000\n", "w.yaml:4: spill_to_disk.stormRate: 5000 is outside"},
+		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  stormRate: 1000\n  phases: {storm: 10m}\n", "w.yaml:4: spill_to_disk.stormRate: 1000 queries/s over a 10m0s storm is 600000 queries; at most 300000"},
+		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  docBytes: 99999999999\n", "w.yaml:4: spill_to_disk.docBytes: 99999999999 is outside [1, 16777216]"},
+		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  phases:\n    recovery: 3h\n", "w.yaml:5: spill_to_disk.phases.recovery"},
+		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  mix:\n    - {stage: $sort, weight: 1}\n    - {stage: $lookup, weight: 1}\n", "w.yaml:6: spill_to_disk.mix.1"},
 		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  phases: {storm: soon}\n", "w.yaml:4: "},
 		{"name: x\nkind: spill_to_disk\nmerge_partial_write: {ops: 3}\n", "settings of another kind"},
 		{"kind: merge_partial_write\n", "missing name"},

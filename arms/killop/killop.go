@@ -56,15 +56,21 @@ func (c Config) InScope(op Op) bool {
 	return c.AppName != "" && strings.EqualFold(op.AppName, c.AppName)
 }
 
+func (c Config) high(limitBytes int64) int64 { return int64(float64(limitBytes) * c.RSSHighPercent / 100) }
+
+// Acts reports whether resident memory is above the actor's high mark, so
+// that a caller may skip listing operations when Decide would kill none.
+func (c Config) Acts(residentBytes, limitBytes int64) bool { return residentBytes > c.high(limitBytes) }
+
 // Decide returns the operations to kill: when resident memory is above the
 // high mark, the in-scope operations holding the most tracked memory
 // (queued ones included, which is what the in-server inline shedder cannot
 // reach), until the bytes they hold cover the excess, at least one.
 func Decide(c Config, residentBytes, limitBytes int64, ops []Op) []Op {
-	high := int64(float64(limitBytes) * c.RSSHighPercent / 100)
-	if residentBytes <= high {
+	if !c.Acts(residentBytes, limitBytes) {
 		return nil
 	}
+	high := c.high(limitBytes)
 	var cand []Op
 	for _, op := range ops {
 		if c.InScope(op) {

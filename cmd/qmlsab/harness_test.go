@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/qmlsab/qmlsab/store"
+	"github.com/qmlsab/qmlsab/workload"
 )
 
 // buildQmlsab builds this command into a temporary folder.
@@ -100,4 +102,68 @@ func TestSIGKILLedRunResumesToExactlyN(t *testing.T) {
 		}
 	}
 	t.Logf("killed after %d valid trials; resume completed the run in %s", valid, time.Since(start).Round(time.Millisecond))
+}
+
+// A virtual trial at the largest storm a workload may ask for runs within
+// the stated memory bound, and Ctrl-C (SIGINT) or SIGTERM during a trial
+// stops the run within a second, keeps the finished trial and names the
+// command that completes the run.
+func TestLargestVirtualTrialIsBoundedAndInterruptible(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs the largest accepted trial")
+	}
+	bin := buildQmlsab(t)
+	wl := filepath.Join(t.TempDir(), "largest.yaml")
+	if err := os.WriteFile(wl, []byte(fmt.Sprintf("name: largest\nkind: spill_to_disk\nspill_to_disk:\n  stormRate: %d\n  phases: {warmup: 10s, storm: %ds, recovery: 10s}\n",
+		workload.MaxStormRate, workload.MaxStormOps/workload.MaxStormRate)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		dir := filepath.Join(t.TempDir(), "run")
+		// E's whole trial at the largest storm, then D's (the killOp actor
+		// makes it the slowest) is interrupted mid-storm.
+		cmd := exec.Command(bin, "run", "--workload", wl, "--arms", "E,D", "--n", "1", "--parallel", "1", "--out", dir)
+		var out, stderr strings.Builder
+		cmd.Stderr = &stderr
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(stdout)
+		var sent time.Time
+		for sc.Scan() {
+			out.WriteString(sc.Text() + "\n")
+			if sent.IsZero() && strings.Contains(sc.Text(), "D#1: storm") {
+				cmd.Process.Signal(sig)
+				sent = time.Now()
+			}
+		}
+		err := cmd.Wait()
+		stopped := time.Since(sent)
+		if sent.IsZero() {
+			t.Fatalf("%v: the run ended before D's storm:\n%s", sig, out.String())
+		}
+		if err == nil || stopped > time.Second {
+			t.Errorf("%v: exit %v %v after the signal; want a non-zero exit within 1 s", sig, err, stopped)
+		}
+		if !strings.Contains(stderr.String(), "qmlsab run --resume "+dir) {
+			t.Errorf("%v: the output does not name the resume command:\n%s%s", sig, out.String(), stderr.String())
+		}
+		r, err := store.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		status := map[string]string{}
+		for _, ts := range r.Manifest.Trials {
+			status[ts.Arm] = ts.Status
+		}
+		if status["E"] != store.Valid || status["D"] != store.Interrupted {
+			t.Errorf("%v: trials %v; want E's kept valid and D's interrupted", sig, status)
+		}
+		maxRSS := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
+		if maxRSS > workload.MaxTrialHeapBytes {
+			t.Errorf("%v: peak resident memory %d MiB; the bound is %d MiB", sig, maxRSS>>20, workload.MaxTrialHeapBytes>>20)
+		}
+		t.Logf("%v: stopped %v after the signal; peak resident memory %d MiB (bound %d MiB)", sig, stopped.Round(time.Millisecond), maxRSS>>20, workload.MaxTrialHeapBytes>>20)
+	}
 }

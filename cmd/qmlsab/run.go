@@ -17,16 +17,11 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/qmlsab/qmlsab/arms"
-	"github.com/qmlsab/qmlsab/mongosim"
 	"github.com/qmlsab/qmlsab/progress"
 	"github.com/qmlsab/qmlsab/run"
 	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/workload"
 )
-
-// profiles scale the workload's phases: quick is for CI and smoke tests,
-// long for a nightly run that wants more storm per trial.
-var profiles = map[string]float64{"quick": 0.1, "default": 1, "long": 2}
 
 func runCommand() *cli.Command {
 	return &cli.Command{
@@ -61,19 +56,6 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return fail("--workload: %v", err)
 	}
-	scale, ok := profiles[c.String("profile")]
-	if !ok {
-		return fail("--profile %q: want quick, default or long", c.String("profile"))
-	}
-	if c.Int("n") < 1 {
-		return fail("--n %d: at least one trial per arm", c.Int("n"))
-	}
-	if clk := c.String("clock"); clk != run.Virtual && clk != run.Wall {
-		return fail("--clock %q: want %s or %s", clk, run.Virtual, run.Wall)
-	}
-	if c.Int("parallel") < 0 {
-		return fail("--parallel %d: must not be negative", c.Int("parallel"))
-	}
 	fromFile, err := loadArms(c)
 	if err != nil {
 		return err
@@ -104,8 +86,24 @@ func runAction(c *cli.Context) error {
 		}
 	}
 
-	w := spec.Scaled(scale)
-
+	logLevel := slog.LevelWarn
+	if c.Bool("verbose") {
+		logLevel = slog.LevelInfo
+	}
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg := run.Config{
+		Arms: selected, N: c.Int("n"), Workload: spec, Profile: c.String("profile"), Resume: c.String("resume") != "",
+		Seed: c.Uint64("seed"), Parallel: c.Int("parallel"), AllowRemote: c.Bool("allow-remote"),
+		Clock:       c.String("clock"),
+		ToolVersion: toolVersion(),
+		CommandLine: os.Args,
+		Log:         slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: logLevel})),
+		Progress:    progress.For(c.App.Writer),
+	}
+	if err := cfg.Validate(); err != nil {
+		return fail("%v", err)
+	}
 	dir := c.String("resume")
 	if dir == "" {
 		dir = c.String("out")
@@ -119,27 +117,8 @@ func runAction(c *cli.Context) error {
 		return fail("--out: %v", err)
 	}
 
-	logLevel := slog.LevelWarn
-	if c.Bool("verbose") {
-		logLevel = slog.LevelInfo
-	}
-	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	cfg := run.Config{
-		Arms: selected, N: c.Int("n"), Workload: w, Dir: dir, Resume: c.String("resume") != "",
-		Seed: c.Uint64("seed"), Parallel: c.Int("parallel"), AllowRemote: c.Bool("allow-remote"),
-		SampleInterval: time.Second,
-		Clock:          c.String("clock"),
-		// The embedded set stands for the seed's Atlas M50 (8 vCPUs,
-		// 32 GiB, ~6 GiB resident before the storm), as the calibration
-		// does; its storm runs on small real data at the modelled scale.
-		Sim:           mongosim.SimOptions{CPUs: 8, BaselineMB: 6 << 10, ScanScale: 200, PartitionMB: 20},
-		SimMemLimitMB: 32 << 10,
-		ToolVersion:   toolVersion(),
-		CommandLine:   os.Args,
-		Log:           slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: logLevel})),
-		Progress:      progress.For(c.App.Writer),
-	}
+	cfg.Dir = dir
+	w := spec.Scaled(run.Profiles[c.String("profile")])
 	if w.Merge != nil && c.IsSet("clock") && c.String("clock") == run.Virtual {
 		fmt.Fprintln(c.App.Writer, "note: merge_partial_write always crosses the wire (wall clock): the hole it measures is a secondary forwarding its writes")
 	}

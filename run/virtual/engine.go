@@ -139,6 +139,7 @@ type sim struct {
 	// inflight are the client operations not yet answered.
 	inflight   map[*opRecord]bool
 	lastReport time.Duration
+	actorOps   []killop.Op
 }
 
 // opRecord is one client operation's outcome as its client saw it,
@@ -427,13 +428,14 @@ func (s *sim) canary(at time.Duration, write bool) {
 // actor runs over serverStatus and $currentOp.
 func (s *sim) actor(c killop.Config) {
 	n := s.primaryNode()
-	if n == nil {
+	if n == nil || !c.Acts(n.RSS(), n.Hardware().MemLimitBytes) {
 		return
 	}
-	var ops []killop.Op
+	ops := s.actorOps[:0] // reused: the queue can hold many thousands
 	n.Ops(func(op *model.Op) {
 		ops = append(ops, killop.Op{ID: op.ID, AppName: op.AppName, TrackedBytes: op.Tracked(), Queued: op.Queued(), Stage: op.Work.Stage, Writes: op.Write})
 	})
+	s.actorOps = ops
 	rss := n.RSS()
 	for _, k := range killop.Decide(c, rss, n.Hardware().MemLimitBytes, ops) {
 		if !n.Kill(k.ID, model.CodeInterrupted) {

@@ -1,0 +1,97 @@
+// Package yamlfile reads the YAML files users write for qmlsab (arms,
+// workloads, gates) so that every problem is reported the same way: the
+// file, the line of the offending key, and what is wrong.
+package yamlfile
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Error is a problem in a YAML file, at a line.
+type Error struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
+
+// Errorf is an Error at a line.
+func Errorf(file string, line int, format string, args ...any) *Error {
+	return &Error{File: file, Line: max(line, 1), Msg: fmt.Sprintf(format, args...)}
+}
+
+// Wrap turns a yaml.v3 error ("yaml: line N: ...", or a TypeError listing
+// several) into an Error naming the file and the first problem's line.
+func Wrap(file string, err error) *Error {
+	msg := err.Error()
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg = te.Errors[0]
+	}
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		num, tail, _ := strings.Cut(rest, ": ")
+		if n, err := strconv.Atoi(num); err == nil {
+			return &Error{File: file, Line: n, Msg: tail}
+		}
+	}
+	return &Error{File: file, Line: 1, Msg: msg}
+}
+
+// DecodeStrict decodes a YAML document into v, refusing unknown keys and
+// wrong types, and returns the document's root node for Line. An empty
+// document is an error.
+func DecodeStrict(file string, data []byte, v any) (*yaml.Node, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, Wrap(file, err)
+	}
+	if len(root.Content) == 0 {
+		return nil, Errorf(file, 1, "empty file")
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		return nil, Wrap(file, err)
+	}
+	return root.Content[0], nil
+}
+
+// Line is the line of the value at path under node (mapping keys, or list
+// indices written as numbers): the key's own line when the path exists,
+// else the line of the deepest part that does.
+func Line(node *yaml.Node, path ...string) int {
+	if node == nil {
+		return 1
+	}
+	line := node.Line
+	for _, p := range path {
+		var next *yaml.Node
+		switch node.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(node.Content); i += 2 {
+				if node.Content[i].Value == p {
+					line, next = node.Content[i].Line, node.Content[i+1]
+				}
+			}
+		case yaml.SequenceNode:
+			if i, err := strconv.Atoi(p); err == nil && i >= 0 && i < len(node.Content) {
+				next = node.Content[i]
+				line = next.Line
+			}
+		}
+		if next == nil {
+			break
+		}
+		node = next
+	}
+	return line
+}

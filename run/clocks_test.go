@@ -1,0 +1,139 @@
+package run
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/metric"
+	"github.com/qmlsab/qmlsab/store"
+	"github.com/qmlsab/qmlsab/workload"
+)
+
+// runOne runs one trial of arm on a clock and returns its records' folder
+// contents: the trial and its storm ops.
+func runOne(t *testing.T, cfg Config) (store.Trial, []store.StormOp) {
+	t.Helper()
+	cfg.N, cfg.ToolVersion = 1, "test"
+	if _, err := Execute(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	r, err := store.Open(cfg.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := cfg.Arms[0].Name
+	if len(r.Trials[name]) != 1 || r.Manifest.Trials[0].Status != store.Valid {
+		t.Fatalf("%s on the %s clock: %+v", name, cfg.Clock, r.Manifest.Trials)
+	}
+	storm, err := store.ReadJSONLinesGz[store.StormOp](filepath.Join(store.TrialDir(cfg.Dir, name, 1), store.StormFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Trials[name][0], storm
+}
+
+func stageShares(ops []store.StormOp) map[string]float64 {
+	out := map[string]float64{}
+	for _, o := range ops {
+		out[o.Stage] += 1 / float64(len(ops))
+	}
+	return out
+}
+
+// One spec, one meaning: the same workload runs as the same queries on
+// both clocks — the same stage mix and, through the shape each storm
+// query carries to mongosim, the same sizes — so arm D's killOp actor
+// finds victims of the same tracked size and memory peaks alike.
+func TestOneWorkloadSpecOnBothClocks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a real-time trial")
+	}
+	d, _ := arms.Lookup("D")
+	spec, _ := workload.Builtin(workload.KindSpillToDisk)
+	base := Config{Arms: []arms.Arm{d}, Workload: spec, Profile: "quick", Seed: 3}
+	virt, wall := base, base
+	virt.Clock, virt.Dir = Virtual, filepath.Join(t.TempDir(), "virtual")
+	wall.Clock, wall.Dir = Wall, filepath.Join(t.TempDir(), "wall")
+	vt, vops := runOne(t, virt)
+	wt, wops := runOne(t, wall)
+	vs, ws := stageShares(vops), stageShares(wops)
+	for _, m := range spec.SpillToDisk.Mix {
+		if math.Abs(vs[m.Stage]-ws[m.Stage]) > 0.05 {
+			t.Errorf("%s share: virtual %.3f, wall %.3f", m.Stage, vs[m.Stage], ws[m.Stage])
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		ratio float64
+	}{{metric.VictimTrackedP50, 2}, {metric.RSSPeakBytes, 1.25}} {
+		v, w := vt.Metrics[c.name], wt.Metrics[c.name]
+		if v <= 0 || w <= 0 || math.Max(v/w, w/v) > c.ratio {
+			t.Errorf("%s: virtual %.3g, wall %.3g; want within ×%v", c.name, v, w, c.ratio)
+		}
+	}
+}
+
+// A parameter is parsed by its declared type on both clocks: a
+// fractional percentage (a double in mongod) runs everywhere, a fraction
+// for an integer parameter fails everywhere, naming the parameter.
+func TestParameterTypesAreTheSameOnBothClocks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time trials")
+	}
+	spec, _ := workload.Builtin(workload.KindSpillToDisk)
+	w := *spec.SpillToDisk
+	w.Phases = workload.Phases{Warmup: time.Second, Storm: 2 * time.Second, Recovery: time.Second}
+	w.StormRate = 5
+	spec.SpillToDisk = &w
+	e, _ := arms.Lookup("E")
+	for _, clock := range []string{Virtual, Wall} {
+		good := e
+		good.SetParameters = map[string]string{"queryMemoryLoadSheddingLowMarkPercent": "30", "queryMemoryLoadSheddingHighMarkPercent": "87.5"}
+		cfg := Config{Arms: []arms.Arm{good}, N: 1, Workload: spec, Clock: clock, Dir: filepath.Join(t.TempDir(), "good"), ToolVersion: "test"}
+		if _, err := Execute(context.Background(), cfg); err != nil {
+			t.Fatalf("%s clock: %v", clock, err)
+		}
+		r, err := store.Open(cfg.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ts := r.Manifest.Trials[0]; ts.Status != store.Valid {
+			t.Errorf("%s clock: high mark 87.5 gave a %s trial: %s", clock, ts.Status, ts.Reason)
+		}
+		bad := e
+		bad.SetParameters = map[string]string{"throughputProbingMinConcurrency": "4.5"}
+		cfg.Arms, cfg.Dir = []arms.Arm{bad}, filepath.Join(t.TempDir(), "bad")
+		_, _ = Execute(context.Background(), cfg)
+		r, err = store.Open(cfg.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ts := r.Manifest.Trials[0]; ts.Status != store.Invalid || !strings.Contains(ts.Reason, "throughputProbingMinConcurrency") {
+			t.Errorf("%s clock: an integer parameter set to 4.5 gave %s %q; want invalid naming the parameter", clock, ts.Status, ts.Reason)
+		}
+	}
+}
+
+// A zero Config means every documented default: the embedded M50 with
+// 32 GiB, not a machine with no memory.
+func TestZeroConfigIsTheDocumentedDefault(t *testing.T) {
+	spec, _ := workload.Builtin(workload.KindSpillToDisk)
+	w := *spec.SpillToDisk
+	w.Phases = workload.Phases{Warmup: 5 * time.Second, Storm: 10 * time.Second, Recovery: 5 * time.Second}
+	spec.SpillToDisk = &w
+	d, _ := arms.Lookup("D")
+	cfg := Config{Arms: []arms.Arm{d}, N: 1, Workload: spec, Dir: filepath.Join(t.TempDir(), "run")}
+	tr, _ := runOne(t, cfg)
+	if tr.Metrics[metric.Restarts] != 0 || tr.Metrics[metric.Availability] < 0.99 {
+		t.Errorf("a zero Config's 20 s trial: %v; want no restart and full availability", tr.Metrics)
+	}
+	hw := cfg.withDefaults().virtualConfig(1).Hardware
+	if hw.MemLimitBytes != 32<<30 || hw.CPUs != 8 || hw.BaselineBytes != 6<<30 {
+		t.Errorf("zero Config's hardware %+v; want the M50 (8 CPUs, 32 GiB, 6 GiB baseline)", hw)
+	}
+}
