@@ -59,10 +59,10 @@ type Config struct {
 	SimMemLimitMB int64
 	// Profile scales the workload's phases (Profiles; "" is default). A
 	// resumed run keeps the workload it started with.
-	Profile string
-	ToolVersion   string
-	CommandLine   []string
-	Log           *slog.Logger
+	Profile     string
+	ToolVersion string
+	CommandLine []string
+	Log         *slog.Logger
 	// Progress shows the trials as they run (default: nowhere).
 	Progress progress.Sink
 	// Faults are done to every wall-clock trial's deployment while it

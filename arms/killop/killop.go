@@ -56,7 +56,9 @@ func (c Config) InScope(op Op) bool {
 	return c.AppName != "" && strings.EqualFold(op.AppName, c.AppName)
 }
 
-func (c Config) high(limitBytes int64) int64 { return int64(float64(limitBytes) * c.RSSHighPercent / 100) }
+func (c Config) high(limitBytes int64) int64 {
+	return int64(float64(limitBytes) * c.RSSHighPercent / 100)
+}
 
 // Acts reports whether resident memory is above the actor's high mark, so
 // that a caller may skip listing operations when Decide would kill none.
