@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 PKGS    := ./...
 # Packages with goroutines that must stay race-clean.
-RACE_PKGS := ./mongosim/... ./target/... ./arms/... ./collect/... ./progress/... ./store/... ./report/... ./workload/...
+RACE_PKGS := ./mongosim/... ./target/... ./arms/... ./collect/... ./progress/... ./store/... ./report/... ./workload/... ./run/virtual/... ./ftdc/... ./changepoint/...
 FUZZTIME ?= 8s
 
 .PHONY: all build test vet fmt-check race fuzz mongosh-check chromium-check run calibrate bench clean
@@ -35,6 +35,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./workload
 	$(GO) test -run '^$$' -fuzz '^FuzzParseGates$$' -fuzztime $(FUZZTIME) ./report
 	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./store
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./ftdc
+	$(GO) test -run '^$$' -fuzz '^FuzzDetect$$' -fuzztime $(FUZZTIME) ./changepoint
 
 # A real client nobody here wrote: mongosh against a 3-process mongosim set.
 mongosh-check: build

@@ -1,0 +1,5 @@
+//go:build !race
+
+package changepoint
+
+const raceEnabled = false
