@@ -6,7 +6,7 @@ PKGS    := ./...
 RACE_PKGS := ./mongosim/... ./target/... ./arms/... ./collect/... ./progress/... ./store/... ./report/... ./workload/... ./run/virtual/... ./ftdc/... ./changepoint/...
 FUZZTIME ?= 8s
 
-.PHONY: all build test vet fmt-check race fuzz mongosh-check chromium-check run calibrate bench clean
+.PHONY: all build test vet fmt-check tidy-check race fuzz mongosh-check chromium-check run calibrate bench clean
 
 all: build
 
@@ -20,6 +20,10 @@ fmt-check:
 
 vet:
 	$(GO) vet $(PKGS)
+
+# go.mod lists what the code imports, direct dependencies unmarked.
+tidy-check:
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 
 race:
 	$(GO) test -race -short -count=1 $(RACE_PKGS)
@@ -50,7 +54,7 @@ chromium-check:
 	QMLSAB_CHROMIUM=$$(command -v chromium) $(GO) test -count=1 -run '^TestReportDrawsInChromium$$' ./cmd/qmlsab/
 
 # Go's own summary comes last so it closes the output CI reads.
-test: fmt-check vet build
+test: fmt-check tidy-check vet build
 	$(MAKE) mongosh-check
 	$(MAKE) chromium-check
 	$(MAKE) fuzz
@@ -60,7 +64,7 @@ test: fmt-check vet build
 bench: build
 	bash scripts/bench.sh
 
-# The main job: the seed's D-vs-E A/B, five trials per arm, on the
+# The main job: the sweeper investigation's D-vs-E A/B, five trials per arm, on the
 # embedded simulator (its model in virtual time: seconds, not minutes).
 PROFILE ?= default
 run: build

@@ -1,6 +1,6 @@
 // Package arms defines what an A/B experiment compares: an arm is a name, a
 // build, server parameters and client-side actors. The built-in arms are
-// the seed documents' A/B arms.
+// the investigations' A/B arms.
 package arms
 
 import (
@@ -12,7 +12,7 @@ import (
 	"github.com/qmlsab/qmlsab/arms/killop"
 )
 
-// baseParameters are the seed's Atlas M50 settings shared by every arm:
+// baseParameters are the sweeper investigation's Atlas M50 settings shared by every arm:
 // execution control deprioritizes operations after 3 admissions (what sends
 // the storm's aggregations to the low-priority queue), and Atlas's 32 MiB
 // blocking-sort limit.
@@ -43,8 +43,8 @@ func Builtin() []Arm {
 		{Name: "D", Description: "base build + killOp actor (mongotune-style)", Build: "472d159296b6", Target: TargetEmbedded, SetParameters: with(nil),
 			Actors: []Actor{{KillOp: &d}}},
 		{Name: "E", Description: "in-server inline shedder, static 30/70 marks", Build: "6ab306ad", Target: TargetEmbedded, SetParameters: with(shedder)},
-		{Name: "F", Description: "E + queued-op sweeper (seed 000's fix)", Build: "6ab306ad+sweeper", Target: TargetEmbedded, SetParameters: with(sweeper)},
-		{Name: "G", Description: "F + write-started flag (seed 003's fix)", Build: "6ab306ad+sweeper+latch", Target: TargetEmbedded, SetParameters: with(latch)},
+		{Name: "F", Description: "E + queued-op sweeper (the sweeper investigation's fix)", Build: "6ab306ad+sweeper", Target: TargetEmbedded, SetParameters: with(sweeper)},
+		{Name: "G", Description: "F + write-started flag (the partial-write investigation's fix)", Build: "6ab306ad+sweeper+latch", Target: TargetEmbedded, SetParameters: with(latch)},
 	}
 }
 

@@ -47,19 +47,11 @@ func addLatency(h []int, d time.Duration) []int {
 	return h
 }
 
-// perSecond aggregates a trial's op outcomes by the second of their
+// Outcomes aggregates a trial's op outcomes by the second of their
 // scheduled start.
 func Outcomes(start time.Time, res store.Results) []store.OutcomeSecond {
-	byT := map[int]*store.OutcomeSecond{}
-	at := func(t time.Time) *store.OutcomeSecond {
-		i := max(int(t.Sub(start)/time.Second), 0)
-		s := byT[i]
-		if s == nil {
-			s = &store.OutcomeSecond{T: i}
-			byT[i] = s
-		}
-		return s
-	}
+	b := newBuckets(start, func(i int) *store.OutcomeSecond { return &store.OutcomeSecond{T: i} })
+	at := b.at
 	for _, r := range res.Storm {
 		s := at(r.Scheduled)
 		if s.Storm == nil {
@@ -80,12 +72,7 @@ func Outcomes(start time.Time, res store.Results) []store.OutcomeSecond {
 		}
 		s.CanaryLatency = addLatency(s.CanaryLatency, c.Latency)
 	}
-	out := make([]store.OutcomeSecond, 0, len(byT))
-	for _, s := range byT {
-		out = append(out, *s)
-	}
-	slices.SortFunc(out, func(a, b store.OutcomeSecond) int { return a.T - b.T })
-	return out
+	return b.sorted()
 }
 
 // victim is a shed or killed storm op: its tracked bytes (0: unknown)

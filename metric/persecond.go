@@ -1,6 +1,7 @@
 package metric
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -10,16 +11,8 @@ import (
 // PerSecond derives the per-second series from samples, seconds counted
 // from start: for each second the last value the primary reported in it.
 func PerSecond(samples []store.Sample, start time.Time) []store.Second {
-	byT := map[int]*store.Second{}
-	at := func(t time.Time) *store.Second {
-		i := max(int(t.Sub(start)/time.Second), 0)
-		s := byT[i]
-		if s == nil {
-			s = &store.Second{T: i}
-			byT[i] = s
-		}
-		return s
-	}
+	b := newBuckets(start, func(i int) *store.Second { return &store.Second{T: i} })
+	at := b.at
 	set := func(ps []Point, field func(*store.Second) **float64) {
 		for _, p := range ps {
 			v := p.Value
@@ -41,10 +34,37 @@ func PerSecond(samples []store.Sample, start time.Time) []store.Second {
 			at(s.At).Primary = s.Member
 		}
 	}
-	out := make([]store.Second, 0, len(byT))
-	for _, s := range byT {
-		out = append(out, *s)
+	return b.sorted()
+}
+
+// buckets groups per-second records by the second (since start) an
+// instant falls in; instants before start fall in second 0.
+type buckets[T any] struct {
+	start time.Time
+	byT   map[int]*T
+	make  func(i int) *T
+}
+
+func newBuckets[T any](start time.Time, make func(i int) *T) *buckets[T] {
+	return &buckets[T]{start: start, byT: map[int]*T{}, make: make}
+}
+
+func (b *buckets[T]) at(t time.Time) *T {
+	i := max(int(t.Sub(b.start)/time.Second), 0)
+	r := b.byT[i]
+	if r == nil {
+		r = b.make(i)
+		b.byT[i] = r
 	}
-	slices.SortFunc(out, func(a, b store.Second) int { return a.T - b.T })
+	return r
+}
+
+// sorted are the records in time order.
+func (b *buckets[T]) sorted() []T {
+	keys := slices.Sorted(maps.Keys(b.byT))
+	out := make([]T, len(keys))
+	for i, k := range keys {
+		out[i] = *b.byT[k]
+	}
 	return out
 }

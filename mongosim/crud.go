@@ -435,7 +435,7 @@ const mergeBatchDocs = 100
 // modelWriteBatch runs the model for the k-th write batch of a modelled
 // $merge/$out, before that batch is written: batch 0 carries the blocking
 // stage's build, later ones only the write stage's checkpoints. A shed
-// therefore lands after earlier batches were written (seed 003), unless
+// therefore lands after earlier batches were written (the partial-write investigation), unless
 // the op holds the write-intent latch (a local write on the primary) or
 // the write-started flag latched it.
 func (e *pipelineEnv) modelWriteBatch(k, docs int) error {
@@ -466,7 +466,7 @@ func (e *pipelineEnv) CheckForInterrupt() error { return e.r.op.CheckForInterrup
 // Merge applies $merge. On the primary the writes are local; on a secondary
 // they are sent to the primary as update commands, as mongod's
 // ReplicaSetNodeProcessInterface does — so the aggregating operation itself
-// never takes a write lock (seed 003).
+// never takes a write lock (the partial-write investigation).
 func (e *pipelineEnv) Merge(spec *query.MergeSpec, docs []bson.Raw) error {
 	ns := spec.DB + "." + spec.Coll
 	s := e.s

@@ -25,7 +25,7 @@ func armParams(t *testing.T, name string) map[string]string {
 	return a.SetParameters
 }
 
-// TestSecondaryMergeShedAfterWriting is seed 003 over the wire: a $merge
+// TestSecondaryMergeShedAfterWriting is the partial-write investigation over the wire: a $merge
 // run with read preference secondary forwards its writes to the primary,
 // so it never takes the write-intent latch; shed after its first batch it
 // leaves documents behind — unless the write-started flag (arm G) latches

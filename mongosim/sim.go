@@ -44,7 +44,7 @@ type SimOptions struct {
 	// for: the storm runs on small real data at the modelled scale.
 	ScanScale float64
 	// PartitionMB is the modelled size of a $setWindowFields partition a
-	// getMore loads (default 20 MiB, the seed's victims' 20-30 MB).
+	// getMore loads (default 20 MiB, the sweeper investigation's victims' 20-30 MB).
 	PartitionMB int64
 	Seed        uint64
 }

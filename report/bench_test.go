@@ -89,7 +89,7 @@ func BenchmarkRender(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		gs := Seed000
+		gs := SweeperAcceptance
 		a, err := Analyze(in, Options{Gates: &gs})
 		if err != nil {
 			b.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/qmlsab/qmlsab/internal/yamlfile"
+	"github.com/qmlsab/qmlsab/metric"
 )
 
 // Gate is a check over an arm's trial metrics: Of (median, mean, min,
@@ -29,18 +30,20 @@ type GateSet struct {
 	Gates []Gate `yaml:"gates"`
 }
 
-// Seed000 is seed 000's acceptance: the arm keeps the server available,
-// never fails over, keeps the low-priority queue bounded, and sheds
-// faster than the queue admits.
-var Seed000 = GateSet{Name: "seed000", Gates: []Gate{
-	{Name: "available", Metric: "availability", Of: "median", Op: ">", Value: 0.9, Why: "canary availability above 0.9"},
-	{Name: "no failover", Metric: "failovers", Of: "max", Op: "==", Value: 0, Why: "no trial saw a primary change (counts compared as counts)"},
-	{Name: "queue bounded", Metric: "lowpri_queue_growth", Of: "max", Op: "==", Value: 0, Why: "no trial's low-priority queue grew in the storm (slope test, one-sided p < 0.01, ≥ 10 ops)"},
-	{Name: "sheds outpace admissions", Metric: "sheds_per_s", Of: "median", Op: ">", Than: "admissions_per_s", Why: "sheds/s above low-priority admissions/s in the storm"},
+// SweeperAcceptance is the sweeper investigation's acceptance (see
+// docs/investigations.md): the arm keeps the server available, never
+// fails over, keeps the low-priority queue bounded, and sheds faster than
+// the queue admits.
+var SweeperAcceptance = GateSet{Name: "sweeper-acceptance", Gates: []Gate{
+	{Name: "available", Metric: metric.Availability, Of: "median", Op: ">", Value: 0.9, Why: "canary availability above 0.9"},
+	{Name: "no failover", Metric: metric.Failovers, Of: "max", Op: "==", Value: 0, Why: "no trial saw a primary change (counts compared as counts)"},
+	{Name: "queue bounded", Metric: metric.LowQueueGrowth, Of: "max", Op: "==", Value: 0, Why: "no trial's low-priority queue grew in the storm (slope test, one-sided p < 0.01, ≥ 10 ops)"},
+	{Name: "sheds outpace admissions", Metric: metric.ShedsPerS, Of: "median", Op: ">", Than: metric.AdmissionsPerS, Why: "sheds/s above low-priority admissions/s in the storm"},
 }}
 
-// BuiltinGates are the gate sets known by name.
-var BuiltinGates = map[string]GateSet{"seed000": Seed000}
+// BuiltinGates are the gate sets known by name; seed000 is the name the
+// sweeper acceptance had first, kept so that existing jobs keep working.
+var BuiltinGates = map[string]GateSet{"sweeper-acceptance": SweeperAcceptance, "seed000": SweeperAcceptance}
 
 // GateResult is a gate evaluated for one arm.
 type GateResult struct {
@@ -118,7 +121,7 @@ func LoadGates(nameOrFile string) (GateSet, error) {
 	}
 	b, err := os.ReadFile(nameOrFile)
 	if err != nil {
-		return GateSet{}, fmt.Errorf("gates %q: not a built-in set (seed000) and not a readable file: %w", nameOrFile, err)
+		return GateSet{}, fmt.Errorf("gates %q: not a built-in set (sweeper-acceptance) and not a readable file: %w", nameOrFile, err)
 	}
 	return ParseGates(nameOrFile, b)
 }

@@ -245,13 +245,13 @@ func chartSections(a *Analysis, options map[string]json.RawMessage) ([]section, 
 			bar.AddSeries("on "+rp, data, charts.WithBarChartOpts(opts.BarChart{Stack: "unsafe"}))
 		}
 		options["merge-unsafe"] = option(bar)
-		secs = append(secs, section{ID: "merge", Title: "Partial writes: $merge shed after writing (seed 003)",
+		secs = append(secs, section{ID: "merge", Title: "Partial writes: $merge shed after writing (the partial-write investigation)",
 			Note:   "An unsafe shed is a $merge op that failed shed or killed after it had written documents to its target.",
 			Charts: []chartRef{{"merge-unsafe"}}})
 		return secs, nil
 	}
 
-	// The seed's central picture: where the low-priority queue's
+	// The sweeper investigation's central picture: where the low-priority queue's
 	// departures went.
 	dep := charts.NewBar()
 	dep.SetGlobalOptions(append(base("departures", "Low-priority queue departures per second of storm (median)"),

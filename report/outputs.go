@@ -69,7 +69,7 @@ type summaryComparison struct {
 	Significant bool       `json:"significant"`
 }
 
-// SummaryJSON is summary.json (DESIGN.md §Outputs; the key names are
+// SummaryJSON is summary.json (results/README.md; the key names are
 // fixed).
 func SummaryJSON(a *Analysis, toolVersion string) ([]byte, error) {
 	var manifests []map[string]any

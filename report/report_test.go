@@ -62,7 +62,7 @@ func analyze(t *testing.T, dirs ...string) *Analysis {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs := Seed000
+	gs := SweeperAcceptance
 	a, err := Analyze(in, Options{Gates: &gs})
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +70,7 @@ func analyze(t *testing.T, dirs ...string) *Analysis {
 	return a
 }
 
-// summary.json's shape is DESIGN.md's contract.
+// summary.json's shape is the results contract (results/README.md).
 func TestSummaryJSONShape(t *testing.T) {
 	a := analyze(t, fixture(t))
 	b, err := SummaryJSON(a, "test")
@@ -277,13 +277,13 @@ func TestGates(t *testing.T) {
 		"admissions_per_s":    Summarize([]float64{150, 160, 200}, 0.95),
 	}
 	want := map[string]bool{"available": true, "no failover": false, "queue bounded": true, "sheds outpace admissions": true}
-	for _, g := range Seed000.Gates {
+	for _, g := range SweeperAcceptance.Gates {
 		r := g.Evaluate("X", sums)
 		if r.Pass != want[g.Name] {
 			t.Errorf("%s (%s): value %v threshold %v pass %v", g.Name, g, r.Value, r.Threshold, r.Pass)
 		}
 	}
-	if r := Seed000.Gates[0].Evaluate("X", map[string]Summary{}); r.Pass || !r.Missing {
+	if r := SweeperAcceptance.Gates[0].Evaluate("X", map[string]Summary{}); r.Pass || !r.Missing {
 		t.Errorf("a gate over a missing metric must fail: %+v", r)
 	}
 	gs, err := ParseGates("g.yaml", []byte("name: mine\ngates:\n  - metric: canary_p99_ms\n    op: \"<\"\n    value: 500\n"))

@@ -12,7 +12,7 @@ import (
 	"github.com/qmlsab/qmlsab/workload"
 )
 
-// runMergeTrial runs merge_partial_write (seed 003) on a freshly
+// runMergeTrial runs merge_partial_write (the partial-write investigation) on a freshly
 // provisioned target. It always crosses the wire, even on the embedded
 // target: the hole it measures is a secondary forwarding its $merge
 // writes to the primary.

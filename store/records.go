@@ -76,7 +76,7 @@ type Results struct {
 	Canaries    []CanaryOp
 }
 
-// Outcome classifies a storm operation's result as DESIGN.md's metrics
+// Outcome classifies a storm operation's result as the storm_* metrics
 // count it.
 type Outcome string
 

@@ -1,6 +1,6 @@
 package workload
 
-// MergePartialWrite is seed 003's experiment: $merge pipelines, each
+// MergePartialWrite is the partial-write investigation's experiment: $merge pipelines, each
 // writing documents tagged with its own op number, run on the primary and
 // with read preference secondary (where mongod forwards the writes to the
 // primary and the aggregating op never takes the write-intent latch).
@@ -24,7 +24,7 @@ type MergePartialWrite struct {
 	PressurePercent float64 `yaml:"pressurePercent"`
 }
 
-// DefaultMergePartialWrite is seed 003's setting: shed after one batch.
+// DefaultMergePartialWrite is the partial-write investigation's setting: shed after one batch.
 func DefaultMergePartialWrite() MergePartialWrite {
 	return MergePartialWrite{AppName: "qmlsab-merge", Ops: 10, SourceDocs: 500, ShedAfter: 1, PressurePercent: 50}
 }

@@ -40,14 +40,14 @@ type kind struct {
 
 var kinds = map[string]kind{
 	KindSpillToDisk: {
-		description: "seed 000's storm: open-loop aggregations with allowDiskUse (mostly $setWindowFields) in warmup → storm → recovery, canaries throughout",
+		description: "the sweeper investigation's storm: open-loop aggregations with allowDiskUse (mostly $setWindowFields) in warmup → storm → recovery, canaries throughout",
 		defaults: func() Spec {
 			w := DefaultSpillToDisk()
 			return Spec{Name: KindSpillToDisk, Kind: KindSpillToDisk, SpillToDisk: &w}
 		},
 	},
 	KindMergePartialWrite: {
-		description: "seed 003's hole: $merge pipelines on the primary and on secondaries, shed after their first write batch; counts the documents a failed op left behind",
+		description: "the partial-write investigation's hole: $merge pipelines on the primary and on secondaries, shed after their first write batch; counts the documents a failed op left behind",
 		defaults: func() Spec {
 			w := DefaultMergePartialWrite()
 			return Spec{Name: KindMergePartialWrite, Kind: KindMergePartialWrite, Merge: &w}

@@ -28,7 +28,7 @@ type StageShare struct {
 	Weight float64 `yaml:"weight"`
 }
 
-// SpillToDisk is the seed's storm: an open-loop arrival of aggregations
+// SpillToDisk is the sweeper investigation's storm: an open-loop arrival of aggregations
 // with allowDiskUse, mostly $setWindowFields, whose blocking stages fill
 // their buffers, spill, and keep a buffer while their getMores drain them.
 type SpillToDisk struct {
@@ -52,7 +52,7 @@ type SpillToDisk struct {
 }
 
 // DefaultSpillToDisk is the built-in storm, sized to overload an M50 as
-// the seed's Atlas runs did: each query feeds ~40 MB into a blocking
+// the sweeper investigation's Atlas runs did: each query feeds ~40 MB into a blocking
 // stage (Atlas's 32 MiB sort limit, so it spills), keeps a ~22 MiB buffer
 // while getMores of 1000 documents read its spilled runs back, and queries
 // arrive faster than the spill disk can drain them.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -9,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/mongosim/model"
 )
 
 var armsFileFlag = &cli.StringFlag{Name: "arms-file", Usage: "YAML file of arms (its arms override built-ins of the same name)"}
@@ -106,8 +108,16 @@ func armsCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					_, err = c.App.Writer.Write(out)
-					return err
+					if _, err := c.App.Writer.Write(out); err != nil {
+						return err
+					}
+					if !sel[0].Embedded() {
+						return nil
+					}
+					if _, err := model.ParamsFrom(sel[0].SetParameters); err != nil {
+						return cli.Exit(fmt.Sprintf("qmlsab arms show: arm %s: %v", sel[0].Name, err), 1)
+					}
+					return writeParamTable(c.App.Writer, sel[0].SetParameters)
 				},
 			},
 		},
@@ -137,4 +147,31 @@ func commandPath(c *cli.Context) string {
 		}
 	}
 	return strings.Join(names, " ")
+}
+
+// writeParamTable lists, as YAML comments, every server parameter the
+// embedded model obeys: its type as mongod declares it, default, bounds,
+// the arm's value, and what it does.
+func writeParamTable(w io.Writer, set map[string]string) error {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "# server parameters of the embedded model (set with setParameters)")
+	fmt.Fprintln(tw, "#   NAME\tTYPE\tDEFAULT\tRANGE\tTHIS ARM\tMEANING")
+	for _, s := range model.ParamSpecs {
+		rng, val := "-", "-"
+		if s.HasBounds {
+			lo, hi := any(s.Min), any(s.Max)
+			if s.Type == model.TypeInt || s.Type == model.TypeLong {
+				lo, hi = int64(s.Min), int64(s.Max)
+			}
+			rng = fmt.Sprintf("[%s, %s]", model.FormatValue(lo), model.FormatValue(hi))
+		}
+		if v, ok := set[s.Name]; ok {
+			val = v
+		}
+		if !s.Runtime {
+			rng += " (startup)"
+		}
+		fmt.Fprintf(tw, "#   %s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Type, model.FormatValue(s.Default), rng, val, s.Doc)
+	}
+	return tw.Flush()
 }

@@ -169,7 +169,7 @@ func TestRunMainJobInModelTime(t *testing.T) {
 	}
 }
 
-// Seed 003 end to end: E's shedder sheds a secondary's $merge after it
+// The partial-write investigation end to end: E's shedder sheds a secondary's $merge after it
 // wrote; G's write-started flag never does.
 func TestRunMergeWorkloadCountsUnsafeSheds(t *testing.T) {
 	if testing.Short() {

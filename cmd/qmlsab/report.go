@@ -25,7 +25,7 @@ func reportCommand() *cli.Command {
 			&cli.StringFlag{Name: "out", Usage: "write the outputs into `DIR` (default: the (first) run folder)"},
 			&cli.StringFlag{Name: "format", Value: "html,json", Usage: "outputs: any of html, json, perf, bench, md"},
 			&cli.StringFlag{Name: "baseline", Usage: "the `ARM` the others are compared with (default: the run's first arm)"},
-			&cli.StringFlag{Name: "gates", Usage: "a gate set: `seed000` or a gate YAML file; exit 3 when a gate fails"},
+			&cli.StringFlag{Name: "gates", Usage: "a gate set: `sweeper-acceptance` (alias seed000) or a gate YAML file; exit 3 when a gate fails"},
 			&cli.Float64Flag{Name: "alpha", Value: 0.05, Usage: "significance level of the U test"},
 			&cli.StringFlag{Name: "results", Value: "results", Usage: "where to look for the newest run when none is given"},
 		},
@@ -38,7 +38,7 @@ func reportAction(c *cli.Context) error {
 		return cli.Exit(fmt.Sprintf("qmlsab report: "+format, args...), 1)
 	}
 	// The CLI library stops at the first run folder; flags after it
-	// (qmlsab report DIR --gates seed000) are taken here.
+	// (qmlsab report DIR --gates sweeper-acceptance) are taken here.
 	var dirs []string
 	rest := c.Args().Slice()
 	for i := 0; i < len(rest); i++ {

@@ -30,8 +30,8 @@
 // exceeded the minimum), keeping a move that improved (up) or held (down)
 // throughput and moving the stable concurrency by an EMA (0.2). A read-only
 // storm leaves the write pool idle, so probing walks the normal pools down
-// while throughput holds, which is how the seed's read pool fell from 128.
-// The model starts the pools at the maximum (the seed saw 128); mongod
+// while throughput holds, which is how the sweeper investigation's read pool fell from 128.
+// The model starts the pools at the maximum (the investigation saw 128); mongod
 // master would start at 2 × cores.
 //
 // Queries. A storm query's aggregate scans its input into a blocking stage
@@ -43,7 +43,7 @@
 // the shedder's 1 ms evaluation spacing, so a block yields one checkpoint.
 // The deprioritization heuristic counts a query's admissions across its
 // getMores (an inference: otherwise every batch would return to normal
-// priority, and the seed saw every aggregation waiting in the low-priority
+// priority, and the investigation saw every aggregation waiting in the low-priority
 // queue); each getMore keeps its own admission count for the queue order.
 //
 // Shedding (src/mongo/db/memory_tracking/query_memory_load_shedding.cpp).
@@ -53,26 +53,26 @@
 // belongs to the query (it survives getMores), dt is capped at 1 s and
 // evaluations closer than 1 ms are skipped with the time accruing; the
 // first check above the low mark primes the clock and a check below it
-// resets it; at or above the high mark p = 1. The queued-op sweeper (seed
-// 000's fix) rolls the same hazard every RSS-monitor interval for eligible
+// resets it; at or above the high mark p = 1. The queued-op sweeper (the sweeper
+// investigation's fix) rolls the same hazard every RSS-monitor interval for eligible
 // queued operations with dt = the interval; ownership is partitioned by
 // queue state. The write-intent latch exempts operations that took a global
 // IX; a $merge on a secondary forwards its writes and never does, unless
-// the write-started flag (seed 003's fix) latches it when writing begins.
+// the write-started flag (the partial-write investigation's fix) latches it when writing begins.
 //
-// # What the model shows, and where it parts from the seed
+// # What the model shows, and where it parts from the investigation
 //
-// With the built-in arms and the spill_to_disk storm (mongosim calibrate):
+// With the built-in arms and the spill_to_disk storm (qmlsab calibrate):
 // no shedding (A) crash-loops; the killOp actor (D) and the sweeper (F)
 // hold with no failover, with the read pool down to 13 tickets, ~170
-// low-priority admissions/s (the seed: 160-180) and victims alike. The
+// low-priority admissions/s (the investigation: 160-180) and victims alike. The
 // inline shedder alone (E) does not crash in the model: as RSS reaches the
 // high mark p becomes 1 for every eligible ticket holder, so new builds die
 // at their second evaluation and no new memory reaches the queue; E holds
 // at its high mark with no kill in the queue (departures = admissions, as
-// the seed says). The seed's E crash needs memory the inline shedder never
+// the investigation says). The sweeper investigation's E crash needs memory the inline shedder never
 // evaluates twice arriving faster than admissions, or an OOM point inside
 // the 30-70 band; the source's README warns that shedding needs lead time
-// to turn aborted queries into freed RSS. Which of these the seed's runs
+// to turn aborted queries into freed RSS. Which of these the sweeper investigation's runs
 // had is not settled here.
 package model

@@ -228,7 +228,7 @@ func TestWriteStartedLatchClosesTheForwardedWriteHole(t *testing.T) {
 		shedOK   bool // may be shed after writing
 	}{
 		{"primary $merge takes the global IX", false, "false", false},
-		{"secondary $merge forwards its writes (seed 003)", true, "false", true},
+		{"secondary $merge forwards its writes (the partial-write investigation)", true, "false", true},
 		{"secondary $merge with the write-started flag", true, "true", false},
 	} {
 		p := params(t, map[string]string{"queryMemoryLoadSheddingLowMarkPercent": "0", "queryMemoryLoadSheddingHighMarkPercent": "85",

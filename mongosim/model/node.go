@@ -89,7 +89,7 @@ func NewNode(hw Hardware, p Params, seed uint64) *Node {
 }
 
 // initialConcurrency splits throughputProbingInitialConcurrency. 0 starts
-// both pools at the maximum (the seed saw the read pool at 128 before the
+// both pools at the maximum (the investigation saw the read pool at 128 before the
 // storm; mongod master would start at 2 × cores).
 func (n *Node) initialConcurrency() (int, int) {
 	total := n.p.InitialConcurrency
@@ -453,7 +453,7 @@ func (n *Node) progress(op *Op, dt, cpuShare, diskRate float64) bool {
 		if !op.wrote {
 			// The write stage starts: on the primary it takes the global IX
 			// (the write-intent latch); forwarded writes never do, unless
-			// the write-started flag is on (seed 003's fix).
+			// the write-started flag is on (the partial-write investigation's fix).
 			if !op.ForwardsWrites || n.p.WriteStartedLatch {
 				op.latched = true
 			}

@@ -82,7 +82,7 @@ type Op struct {
 	// shedding from the start).
 	Write bool
 	// ForwardsWrites is a $merge/$out on a secondary: its writes go to the
-	// primary, so this op never takes a global IX (seed 003).
+	// primary, so this op never takes a global IX (the partial-write investigation).
 	ForwardsWrites bool
 	// Done is called once, when the op ends.
 	Done func(Outcome)

@@ -106,8 +106,8 @@ type Params struct {
 	ShedHighPercent    float64       // queryMemoryLoadSheddingHighMarkPercent
 	ShedSizeReference  int64         // queryMemoryLoadSheddingSizeReferenceBytes
 	RSSMonitorInterval time.Duration // queryMemoryRssMonitorIntervalMillis
-	SweepQueuedOps     bool          // queryMemoryLoadSheddingSweepQueuedOps (seed 000's fix)
-	WriteStartedLatch  bool          // queryMemoryLoadSheddingWriteStartedLatch (seed 003's fix)
+	SweepQueuedOps     bool          // queryMemoryLoadSheddingSweepQueuedOps (the sweeper investigation's fix)
+	WriteStartedLatch  bool          // queryMemoryLoadSheddingWriteStartedLatch (the partial-write investigation's fix)
 
 	// GetMoreInheritsPriority (simGetMoreInheritsPriority): the
 	// deprioritization heuristic counts a query's admissions across its
@@ -115,7 +115,7 @@ type Params struct {
 	// low priority; each getMore is still a new operation with its own
 	// admission count, which orders the low-priority queue. An inference:
 	// without it the heuristic would put every batch back at normal
-	// priority, and the seed saw every aggregation waiting in the
+	// priority, and the investigation saw every aggregation waiting in the
 	// low-priority queue.
 	GetMoreInheritsPriority bool
 }
@@ -348,11 +348,11 @@ var ParamSpecs = func() []ParamSpec {
 		b(row{Name: "internalQueryExecYieldIterations", Type: TypeInt, Default: int64(0), Runtime: true,
 			Doc: "yield after this many work() calls (0 in the model: its costs stand for batches of work)", field: longField(func(p *Params) *int64 { return &p.YieldIterations })}, 0, math.MaxInt32),
 		b(row{Name: "internalQueryMaxBlockingSortMemoryUsageBytes", Type: TypeLong, Default: int64(100 << 20), Runtime: true,
-			Doc: "$sort memory before it spills", field: longField(func(p *Params) *int64 { return &p.SortMemoryBytes })}, 1, math.MaxInt64),
+			Doc: "$sort memory before it spills", field: longField(func(p *Params) *int64 { return &p.SortMemoryBytes })}, 1, 1<<50),
 		b(row{Name: "internalDocumentSourceGroupMaxMemoryBytes", Type: TypeLong, Default: int64(100 << 20), Runtime: true,
-			Doc: "$group memory before it spills", field: longField(func(p *Params) *int64 { return &p.GroupMemoryBytes })}, 1, math.MaxInt64),
+			Doc: "$group memory before it spills", field: longField(func(p *Params) *int64 { return &p.GroupMemoryBytes })}, 1, 1<<50),
 		b(row{Name: "internalDocumentSourceSetWindowFieldsMaxMemoryBytes", Type: TypeLong, Default: int64(100 << 20), Runtime: true,
-			Doc: "$setWindowFields memory before it spills", field: longField(func(p *Params) *int64 { return &p.WindowMemoryBytes })}, 1, math.MaxInt64),
+			Doc: "$setWindowFields memory before it spills", field: longField(func(p *Params) *int64 { return &p.WindowMemoryBytes })}, 1, 1<<50),
 		b(row{Name: "queryMemoryLoadSheddingLowMarkPercent", Type: TypeDouble, Default: -1.0, Runtime: true,
 			Doc: "RSS share of the memory limit where shedding starts (-1: off)", field: doubleField(func(p *Params) *float64 { return &p.ShedLowPercent })}, -1, 100),
 		b(row{Name: "queryMemoryLoadSheddingHighMarkPercent", Type: TypeDouble, Default: 85.0, Runtime: true,

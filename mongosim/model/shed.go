@@ -17,7 +17,7 @@ import (
 // at 1 s; evaluations closer than 1 ms are skipped with the time accruing;
 // the first check above the low mark only primes the clock, and a check
 // below it resets the clock. At or above the high mark p = 1 for every
-// eligible op with tracked memory. The queued-op sweeper (seed 000) evaluates it every RSS-monitor
+// eligible op with tracked memory. The queued-op sweeper (the sweeper investigation) evaluates it every RSS-monitor
 // interval for eligible operations that wait for a ticket, with dt = the
 // interval. Ownership is partitioned: ticket holders are the inline
 // check's, queued ops the sweeper's.

@@ -60,7 +60,7 @@ type Progress struct {
 	Failovers       int
 }
 
-// DefaultConfig is the seed's setting on an M50 replica set.
+// DefaultConfig is the sweeper investigation's setting on an M50 replica set.
 func DefaultConfig(seed uint64) Config {
 	return Config{Seed: seed, Workload: workload.DefaultSpillToDisk()}.withDefaults()
 }

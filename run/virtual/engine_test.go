@@ -40,7 +40,7 @@ func TestTrialIsDeterministicForASeed(t *testing.T) {
 	}
 }
 
-// TestCalibrationShape runs seed 000's A/B on the model (5 seeds per arm)
+// TestCalibrationShape runs the sweeper investigation's A/B on the model (5 seeds per arm)
 // and checks the shape its mechanisms produce.
 func TestCalibrationShape(t *testing.T) {
 	if testing.Short() {
