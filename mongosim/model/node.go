@@ -34,6 +34,9 @@ type Node struct {
 	lastMonitor time.Duration
 	dead        bool
 
+	host    *hostState // nil: no host model
+	stalled int        // writers paused in balance_dirty_pages this tick
+
 	// Counters.
 	OperationsShed, OperationsShedQueued int64
 	TotalDeprioritizations               int64
@@ -60,6 +63,7 @@ type cursor struct {
 	admissions int
 	primed     bool
 	lastEval   time.Duration
+	runs       int // spilled runs (host model: merge buffers)
 }
 
 // SpillStats are metrics.query.<stage> spill counters.
@@ -83,6 +87,10 @@ func NewNode(hw Hardware, p Params, seed uint64) *Node {
 	n.pools[1][1] = newPool("write.lowPriority", true, low)
 	n.probe.stable = float64(read + write)
 	n.rss = hw.BaselineBytes
+	if hw.Host != nil {
+		n.host = newHostState(hw)
+		n.rss, _ = n.host.update(0, hw.AllocOverhead, 0)
+	}
 	n.rssSample = n.rss
 	n.rssPeak = n.rss
 	return n
@@ -178,12 +186,17 @@ func (n *Node) Submit(op *Op) {
 		delete(n.cursors, op.CursorID)
 		n.trackedTotal -= c.bytes
 		n.setTracked(op, c.bytes)
+		n.cursorUntracked(c, -1)
+		op.runs = c.runs
 		if n.p.GetMoreInheritsPriority {
 			op.prior = c.admissions
 		}
-		op.primed, op.lastEval = c.primed, c.lastEval
+		if n.p.ShedClockScope != "operation" {
+			op.primed, op.lastEval = c.primed, c.lastEval
+		}
 	}
 	n.ops[op.ID] = op
+	n.opUntracked(op)
 	n.request(op)
 }
 
@@ -300,6 +313,8 @@ func (n *Node) KillCursor(id int64) bool {
 	if ok {
 		delete(n.cursors, id)
 		n.trackedTotal -= c.bytes
+		n.cursorUntracked(c, -1)
+		n.dropQueryFile(id)
 	}
 	return ok
 }
@@ -314,13 +329,18 @@ func (n *Node) end(op *Op, code int32) {
 		Stage: op.Work.Stage, Admissions: op.admissions, Elapsed: n.now - op.started}
 	op.state = stateDone
 	delete(n.ops, op.ID)
+	n.setUntracked(op, 0)
 	if code == 0 && op.CursorID != 0 && !op.Work.Exhausts {
 		keep := op.tracked
 		if op.Work.LoadBytes > 0 {
 			keep = op.Work.HoldBytes // the batch's partition buffer is released
 		}
-		n.cursors[op.CursorID] = cursor{bytes: keep, admissions: op.prior + op.admissions, primed: op.primed, lastEval: op.lastEval}
+		c := cursor{bytes: keep, admissions: op.prior + op.admissions, primed: op.primed, lastEval: op.lastEval, runs: op.runs}
+		n.cursors[op.CursorID] = c
 		n.trackedTotal += keep
+		n.cursorUntracked(c, 1)
+	} else {
+		n.dropQueryFile(queryFile(op)) // the query is over: its spill file goes
 	}
 	n.setTracked(op, 0)
 	if op.Done != nil {
@@ -339,10 +359,17 @@ func (n *Node) step() {
 	n.now += Tick
 	dt := Tick.Seconds()
 	cpuN, diskN := 0, 0
+	n.stalled = 0
 	for _, op := range n.running {
-		if op.inDiskPhase() {
+		switch {
+		case n.writerStalls(op):
+			op.stalled = true
+			n.stalled++
+		case op.inDiskPhase():
+			op.stalled = false
 			diskN++
-		} else {
+		default:
+			op.stalled = false
 			cpuN++
 		}
 	}
@@ -351,8 +378,13 @@ func (n *Node) step() {
 		cpuShare = float64(n.hw.CPUs) / float64(cpuN)
 	}
 	diskRate := 0.0
+	users := diskN
+	if n.host != nil && n.host.pc.flushing() {
+		users++ // background writeback shares the device
+		n.host.pc.writeback(n.hw.DiskBytesPerSec / float64(users) * dt)
+	}
 	if diskN > 0 {
-		diskRate = n.hw.DiskBytesPerSec / float64(diskN)
+		diskRate = n.hw.DiskBytesPerSec / float64(users)
 	}
 	run := append([]*Op(nil), n.running...)
 	for _, op := range run {
@@ -391,9 +423,15 @@ func (n *Node) step() {
 	if n.now-n.probe.last >= n.p.ProbeInterval {
 		n.runProbe()
 	}
-	n.rss = n.hw.BaselineBytes + int64(float64(n.trackedTotal)*n.hw.AllocOverhead)
+	oom := false
+	if n.host != nil {
+		n.rss, oom = n.host.update(n.trackedTotal, n.hw.AllocOverhead, Tick)
+	} else {
+		n.rss = n.hw.BaselineBytes + int64(float64(n.trackedTotal)*n.hw.AllocOverhead)
+		oom = n.rss > n.hw.MemLimitBytes
+	}
 	n.rssPeak = max(n.rssPeak, n.rss)
-	if n.rss > n.hw.MemLimitBytes {
+	if oom {
 		n.crash()
 	}
 }
@@ -409,13 +447,19 @@ func (n *Node) progress(op *Op, dt, cpuShare, diskRate float64) bool {
 		op.sliceRun += cpuShare * dt
 	}
 	switch {
+	case op.stalled:
+		return false // paused in balance_dirty_pages, holding its ticket
 	case op.pendingSpill > 0:
+		n.writeSpill(op, cpuShare*dt)
 		op.pendingSpill -= cpuShare * dt
 	case op.scanned < float64(w.ScanDocs):
 		docs := min(cpuShare*dt/w.CPUPerDoc.Seconds(), float64(w.ScanDocs)-op.scanned)
 		op.scanned += docs
 		op.sinceCheck += docs
 		op.sliceIters += docs
+		if n.host != nil && op.Kind == KindAggregate {
+			n.host.wt.read(docs * float64(w.BufferBytesPerDoc))
+		}
 		if w.BufferBytesPerDoc > 0 {
 			n.setTracked(op, op.tracked+int64(docs*float64(w.BufferBytesPerDoc)))
 		}
@@ -442,6 +486,7 @@ func (n *Node) progress(op *Op, dt, cpuShare, diskRate float64) bool {
 		op.blockLeft -= b
 		if op.blockLeft <= 1e-9 {
 			op.blockLeft = 0
+			n.opUntracked(op) // the reply batch grew by a block
 			if !op.loaded && w.LoadBytes > 0 {
 				op.loaded = true
 				n.setTracked(op, op.tracked+w.LoadBytes)
@@ -492,6 +537,11 @@ func (n *Node) spill(op *Op) {
 		st.SpilledRecords += op.tracked / op.Work.BufferBytesPerDoc
 	}
 	op.pendingSpill += float64(op.tracked) / n.hw.SpillWriteBytesPerSec
+	if n.host != nil {
+		op.spillLeft += float64(op.tracked)
+		op.runs++
+		n.opUntracked(op)
+	}
 	n.setTracked(op, 0)
 }
 

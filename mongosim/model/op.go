@@ -114,6 +114,12 @@ type Op struct {
 	latched  bool
 	wrote    bool
 	killCode int32
+
+	// Host memory (host.go).
+	untracked int64   // untracked resident bytes
+	runs      int     // spilled runs of the query so far
+	spillLeft float64 // bytes of the run being written still to write
+	stalled   bool    // paused in balance_dirty_pages this tick
 }
 
 // Tracked is the op's tracked memory now.

@@ -33,6 +33,10 @@ type Hardware struct {
 	// Spill writes land in the page cache, so they cost CPU, not disk
 	// time; reading runs back goes to the device.
 	SpillWriteBytesPerSec float64
+	// Host, when set, models the machine around mongod (host.go): the OOM
+	// killer on host memory, the WiredTiger cache, the allocator, untracked
+	// memory and the page cache. Nil keeps the single-process model.
+	Host *Host
 }
 
 // DefaultHardware is an Atlas M50: 8 vCPUs and 32 GiB.
@@ -118,6 +122,14 @@ type Params struct {
 	// priority, and the investigation saw every aggregation waiting in the
 	// low-priority queue.
 	GetMoreInheritsPriority bool
+
+	// ShedClockScope (simShedClockScope) is where the inline shedder's
+	// clock lives: "query" (master: LoadSheddingOpState is a QueryLifespan
+	// decoration, so the clock survives getMores) or "operation" (each
+	// getMore starts unprimed and its first check above the low mark only
+	// primes). A build-variant knob: the stored source states the query
+	// scope as a choice; builds before it may have had the other.
+	ShedClockScope string
 }
 
 // DefaultParams are mongod's defaults, from the parameter table.
@@ -151,6 +163,8 @@ type ParamSpec struct {
 	// Min and Max bound numeric values (inclusive) when HasBounds.
 	Min, Max  float64
 	HasBounds bool
+	// Choices, when set, are a string parameter's only values.
+	Choices []string
 	// Runtime parameters may be changed with setParameter; the others
 	// only at startup (--setParameter).
 	Runtime bool
@@ -249,6 +263,9 @@ func (s ParamSpec) Coerce(v any) (any, error) {
 }
 
 func (s ParamSpec) check(v any) error {
+	if str, ok := v.(string); ok && len(s.Choices) > 0 && !slices.Contains(s.Choices, str) {
+		return fmt.Errorf("parameter %s: %q is not one of %v", s.Name, str, s.Choices)
+	}
 	if !s.HasBounds {
 		return nil
 	}
@@ -306,6 +323,8 @@ func (s ParamSpec) assign(p *Params, v any) {
 		*ptr = v.(bool)
 	case *time.Duration:
 		*ptr = time.Duration(v.(int64)) * s.unit
+	case *string:
+		*ptr = v.(string)
 	}
 }
 
@@ -367,6 +386,8 @@ var ParamSpecs = func() []ParamSpec {
 			Doc: "an op that has written is never shed (the write-started fix)", field: boolField(func(p *Params) *bool { return &p.WriteStartedLatch })},
 		{Name: "simGetMoreInheritsPriority", Type: TypeBool, Default: true, Runtime: true,
 			Doc: "model knob: a query's getMores keep its deprioritization", field: boolField(func(p *Params) *bool { return &p.GetMoreInheritsPriority })},
+		{Name: "simShedClockScope", Type: TypeString, Default: "query", Runtime: true, Choices: []string{"query", "operation"},
+			Doc: "build-variant knob: the inline shedder's clock lives with the query (master) or with each operation", field: func(p *Params) any { return &p.ShedClockScope }},
 	}
 }()
 

@@ -16,7 +16,7 @@ func TestDefaultParamsFromTheTable(t *testing.T) {
 		YieldPeriod: 10 * time.Millisecond, YieldIterations: 0,
 		SortMemoryBytes: 100 << 20, GroupMemoryBytes: 100 << 20, WindowMemoryBytes: 100 << 20,
 		ShedLowPercent: -1, ShedHighPercent: 85, ShedSizeReference: 32 << 20,
-		RSSMonitorInterval: 100 * time.Millisecond, GetMoreInheritsPriority: true,
+		RSSMonitorInterval: 100 * time.Millisecond, GetMoreInheritsPriority: true, ShedClockScope: "query",
 	}
 	if got := DefaultParams(); got != want {
 		t.Fatalf("DefaultParams() = %+v\nwant %+v", got, want)
@@ -40,6 +40,8 @@ func TestParamValuesParsedByType(t *testing.T) {
 		{"queryMemoryLoadSheddingSweepQueuedOps", "yes", false, nil},
 		{"queryMemoryRssMonitorIntervalMillis", "250", true, func(p Params) bool { return p.RSSMonitorInterval == 250*time.Millisecond }},
 		{"queryMemoryLoadSheddingSizeReferenceBytes", "2147483648", false, nil}, // at most 1 GiB
+		{"simShedClockScope", "operation", true, func(p Params) bool { return p.ShedClockScope == "operation" }},
+		{"simShedClockScope", "global", false, nil},
 		{"noSuchParameter", "1", false, nil},
 	}
 	for _, c := range cases {

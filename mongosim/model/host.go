@@ -1,0 +1,162 @@
+package model
+
+import "time"
+
+// Host is the machine a member runs on, beyond what mongod itself tracks:
+// the memory the kernel's OOM killer counts, the WiredTiger cache, the
+// allocator, untracked per-operation memory and the page cache spill files
+// are written through. A nil Hardware.Host keeps the single-process model
+// (RSS = baseline + tracked × overhead, OOM at MemLimitBytes), which the
+// wire server still uses. Every field has a documented default (an Atlas
+// M50) and a plausible range; docs/model-host.md gives the sources.
+type Host struct {
+	// OtherProcessBytes is resident memory of the other processes on the
+	// host (Atlas's automation, monitoring and backup agents, sshd, ...).
+	// Default 768 MiB; plausible 256 MiB - 2 GiB.
+	OtherProcessBytes int64
+	// KernelBytes is memory the kernel keeps for itself inside MemTotal
+	// (slab, page tables, socket buffers). Default 512 MiB; plausible
+	// 256 MiB - 1.5 GiB.
+	KernelBytes int64
+
+	// DirtyRatio and DirtyBackgroundRatio are vm.dirty_ratio and
+	// vm.dirty_background_ratio, percent of dirtyable memory (free pages
+	// plus page cache). Linux defaults 20 and 10.
+	DirtyRatio, DirtyBackgroundRatio float64
+
+	// MongodBaseBytes is mongod's heap outside the WiredTiger cache and
+	// query memory with no load (code, catalog, replication buffers, idle
+	// connections). Default 1 GiB; plausible 0.5 - 2 GiB.
+	MongodBaseBytes int64
+	// WTCacheBytes is the WiredTiger cache size; 0 is mongod's rule,
+	// max(256 MiB, 50 % of (memory - 1 GiB)): 15.5 GiB on an M50.
+	WTCacheBytes int64
+	// WTEvictionTarget is WiredTiger's eviction_target (percent of the
+	// cache): eviction keeps a cache under a read load near it. Default 80.
+	WTEvictionTarget float64
+	// DataSetBytes is the in-cache size of the data the storm reads (its
+	// collection, uncompressed). The cache fills towards min(DataSetBytes,
+	// target) as reads miss. Default 12 GiB; plausible 2 - 64 GiB.
+	DataSetBytes int64
+	// WTInitialFill is the fraction of that fill the cache holds when the
+	// process starts the trial (after the data load and warm-up); the
+	// storm's reads fill the rest. Default 0.5; range 0 - 1.
+	WTInitialFill float64
+
+	// ReleaseBytesPerSec is how fast the allocator returns free pages it
+	// holds to the OS (tcmallocReleaseRate as 8.0 defines it, bytes per
+	// second, by the background thread). Freed memory stays resident until
+	// then (or until it is reused). Default 64 MiB/s; plausible 0 - 1 GiB/s.
+	ReleaseBytesPerSec float64
+
+	// UntrackedPerOpBytes is resident memory of a live operation that no
+	// memory tracker counts (its thread's touched stack, OperationContext,
+	// CurOp, plan tree, storage cursor). Default 512 KiB; plausible
+	// 128 KiB - 2 MiB.
+	UntrackedPerOpBytes int64
+	// UntrackedPerCursorBytes is the same for an idle cursor (ClientCursor,
+	// plan executor, storage session). Default 128 KiB; plausible
+	// 32 KiB - 1 MiB.
+	UntrackedPerCursorBytes int64
+	// SpillRunBufferBytes is the read buffer of one spilled run while a
+	// cursor merges its runs (the sorter's file iterator: 64 KiB blocks).
+	SpillRunBufferBytes int64
+	// ReplyBufferUntracked counts a getMore's reply batch (the BSON it
+	// builds as it emits documents) as untracked memory until the op ends.
+	ReplyBufferUntracked bool
+}
+
+// DefaultHost is an Atlas M50's host.
+func DefaultHost() Host {
+	return Host{
+		OtherProcessBytes: 768 << 20, KernelBytes: 512 << 20,
+		DirtyRatio: 20, DirtyBackgroundRatio: 10,
+		MongodBaseBytes: 1 << 30, WTEvictionTarget: 80, DataSetBytes: 12 << 30, WTInitialFill: 0.5,
+		ReleaseBytesPerSec:  64 << 20,
+		UntrackedPerOpBytes: 512 << 10, UntrackedPerCursorBytes: 128 << 10, SpillRunBufferBytes: 64 << 10,
+		ReplyBufferUntracked: true,
+	}
+}
+
+// HostHardware is DefaultHardware on an M50 host: the model calibration
+// runs on. BaselineBytes is unused with a host (the baseline is the
+// WiredTiger cache's fill plus MongodBaseBytes), and AllocOverhead stands
+// for allocator fragmentation of tracked bytes only.
+func HostHardware() Hardware {
+	hw := DefaultHardware()
+	h := DefaultHost()
+	hw.Host = &h
+	hw.AllocOverhead = 1.1
+	return hw
+}
+
+// WTCacheSize is the WiredTiger cache size mongod picks for this memory.
+func (h Host) WTCacheSize(memLimit int64) int64 {
+	if h.WTCacheBytes > 0 {
+		return h.WTCacheBytes
+	}
+	return max(256<<20, (memLimit-(1<<30))/2)
+}
+
+// hostState is a member's host: allocator, WiredTiger cache, untracked
+// memory and the page cache.
+type hostState struct {
+	h         Host
+	ram       int64
+	alloc     allocator
+	wt        wtCache
+	pc        pageCache
+	untracked int64 // untracked resident bytes of live ops and cursors
+	used      int64 // what the OOM killer weighs: RSS + others + kernel + dirty
+	inUse     int64
+}
+
+func newHostState(hw Hardware) *hostState {
+	h := *hw.Host
+	s := &hostState{h: h, ram: hw.MemLimitBytes}
+	s.wt = newWTCache(h.WTCacheSize(hw.MemLimitBytes), h.WTEvictionTarget, h.DataSetBytes, h.WTInitialFill)
+	s.pc = newPageCache(h.DirtyRatio, h.DirtyBackgroundRatio)
+	s.alloc = allocator{releaseRate: h.ReleaseBytesPerSec}
+	return s
+}
+
+// dirtyable is what Linux calls dirtyable memory: free pages plus the page
+// cache, i.e. everything that is neither anonymous memory nor the kernel's.
+func (s *hostState) dirtyable(rss int64) int64 {
+	return max(0, s.ram-rss-s.h.OtherProcessBytes-s.h.KernelBytes)
+}
+
+// update recomputes resident memory after a tick of dt and reports whether
+// the kernel would OOM-kill (host memory that cannot be reclaimed at once
+// exceeds the machine's).
+func (s *hostState) update(tracked int64, overhead float64, dt time.Duration) (rss int64, oom bool) {
+	s.inUse = s.h.MongodBaseBytes + s.wt.fill + int64(float64(tracked)*overhead) + s.untracked
+	rss = s.alloc.update(s.inUse, dt)
+	s.pc.setDirtyable(s.dirtyable(rss))
+	s.used = rss + s.h.OtherProcessBytes + s.h.KernelBytes + int64(s.pc.dirty)
+	return rss, s.used > s.ram
+}
+
+// HostStats is a member's host memory, for tests and observers.
+type HostStats struct {
+	InUseBytes, HeldFreeBytes, RSSBytes  int64
+	WTCacheBytes, WTCacheSize            int64
+	UntrackedBytes                       int64
+	DirtyBytes, DirtyLimit, DirtyBgLimit int64
+	HostUsedBytes                        int64
+	WritersStalled                       int
+	WrittenBackBytes, DroppedDirtyBytes  int64
+}
+
+// HostStats returns the host's memory (zero without a host).
+func (n *Node) HostStats() HostStats {
+	s := n.host
+	if s == nil {
+		return HostStats{RSSBytes: n.rss}
+	}
+	return HostStats{InUseBytes: s.inUse, HeldFreeBytes: int64(s.alloc.held), RSSBytes: n.rss,
+		WTCacheBytes: s.wt.fill, WTCacheSize: s.wt.size, UntrackedBytes: s.untracked,
+		DirtyBytes: int64(s.pc.dirty), DirtyLimit: int64(s.pc.limit), DirtyBgLimit: int64(s.pc.bgLimit),
+		HostUsedBytes: s.used, WritersStalled: n.stalled,
+		WrittenBackBytes: int64(s.pc.writtenBack), DroppedDirtyBytes: int64(s.pc.dropped)}
+}
