@@ -13,6 +13,15 @@
 // bytes times an allocator overhead; above the memory limit the member is
 // OOM-killed and every operation and cursor dies with it.
 //
+// Host (opt-in: Hardware.Host, model.HostHardware; docs/model-host.md).
+// The kernel OOM-kills on host memory: RSS + other processes + kernel +
+// dirty page cache. RSS is mongod's base, the WiredTiger cache's fill (sized
+// by mongod's rule, filled by reads), tracked bytes, untracked per-op and
+// per-cursor memory, and free pages the allocator has not yet released.
+// Spilled runs dirty the page cache; writers stall at vm.dirty_ratio while
+// holding their tickets. Fitted to the sweeper investigation, no plausible host makes E
+// fall while D and F hold (docs/model-host.md).
+//
 // Execution control (master). Read and write pools, each a normal pool
 // (first come, first served) and a low-priority pool sized at the CPU count
 // whose waiters wake fewest admissions first (OrderedTicketSemaphore).
