@@ -27,7 +27,7 @@ func TestBadInputCatalogue(t *testing.T) {
 		{[]string{"run", "--n", "0", "--out", out}, "qmlsab run: --n 0: at least one trial per arm"},
 		{[]string{"run", "--n", "-3", "--out", out}, "qmlsab run: --n -3: at least one trial per arm"},
 		{[]string{"run", "--workload", "nope", "--out", out}, `qmlsab run: --workload: unknown workload "nope" (built-in: merge_partial_write, spill_to_disk; or a path to a workload YAML file)`},
-		{[]string{"run", "--workload", badWorkload, "--out", out}, "qmlsab run: --workload: " + badWorkload + ":3: spill_to_disk.canaryRate: must be positive"},
+		{[]string{"run", "--workload", badWorkload, "--out", out}, "qmlsab run: --workload: " + badWorkload + ":4: spill_to_disk.canaryRate: 0 is outside [0.001, 1000]"},
 		{[]string{"run", "--arms-file", badURI, "--arms", "U", "--out", out}, "qmlsab run: --arms-file: " + badURI + `:4: uri mongodb://bob:<redacted>@[::1:27017: error parsing uri: invalid host "": address [::1:27017: missing ']' in address`},
 		{[]string{"run", "--arms-file", filepath.Join(dir, "missing.yaml"), "--out", out}, "qmlsab run: --arms-file: reading arms file: open " + filepath.Join(dir, "missing.yaml") + ": no such file or directory"},
 		{[]string{"run", "--arms-file", dir, "--out", out}, "qmlsab run: --arms-file: reading arms file: read " + dir + ": is a directory"},

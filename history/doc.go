@@ -1,0 +1,90 @@
+// Package history keeps the history of qmlsab runs, so the nightly pipeline
+// can list past nights, chart a metric night by night and spot when an arm's
+// effect changed.
+//
+// A [Run] is one `qmlsab run`: its arms, each valid trial's metrics, and per
+// arm the Hodges-Lehmann shift against the baseline arm with its
+// Mann-Whitney p-value. A [Store] adds runs and reads them back: [Store.List]
+// (one summary per night), [Store.Series] (per night, all trial values of a
+// metric for an arm), [Store.Effects] (per night, an arm's effect on a
+// metric), [Store.Runs] and [Store.Get]. Every read takes a [Filter] by
+// workload, labels (e.g. branch=master), start time and "last N runs", and
+// returns runs ordered by start time, then id. Times come back in UTC.
+// [ExportOtava] writes runs in Apache Otava's JSON import format for
+// change-point detection.
+//
+// [Open] picks the backend from the location: a mongodb:// or
+// mongodb+srv:// URI opens the MongoDB backend, for teams whose nightly jobs
+// run on many machines; anything else is the path of an SQLite file (for
+// example results/history.db), the embedded default, created with its
+// directory on first use. The SQLite driver is pure Go (modernc.org/sqlite):
+// no C toolchain is needed.
+//
+// # Adding is idempotent
+//
+// A run is identified by its id. Adding an id that is already stored
+// changes nothing and reports added=false when the content is the same
+// (compared by [Digest], SHA-256 of the [Normalize]d run, so trial order and
+// time zone do not matter). Different content under a stored id is refused
+// with an error wrapping [ErrConflict]: stored runs are never replaced, since
+// a different run under a reused id is a bug upstream that a history must
+// not hide. [Validate] lists what Add refuses ([ErrInvalidRun]); non-finite
+// numbers among them, so an effect that could not be computed is left out.
+//
+// # SQLite schema
+//
+// The version is PRAGMA user_version; PRAGMA application_id is 0x716d6c73
+// ("qmls") and marks the file as a history database.
+//
+//   - Version 1: runs (id primary key, started_ns Unix nanoseconds, workload,
+//     workload_digest, baseline, simulated, host_* columns, digest, added_ns);
+//     run_labels (run_id, key, value); arms (run_id, name, ord, build,
+//     parameters as a JSON object); trials (run_id, arm, idx, host);
+//     trial_metrics (run_id, arm, idx, metric, value); effects (run_id, arm,
+//     metric, shift, p). Children reference runs(id).
+//   - Version 2: indexes on trial_metrics and effects by (metric, arm, run_id)
+//     and on runs by (workload, started_ns).
+//
+// Migrations are a list of steps applied in order in one transaction on
+// open. Before SQLite touches a file, Open reads its header: a file that is
+// not a history database ([ErrNotHistory]), is damaged or truncated
+// ([ErrCorrupt]), or has a schema version newer than this code knows
+// ([ErrNewerSchema]) is refused with an error naming the file, and left
+// byte for byte as it was. Damage past the first page that the header cannot
+// show surfaces as [ErrCorrupt] from the read that meets it. An empty file is
+// initialised as a new history.
+//
+// # MongoDB schema
+//
+// Database from the URI path ([MongoDefaultDatabase] when it has none).
+// Collection "runs" holds one document per run with _id = the run id, so
+// the _id index makes ids unique with no further index; maps are stored as
+// arrays of {k, v} (labels, parameters) or {name, value} (metrics) so names
+// may contain '.' or '$'; startedNs holds the start time in Unix
+// nanoseconds (started, a date, is for people). Collection "meta" holds
+// {_id: "schema", version}.
+//
+//   - Version 1: indexes on runs by (startedNs, _id) and (workload,
+//     startedNs). A server without createIndexes (such as the in-process
+//     simulator) is accepted without them: they only speed reads up.
+//
+// Migration steps are idempotent; the version advances by compare-and-set
+// on the meta document, so concurrent openers agree, and a newer version is
+// refused with [ErrNewerSchema] without changing anything. Errors never
+// contain the URI's password or secret options: see [RedactURI].
+//
+// # Concurrency
+//
+// A Store is safe for concurrent use, and any number of Stores, in one
+// process or many, may use one location at once: each run lands exactly
+// once and exactly one Add reports added=true for it. SQLite runs in WAL
+// mode (readers do not block the writer); each Add is one BEGIN IMMEDIATE
+// transaction, waiting up to 30 s for another writer, and the primary key
+// on the run id decides between concurrent adds of one run. Opening
+// migrates in the same kind of transaction, so concurrent first opens of a
+// new file create the schema once. WAL needs the file on a local file
+// system (not NFS): jobs on several machines share a MongoDB history
+// instead. On MongoDB each Add is one insert of the
+// whole run document, and the duplicate key error on _id decides. Readers
+// see whole runs only: a run and its trials are written atomically.
+package history

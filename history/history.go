@@ -1,0 +1,368 @@
+package history
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Run is one `qmlsab run`: its arms, the metrics of each valid trial, and
+// per arm the effect against the baseline arm.
+type Run struct {
+	ID             string            `json:"id"`
+	Started        time.Time         `json:"started"`
+	Workload       string            `json:"workload"`
+	WorkloadDigest string            `json:"workloadDigest,omitempty"`
+	Arms           []Arm             `json:"arms,omitempty"`
+	Baseline       string            `json:"baseline,omitempty"`
+	Labels         map[string]string `json:"labels,omitempty"`
+	Host           Host              `json:"host"`
+	Simulated      bool              `json:"simulated,omitempty"`
+	Trials         []Trial           `json:"trials,omitempty"`
+	Effects        []Effect          `json:"effects,omitempty"`
+}
+
+// Arm is one configuration under test.
+type Arm struct {
+	Name       string            `json:"name"`
+	Build      string            `json:"build,omitempty"`
+	Parameters map[string]string `json:"parameters,omitempty"`
+}
+
+// Host describes the machine (or simulated target) a run measured.
+type Host struct {
+	Name        string `json:"name,omitempty"`
+	CPUModel    string `json:"cpuModel,omitempty"`
+	Cores       int    `json:"cores,omitempty"`
+	MemoryBytes int64  `json:"memoryBytes,omitempty"`
+	Kernel      string `json:"kernel,omitempty"`
+	TargetKind  string `json:"targetKind,omitempty"`
+}
+
+// Trial is one valid trial of one arm: its metrics by name.
+type Trial struct {
+	Arm     string             `json:"arm"`
+	Index   int                `json:"index"`
+	Host    string             `json:"host,omitempty"`
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+}
+
+// Effect is one arm's effect on one metric against the baseline arm: the
+// Hodges-Lehmann shift (arm minus baseline) and the Mann-Whitney p-value.
+type Effect struct {
+	Arm    string  `json:"arm"`
+	Metric string  `json:"metric"`
+	Shift  float64 `json:"shift"`
+	P      float64 `json:"p"`
+}
+
+// RunSummary is one line of `history list`.
+type RunSummary struct {
+	ID             string            `json:"id"`
+	Started        time.Time         `json:"started"`
+	Workload       string            `json:"workload"`
+	WorkloadDigest string            `json:"workloadDigest,omitempty"`
+	Baseline       string            `json:"baseline,omitempty"`
+	Arms           []string          `json:"arms,omitempty"`
+	Labels         map[string]string `json:"labels,omitempty"`
+	Host           Host              `json:"host"`
+	Simulated      bool              `json:"simulated,omitempty"`
+	Trials         int               `json:"trials"`
+}
+
+// SeriesPoint is one run's trial values of one metric for one arm, in trial
+// index order.
+type SeriesPoint struct {
+	RunID   string    `json:"runId"`
+	Started time.Time `json:"started"`
+	Build   string    `json:"build,omitempty"`
+	Values  []float64 `json:"values"`
+}
+
+// EffectPoint is one run's effect of one arm on one metric.
+type EffectPoint struct {
+	RunID    string    `json:"runId"`
+	Started  time.Time `json:"started"`
+	Baseline string    `json:"baseline,omitempty"`
+	Build    string    `json:"build,omitempty"`
+	Shift    float64   `json:"shift"`
+	P        float64   `json:"p"`
+}
+
+// Filter selects runs. The zero Filter selects every run.
+type Filter struct {
+	// Workload, when set, keeps runs of that workload only.
+	Workload string
+	// Labels keeps runs that carry every one of these labels with these
+	// values (e.g. branch=master).
+	Labels map[string]string
+	// Since (inclusive) and Until (exclusive) bound the start time; zero
+	// means unbounded.
+	Since, Until time.Time
+	// Last, when positive, keeps only the last Last runs (by start time)
+	// among those the other fields select.
+	Last int
+}
+
+// Store is a history of runs. Implementations are safe for concurrent use.
+type Store interface {
+	// Add records a run. It is idempotent: adding a run whose id is
+	// already stored changes nothing and reports added=false, provided the
+	// content is the same; different content under a stored id fails with
+	// an error wrapping ErrConflict.
+	Add(ctx context.Context, run Run) (added bool, err error)
+	// Get returns one run, or an error wrapping ErrNotFound.
+	Get(ctx context.Context, id string) (Run, error)
+	// Runs returns the selected runs in full, ordered by start time (then id).
+	Runs(ctx context.Context, f Filter) ([]Run, error)
+	// List summarises the selected runs, ordered by start time (then id).
+	List(ctx context.Context, f Filter) ([]RunSummary, error)
+	// Series returns, per selected run that has trials of arm with metric,
+	// those trials' values, ordered by start time.
+	Series(ctx context.Context, metric, arm string, f Filter) ([]SeriesPoint, error)
+	// Effects returns, per selected run that has one, arm's effect on
+	// metric, ordered by start time.
+	Effects(ctx context.Context, metric, arm string, f Filter) ([]EffectPoint, error)
+	// Close releases the store.
+	Close() error
+}
+
+var (
+	// ErrConflict: a run with the same id but different content is stored.
+	ErrConflict = errors.New("run already stored with different content")
+	// ErrNotFound: no run has the id.
+	ErrNotFound = errors.New("run not found")
+	// ErrNewerSchema: the store was written by a newer qmlsab.
+	ErrNewerSchema = errors.New("history schema is newer than this qmlsab supports")
+	// ErrCorrupt: the SQLite file is not a readable history database.
+	ErrCorrupt = errors.New("history database is corrupt")
+	// ErrNotHistory: the file is an SQLite database of something else.
+	ErrNotHistory = errors.New("not a qmlsab history database")
+	// ErrInvalidRun: Add refused a run that breaks the rules in Validate.
+	ErrInvalidRun = errors.New("invalid run")
+)
+
+// Open opens the history at location, creating it on first use. A
+// mongodb:// or mongodb+srv:// URI opens the MongoDB backend (database from
+// the URI path, "qmlsab" by default); anything else without a scheme is the
+// path of an SQLite file, created with its parent directory when missing.
+// Errors never contain a URI's password.
+func Open(ctx context.Context, location string) (Store, error) {
+	lower := strings.ToLower(location)
+	switch {
+	case strings.HasPrefix(lower, "mongodb://"), strings.HasPrefix(lower, "mongodb+srv://"):
+		return openMongo(ctx, location)
+	case strings.Contains(location, "://"):
+		scheme, _, _ := strings.Cut(location, "://")
+		return nil, fmt.Errorf("history: unsupported location scheme %q in %s (want mongodb://, mongodb+srv:// or a file path)", scheme, RedactURI(location))
+	case location == "":
+		return nil, errors.New("history: empty location")
+	}
+	return openSQLite(ctx, location)
+}
+
+// Validate checks the rules Add enforces: a non-empty id and start time
+// (years 1678-2261), unique non-empty arm names, a baseline and trial and
+// effect arms among the arms (when arms are listed), unique (arm, index)
+// trials and (arm, metric) effects, non-empty metric and label names, and
+// finite numbers (leave out an effect that could not be computed rather
+// than storing NaN).
+func Validate(r Run) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w %q: %s", ErrInvalidRun, r.ID, fmt.Sprintf(format, args...))
+	}
+	if r.ID == "" {
+		return fmt.Errorf("%w: empty id", ErrInvalidRun)
+	}
+	if r.Started.IsZero() {
+		return bad("no start time")
+	}
+	if y := r.Started.UTC().Year(); y < 1678 || y > 2261 {
+		return bad("start time %s out of range", r.Started)
+	}
+	for k := range r.Labels {
+		if k == "" {
+			return bad("empty label name")
+		}
+	}
+	arms := map[string]bool{}
+	for _, a := range r.Arms {
+		if a.Name == "" {
+			return bad("arm with empty name")
+		}
+		if arms[a.Name] {
+			return bad("arm %q listed twice", a.Name)
+		}
+		arms[a.Name] = true
+	}
+	known := func(arm string) bool { return len(r.Arms) == 0 || arms[arm] }
+	if r.Baseline != "" && !known(r.Baseline) {
+		return bad("baseline %q is not one of the arms", r.Baseline)
+	}
+	type trialKey struct {
+		arm string
+		idx int
+	}
+	trials := map[trialKey]bool{}
+	for _, t := range r.Trials {
+		if t.Arm == "" || !known(t.Arm) {
+			return bad("trial %d has unknown arm %q", t.Index, t.Arm)
+		}
+		k := trialKey{t.Arm, t.Index}
+		if trials[k] {
+			return bad("trial %s/%d listed twice", t.Arm, t.Index)
+		}
+		trials[k] = true
+		for m, v := range t.Metrics {
+			if m == "" {
+				return bad("trial %s/%d has a metric with an empty name", t.Arm, t.Index)
+			}
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return bad("trial %s/%d metric %q is %v", t.Arm, t.Index, m, v)
+			}
+		}
+	}
+	effects := map[[2]string]bool{}
+	for _, e := range r.Effects {
+		if e.Arm == "" || !known(e.Arm) {
+			return bad("effect on %q has unknown arm %q", e.Metric, e.Arm)
+		}
+		if e.Metric == "" {
+			return bad("effect of arm %q has an empty metric name", e.Arm)
+		}
+		k := [2]string{e.Arm, e.Metric}
+		if effects[k] {
+			return bad("effect %s/%s listed twice", e.Arm, e.Metric)
+		}
+		effects[k] = true
+		for _, v := range []float64{e.Shift, e.P} {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return bad("effect %s/%s has non-finite value %v", e.Arm, e.Metric, v)
+			}
+		}
+	}
+	return nil
+}
+
+// Normalize returns the run as the stores return it: start time in UTC
+// without a monotonic reading, trials sorted by (arm, index), effects by
+// (arm, metric), and empty maps and slices as nil. Maps are copied.
+func Normalize(r Run) Run {
+	r.Started = r.Started.UTC().Round(0)
+	r.Labels = cloneMap(r.Labels)
+	arms := make([]Arm, len(r.Arms))
+	for i, a := range r.Arms {
+		a.Parameters = cloneMap(a.Parameters)
+		arms[i] = a
+	}
+	r.Arms = nilIfEmpty(arms)
+	trials := make([]Trial, len(r.Trials))
+	for i, t := range r.Trials {
+		t.Metrics = cloneMap(t.Metrics)
+		trials[i] = t
+	}
+	slices.SortStableFunc(trials, func(a, b Trial) int {
+		return cmp.Or(strings.Compare(a.Arm, b.Arm), cmp.Compare(a.Index, b.Index))
+	})
+	r.Trials = nilIfEmpty(trials)
+	effects := slices.Clone(r.Effects)
+	slices.SortStableFunc(effects, func(a, b Effect) int {
+		return cmp.Or(strings.Compare(a.Arm, b.Arm), strings.Compare(a.Metric, b.Metric))
+	})
+	r.Effects = nilIfEmpty(effects)
+	return r
+}
+
+func cloneMap[V any](m map[string]V) map[string]V {
+	if len(m) == 0 {
+		return nil
+	}
+	return maps.Clone(m)
+}
+
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+// Digest is the content digest Add compares on a re-add: SHA-256 of the
+// normalized run's JSON.
+func Digest(r Run) string {
+	b, err := json.Marshal(Normalize(r))
+	if err != nil { // only non-finite floats, which Validate refuses
+		panic(fmt.Sprintf("history: digest of run %q: %v", r.ID, err))
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// prepare validates and normalizes a run for Add and returns its digest.
+func prepare(r Run) (Run, string, error) {
+	if err := Validate(r); err != nil {
+		return Run{}, "", err
+	}
+	n := Normalize(r)
+	return n, Digest(n), nil
+}
+
+func conflict(id, stored, digest string) error {
+	return fmt.Errorf("history: run %q: %w (stored %s, new %s); stored runs are never replaced", id, ErrConflict, stored, digest)
+}
+
+// summarize makes a run's summary.
+func summarize(r Run) RunSummary {
+	s := RunSummary{ID: r.ID, Started: r.Started, Workload: r.Workload, WorkloadDigest: r.WorkloadDigest,
+		Baseline: r.Baseline, Labels: r.Labels, Host: r.Host, Simulated: r.Simulated, Trials: len(r.Trials)}
+	for _, a := range r.Arms {
+		s.Arms = append(s.Arms, a.Name)
+	}
+	return s
+}
+
+// seriesOf extracts the Series point of one run (ok=false when it has no
+// value of metric for arm).
+func seriesOf(r Run, metric, arm string) (SeriesPoint, bool) {
+	p := SeriesPoint{RunID: r.ID, Started: r.Started, Build: buildOf(r, arm)}
+	for _, t := range r.Trials { // sorted by (arm, index)
+		if v, ok := t.Metrics[metric]; ok && t.Arm == arm {
+			p.Values = append(p.Values, v)
+		}
+	}
+	return p, len(p.Values) > 0
+}
+
+// effectOf extracts the Effects point of one run.
+func effectOf(r Run, metric, arm string) (EffectPoint, bool) {
+	for _, e := range r.Effects {
+		if e.Arm == arm && e.Metric == metric {
+			return EffectPoint{RunID: r.ID, Started: r.Started, Baseline: r.Baseline, Build: buildOf(r, arm),
+				Shift: e.Shift, P: e.P}, true
+		}
+	}
+	return EffectPoint{}, false
+}
+
+func buildOf(r Run, arm string) string {
+	for _, a := range r.Arms {
+		if a.Name == arm {
+			return a.Build
+		}
+	}
+	return ""
+}
+
+// nanos is t as Unix nanoseconds (the stores' time key).
+func nanos(t time.Time) int64 { return t.UnixNano() }
+
+func fromNanos(ns int64) time.Time { return time.Unix(0, ns).UTC() }
