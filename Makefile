@@ -51,7 +51,7 @@ mongosh-check: build
 chromium-check:
 	@command -v chromium >/dev/null 2>&1 || { echo "installing chromium (Debian package)"; \
 	  $$(command -v sudo) apt-get update -qq && $$(command -v sudo) apt-get install -y -qq chromium >/dev/null; }
-	QMLSAB_CHROMIUM=$$(command -v chromium) $(GO) test -count=1 -run '^TestReportDrawsInChromium$$' ./cmd/qmlsab/
+	QMLSAB_CHROMIUM=$$(command -v chromium) $(GO) test -count=1 -run '^(TestReportDrawsInChromium|TestTrendDrawsInChromium)$$' ./cmd/qmlsab/
 
 # Go's own summary comes last so it closes the output CI reads.
 test: fmt-check tidy-check vet build

@@ -20,6 +20,9 @@ var echartsNotice string
 //go:embed report.html.tmpl
 var reportHTML string
 
+//go:embed trend.html.tmpl
+var trendHTML string
+
 // EchartsJS is echarts.min.js, safe to inline in a <script> element.
 func EchartsJS() template.JS {
 	// The vendored file has no "</script"; keep it that way if it is
@@ -33,4 +36,9 @@ func EchartsNotice() string { return echartsNotice }
 // Report parses the report page with funcs.
 func Report(funcs template.FuncMap) (*template.Template, error) {
 	return template.New("report").Funcs(funcs).Parse(reportHTML)
+}
+
+// Trend parses the nightly trend page with funcs.
+func Trend(funcs template.FuncMap) (*template.Template, error) {
+	return template.New("trend").Funcs(funcs).Parse(trendHTML)
 }

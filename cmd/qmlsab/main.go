@@ -60,6 +60,8 @@ func newApp() *cli.App {
 			reportCommand(),
 			runCommand(),
 			calibrateCommand(),
+			historyCommand(),
+			trendCommand(),
 		},
 	}
 }

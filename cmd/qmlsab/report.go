@@ -28,6 +28,9 @@ func reportCommand() *cli.Command {
 			&cli.StringFlag{Name: "gates", Usage: "a gate set: `sweeper-acceptance` (alias seed000) or a gate YAML file; exit 3 when a gate fails"},
 			&cli.Float64Flag{Name: "alpha", Value: 0.05, Usage: "significance level of the U test"},
 			&cli.StringFlag{Name: "results", Value: "results", Usage: "where to look for the newest run when none is given"},
+			&cli.BoolFlag{Name: "history", Usage: "also add the run(s) to the history (--history-db) for qmlsab history detect and trend"},
+			historyDBFlag("history-db"),
+			labelFlag,
 		},
 		Action: reportAction,
 	}
@@ -37,27 +40,9 @@ func reportAction(c *cli.Context) error {
 	fail := func(format string, args ...any) error {
 		return cli.Exit(fmt.Sprintf("qmlsab report: "+format, args...), 1)
 	}
-	// The CLI library stops at the first run folder; flags after it
-	// (qmlsab report DIR --gates sweeper-acceptance) are taken here.
-	var dirs []string
-	rest := c.Args().Slice()
-	for i := 0; i < len(rest); i++ {
-		a := rest[i]
-		if !strings.HasPrefix(a, "-") {
-			dirs = append(dirs, a)
-			continue
-		}
-		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !hasValue {
-			if i+1 >= len(rest) {
-				return fail("flag %s needs a value", a)
-			}
-			i++
-			value = rest[i]
-		}
-		if err := c.Set(name, value); err != nil {
-			return fail("flag %s: %v", a, err)
-		}
+	dirs, err := trailingFlags(c)
+	if err != nil {
+		return fail("%v", err)
 	}
 	var want []string
 	for _, f := range strings.Split(c.String("format"), ",") {
@@ -137,6 +122,11 @@ func reportAction(c *cli.Context) error {
 			fmt.Fprintf(c.App.Writer, "report: %s\n", filepath.Join(out, formats["html"]))
 		}
 	}()
+	if c.Bool("history") {
+		if err := addToHistory(c, c.String("history-db"), dirs); err != nil {
+			return fail("--history: %v", err)
+		}
+	}
 	if opts.Gates != nil {
 		for _, arm := range a.Arms {
 			for _, g := range arm.Gates {

@@ -1,0 +1,291 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/qmlsab/qmlsab/changepoint"
+	"github.com/qmlsab/qmlsab/history"
+	"github.com/qmlsab/qmlsab/nightly"
+	"github.com/qmlsab/qmlsab/store"
+)
+
+// exitRegression is history detect's exit code for a recent regression
+// (report uses 3 for a failed gate, 1 is bad input).
+const exitRegression = 4
+
+func historyDBFlag(name string) cli.Flag {
+	return &cli.StringFlag{Name: name, Value: filepath.Join("results", "history.db"), EnvVars: []string{"QMLSAB_HISTORY"},
+		Usage: "the history: an SQLite `FILE` (created on first use) or a mongodb:// URI shared by many machines"}
+}
+
+var labelFlag = &cli.StringSliceFlag{Name: "label", Usage: "a `KEY=VALUE` label of the run(s) (branch=master, commit=abc123); repeatable"}
+
+func labels(c *cli.Context) (map[string]string, error) {
+	out := map[string]string{}
+	for _, l := range c.StringSlice("label") {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("--label %q: want KEY=VALUE", l)
+		}
+		out[strings.TrimSpace(k)] = v
+	}
+	return out, nil
+}
+
+func filter(c *cli.Context) (history.Filter, error) {
+	l, err := labels(c)
+	if err != nil {
+		return history.Filter{}, err
+	}
+	return history.Filter{Workload: c.String("workload"), Labels: l, Last: c.Int("last")}, nil
+}
+
+var filterFlags = []cli.Flag{
+	historyDBFlag("db"),
+	&cli.StringSliceFlag{Name: "label", Usage: "keep nights carrying this `KEY=VALUE` label; repeatable"},
+	&cli.StringFlag{Name: "workload", Usage: "keep nights of this workload"},
+	&cli.IntFlag{Name: "last", Usage: "keep the newest `N` nights"},
+}
+
+func openHistory(ctx context.Context, loc string) (history.Store, error) {
+	st, err := history.Open(ctx, loc)
+	if err != nil {
+		return nil, fmt.Errorf("history %s: %w", history.RedactURI(loc), err)
+	}
+	return st, nil
+}
+
+// addToHistory adds run folders to the history, saying for each whether
+// it was new.
+func addToHistory(c *cli.Context, loc string, dirs []string) error {
+	l, err := labels(c)
+	if err != nil {
+		return err
+	}
+	st, err := openHistory(c.Context, loc)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for _, d := range dirs {
+		r, err := nightly.FromRun(d, l)
+		if err != nil {
+			return err
+		}
+		added, err := st.Add(c.Context, r)
+		if err != nil {
+			return fmt.Errorf("%s: %w", d, err)
+		}
+		if added {
+			fmt.Fprintf(c.App.Writer, "history: added %s (%d trials) to %s\n", r.ID, len(r.Trials), history.RedactURI(loc))
+		} else {
+			fmt.Fprintf(c.App.Writer, "history: %s is already in %s; nothing changed\n", r.ID, history.RedactURI(loc))
+		}
+	}
+	return nil
+}
+
+func historyCommand() *cli.Command {
+	fail := func(cmd, format string, args ...any) error {
+		return cli.Exit(fmt.Sprintf("qmlsab history "+cmd+": "+format, args...), 1)
+	}
+	return &cli.Command{
+		Name:  "history",
+		Usage: "the nightly pipeline's memory: runs kept night by night, change points, exports",
+		Subcommands: []*cli.Command{
+			{
+				Name:      "add",
+				Usage:     "add run folders to the history (re-adding a run changes nothing)",
+				ArgsUsage: "RUN_DIR...",
+				Flags:     []cli.Flag{historyDBFlag("db"), labelFlag},
+				Action: func(c *cli.Context) error {
+					dirs, err := trailingFlags(c)
+					if err != nil {
+						return fail("add", "%v", err)
+					}
+					if len(dirs) == 0 {
+						return fail("add", "give at least one run folder")
+					}
+					if err := addToHistory(c, c.String("db"), dirs); err != nil {
+						return fail("add", "%v", err)
+					}
+					return nil
+				},
+			},
+			{
+				Name:  "list",
+				Usage: "one line per night",
+				Flags: filterFlags,
+				Action: func(c *cli.Context) error {
+					f, err := filter(c)
+					if err != nil {
+						return fail("list", "%v", err)
+					}
+					st, err := openHistory(c.Context, c.String("db"))
+					if err != nil {
+						return fail("list", "%v", err)
+					}
+					defer st.Close()
+					runs, err := st.List(c.Context, f)
+					if err != nil {
+						return fail("list", "%v", err)
+					}
+					tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "NIGHT\tSTARTED\tRUN\tWORKLOAD\tARMS\tTRIALS\tHOST\tLABELS")
+					for i, r := range runs {
+						host := r.Host.Name
+						if r.Simulated {
+							host += " (SIMULATED)"
+						}
+						var ls []string
+						for k, v := range r.Labels {
+							ls = append(ls, k+"="+v)
+						}
+						fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", i+1, r.Started.Format("2006-01-02 15:04"), r.ID, r.Workload,
+							strings.Join(r.Arms, ","), r.Trials, host, strings.Join(slices.Sorted(slices.Values(ls)), " "))
+					}
+					return tw.Flush()
+				},
+			},
+			{
+				Name:  "detect",
+				Usage: "change points over the nights (E-Divisive with means); exit 4 when the newest nights regress",
+				Flags: append(append([]cli.Flag{}, filterFlags...),
+					&cli.StringSliceFlag{Name: "metric", Usage: "a `METRIC` to examine (default: every metric with a better direction); repeatable"},
+					&cli.StringSliceFlag{Name: "arm", Usage: "an `ARM` to examine (default: all); repeatable"},
+					&cli.BoolFlag{Name: "effect", Usage: "also examine each arm's nightly effect against the baseline arm (Hodges-Lehmann shift)"},
+					&cli.IntFlag{Name: "recent", Value: 1, Usage: "a regression starting in the newest `K` nights fails (exit 4)"},
+					&cli.StringFlag{Name: "format", Value: "text", Usage: "text, md (a block for a pull request or chat) or json"},
+					&cli.Float64Flag{Name: "p", Value: changepoint.DefaultPValue, Usage: "significance level of the permutation test"},
+					&cli.IntFlag{Name: "permutations", Value: changepoint.DefaultPermutations, Usage: "shuffles per test"},
+					&cli.IntFlag{Name: "min-segment", Value: changepoint.DefaultMinSegment, Usage: "fewest nights a segment may hold"},
+					&cli.Uint64Flag{Name: "seed", Value: changepoint.DefaultSeed, Usage: "random seed of the shuffles (results are reproducible)"},
+				),
+				Action: func(c *cli.Context) error {
+					f, err := filter(c)
+					if err != nil {
+						return fail("detect", "%v", err)
+					}
+					if c.Int("recent") < 1 {
+						return fail("detect", "--recent %d: at least 1", c.Int("recent"))
+					}
+					if p := c.Float64("p"); p <= 0 || p >= 1 {
+						return fail("detect", "--p %v: want a level between 0 and 1", p)
+					}
+					format := c.String("format")
+					if format != "text" && format != "md" && format != "json" {
+						return fail("detect", "--format %q: want text, md or json", format)
+					}
+					st, err := openHistory(c.Context, c.String("db"))
+					if err != nil {
+						return fail("detect", "%v", err)
+					}
+					defer st.Close()
+					opts := nightly.DetectOptions{Metrics: c.StringSlice("metric"), Arms: c.StringSlice("arm"), Effect: c.Bool("effect"),
+						Recent: c.Int("recent"), Filter: f, ChangePoint: changepoint.Options{PValue: c.Float64("p"),
+							Permutations: c.Int("permutations"), MinSegment: c.Int("min-segment"), Seed: c.Uint64("seed")}}
+					res, err := nightly.Detect(c.Context, st, opts)
+					if err != nil {
+						return fail("detect", "%v", err)
+					}
+					switch format {
+					case "md":
+						err = nightly.WriteMarkdown(c.App.Writer, res, opts.Recent)
+					case "json":
+						err = nightly.WriteJSON(c.App.Writer, res)
+					default:
+						err = nightly.WriteText(c.App.Writer, res, opts.Recent)
+					}
+					if err != nil {
+						return err
+					}
+					if res.Regressed() {
+						return cli.Exit("", exitRegression)
+					}
+					return nil
+				},
+			},
+			{
+				Name:  "export",
+				Usage: "the history in another tool's format: otava (Apache Otava's JSON import)",
+				Flags: append(append([]cli.Flag{}, filterFlags...),
+					&cli.StringFlag{Name: "format", Value: "otava", Usage: "otava"},
+					&cli.StringSliceFlag{Name: "arm", Usage: "export this `ARM` only (Otava reads one series per file); repeatable"},
+					&cli.StringSliceFlag{Name: "metric", Usage: "export this `METRIC` only; repeatable"},
+					&cli.StringFlag{Name: "out", Usage: "write to `FILE` (default: standard output)"},
+				),
+				Action: func(c *cli.Context) error {
+					if c.String("format") != "otava" {
+						return fail("export", "--format %q: want otava", c.String("format"))
+					}
+					f, err := filter(c)
+					if err != nil {
+						return fail("export", "%v", err)
+					}
+					st, err := openHistory(c.Context, c.String("db"))
+					if err != nil {
+						return fail("export", "%v", err)
+					}
+					defer st.Close()
+					runs, err := st.Runs(c.Context, f)
+					if err != nil {
+						return fail("export", "%v", err)
+					}
+					var b strings.Builder
+					if err := history.ExportOtava(&b, runs, history.OtavaOptions{Arms: c.StringSlice("arm"), Metrics: c.StringSlice("metric")}); err != nil {
+						return fail("export", "%v", err)
+					}
+					if out := c.String("out"); out != "" {
+						return store.WriteFileAtomic(out, []byte(b.String()))
+					}
+					_, err = fmt.Fprint(c.App.Writer, b.String())
+					return err
+				},
+			},
+		},
+	}
+}
+
+func trendCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "trend",
+		Usage: "trend.html: nightly medians with their range, change points and the A/B effect, for each metric and arm",
+		Flags: append(append([]cli.Flag{}, filterFlags...),
+			&cli.StringFlag{Name: "out", Value: filepath.Join("results", "trend.html"), Usage: "the page's `FILE`"},
+			&cli.StringFlag{Name: "results", Value: "results", Usage: "the `DIR` holding run folders (nights link to their report.html)"},
+			&cli.StringSliceFlag{Name: "metric", Usage: "a `METRIC` to show (default: the key metrics); repeatable"},
+			&cli.StringSliceFlag{Name: "arm", Usage: "an `ARM` to show (default: all); repeatable"},
+		),
+		Action: func(c *cli.Context) error {
+			fail := func(format string, args ...any) error {
+				return cli.Exit(fmt.Sprintf("qmlsab trend: "+format, args...), 1)
+			}
+			f, err := filter(c)
+			if err != nil {
+				return fail("%v", err)
+			}
+			st, err := openHistory(c.Context, c.String("db"))
+			if err != nil {
+				return fail("%v", err)
+			}
+			defer st.Close()
+			if err := os.MkdirAll(filepath.Dir(c.String("out")), 0o755); err != nil {
+				return fail("--out: %v", err)
+			}
+			opts := nightly.TrendOptions{Metrics: c.StringSlice("metric"), Arms: c.StringSlice("arm"), Filter: f, RunsRoot: c.String("results")}
+			if err := nightly.WriteTrend(c.Context, st, c.String("out"), opts); err != nil {
+				return fail("%v", err)
+			}
+			fmt.Fprintf(c.App.Writer, "trend: %s\n", c.String("out"))
+			return nil
+		},
+	}
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// nightlyWorkload is the storm of the pipeline tests: the quick profile's
+// phases at a given storm rate, under one workload name.
+func nightlyWorkload(t *testing.T, dir string, rate int) string {
+	t.Helper()
+	p := filepath.Join(dir, fmt.Sprintf("nightly-%d.yaml", rate))
+	doc := fmt.Sprintf("name: nightly\nkind: spill_to_disk\nspill_to_disk:\n  stormRate: %d\n  phases: {warmup: 3s, storm: 15s, recovery: 6s}\n", rate)
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// The nightly pipeline end to end: 24 nights of `qmlsab run` then
+// `qmlsab report --history` (virtual clock, a different seed each night);
+// from night 13 on the storm is heavier, which costs arm D availability.
+// `qmlsab history detect` finds the change at night 13 (± 1) and exits 4;
+// re-adding a night changes nothing; list shows one line per night.
+func TestNightlyPipelineFindsTheRegression(t *testing.T) {
+	tmp := t.TempDir()
+	db := filepath.Join(tmp, "history.db")
+	light, heavy := nightlyWorkload(t, tmp, 150), nightlyWorkload(t, tmp, 350)
+	var first string
+	for night := 1; night <= 24; night++ {
+		wl := light
+		if night >= 13 {
+			wl = heavy
+		}
+		dir := filepath.Join(tmp, "results", fmt.Sprintf("night-%02d", night))
+		if out, code := qmlsab(t, "run", "--arms", "D,E", "--n", "3", "--workload", wl, "--seed", fmt.Sprint(100+night), "--out", dir); code != 0 {
+			t.Fatalf("night %d: run exit %d:\n%s", night, code, out)
+		}
+		out, code := qmlsab(t, "report", dir, "--format", "json", "--history", "--history-db", db, "--label", "branch=master")
+		if code != 0 || !strings.Contains(out, "history: added night-") {
+			t.Fatalf("night %d: report --history exit %d:\n%s", night, code, out)
+		}
+		if first == "" {
+			first = dir
+		}
+	}
+	if out, code := qmlsab(t, "history", "add", "--db", db, "--label", "branch=master", first); code != 0 || !strings.Contains(out, "already in") {
+		t.Errorf("re-adding a night: exit %d, %q; want it to change nothing and say so", code, out)
+	}
+	out, code := qmlsab(t, "history", "list", "--db", db)
+	if code != 0 || strings.Count(out, "night-") != 24 {
+		t.Errorf("history list: exit %d, %d nights:\n%s", code, strings.Count(out, "night-"), out)
+	}
+	out, code = qmlsab(t, "history", "detect", "--db", db, "--metric", "availability", "--arm", "D", "--recent", "12", "--format", "json")
+	if code != exitRegression {
+		t.Fatalf("detect: exit %d, want %d (a regression):\n%s", code, exitRegression, out)
+	}
+	var res struct {
+		Changes []struct {
+			Night     int     `json:"night"`
+			Direction string  `json:"direction"`
+			P         float64 `json:"p"`
+			Before    float64 `json:"before"`
+			After     float64 `json:"after"`
+		} `json:"changes"`
+	}
+	if err := json.Unmarshal([]byte(out[:strings.LastIndex(out, "}")+1]), &res); err != nil {
+		t.Fatalf("detect --format json: %v\n%s", err, out)
+	}
+	found := false
+	for _, c := range res.Changes {
+		if c.Night+1 >= 12 && c.Night+1 <= 14 && c.Direction == "regression" {
+			found = true
+			t.Logf("change at night %d: availability %.3f → %.3f, p %.3f", c.Night+1, c.Before, c.After, c.P)
+		}
+	}
+	if !found {
+		t.Errorf("no regression found at night 13 ± 1: %+v", res.Changes)
+	}
+	// With only the newest night as "now", the old change is not news.
+	if out, code := qmlsab(t, "history", "detect", "--db", db, "--metric", "availability", "--arm", "D"); code != 0 {
+		t.Errorf("detect --recent 1: exit %d, want 0 (the change is 12 nights old):\n%s", code, out)
+	}
+	// The Markdown block names the regression for a pull-request comment.
+	out, _ = qmlsab(t, "history", "detect", "--db", db, "--metric", "availability", "--arm", "D", "--recent", "12", "--format", "md")
+	if !strings.Contains(out, "regression") || !strings.Contains(out, "| night |") {
+		t.Errorf("detect --format md:\n%s", out)
+	}
+	// Bad input is exit 1, distinct from a regression.
+	if _, code := qmlsab(t, "history", "detect", "--db", db, "--recent", "0"); code != 1 {
+		t.Errorf("--recent 0: exit %d, want 1", code)
+	}
+	// Otava's import format: one entry per night for one arm.
+	out, code = qmlsab(t, "history", "export", "--db", db, "--arm", "D", "--metric", "availability")
+	var otava []struct {
+		Timestamp int64 `json:"timestamp"`
+		Metrics   []struct {
+			Name  string  `json:"name"`
+			Value float64 `json:"value"`
+		} `json:"metrics"`
+		Attributes map[string]string `json:"attributes"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &otava) != nil || len(otava) != 24 || otava[0].Attributes["branch"] != "master" {
+		t.Errorf("export otava: exit %d, %d entries:\n%.600s", code, len(otava), out)
+	}
+}

@@ -1,0 +1,198 @@
+package nightly
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/qmlsab/qmlsab/changepoint"
+	"github.com/qmlsab/qmlsab/history"
+	"github.com/qmlsab/qmlsab/metric"
+)
+
+// Series kinds a change can be found in.
+const (
+	// Values are the nightly trial values of one arm: every trial of a
+	// night counts, and the permutation test moves whole nights.
+	Values = "values"
+	// Effect is the nightly Hodges-Lehmann shift of an arm against the
+	// run's baseline arm: drift of the host or of the base build, which
+	// moves both arms alike, cancels in it.
+	Effect = "effect"
+)
+
+// Directions of a change, from the metric's better direction.
+const (
+	Regression  = "regression"
+	Improvement = "improvement"
+	Neutral     = "change" // the metric has no better direction
+)
+
+// DetectOptions choose what to look at.
+type DetectOptions struct {
+	// Metrics to examine (default: every metric of the registry with a
+	// better direction that the history holds).
+	Metrics []string
+	// Arms to examine (default: every arm of the selected nights).
+	Arms []string
+	// Effect adds each arm's effect series against the baseline arm.
+	Effect bool
+	// Recent is how many of the newest nights count as "now" (default 1):
+	// a regression starting there makes the verdict fail.
+	Recent int
+	Filter history.Filter
+	// ChangePoint tunes E-Divisive (defaults as MongoDB's: p 0.05, 100
+	// permutations, a fixed seed, segments of at least 2 nights).
+	ChangePoint changepoint.Options
+}
+
+// Change is one change point of one series.
+type Change struct {
+	Kind     string    `json:"kind"` // Values or Effect
+	Metric   string    `json:"metric"`
+	Arm      string    `json:"arm"`
+	Baseline string    `json:"baseline,omitempty"` // the arm an effect is against
+	Night    int       `json:"night"`              // index of the first night after the change (0-based)
+	RunID    string    `json:"runId"`              // that night's run
+	Started  time.Time `json:"started"`
+	// Before and After are the medians of the segments on either side
+	// (all trial values of their nights, or their nightly effects).
+	Before   float64 `json:"before"`
+	After    float64 `json:"after"`
+	Relative float64 `json:"relative"` // (After − Before) / |Before|; NaN when Before is 0
+	P        float64 `json:"p"`
+	// Direction is Regression, Improvement or Neutral.
+	Direction string `json:"direction"`
+	// Recent: the change starts in the newest DetectOptions.Recent nights.
+	Recent bool `json:"recent"`
+}
+
+// Result is what detection found.
+type Result struct {
+	Nights  int      `json:"nights"`
+	Series  int      `json:"series"` // series examined
+	Changes []Change `json:"changes"`
+}
+
+// Regressed reports whether a recent change is a regression.
+func (r Result) Regressed() bool {
+	return slices.ContainsFunc(r.Changes, func(c Change) bool { return c.Recent && c.Direction == Regression })
+}
+
+// Detect finds the change points of the selected series of a history.
+func Detect(ctx context.Context, st history.Store, opts DetectOptions) (Result, error) {
+	if opts.Recent <= 0 {
+		opts.Recent = 1
+	}
+	runs, err := st.List(ctx, opts.Filter)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Nights: len(runs)}
+	arms := opts.Arms
+	if len(arms) == 0 {
+		for _, r := range runs {
+			for _, a := range r.Arms {
+				if !slices.Contains(arms, a) {
+					arms = append(arms, a)
+				}
+			}
+		}
+	}
+	metrics := opts.Metrics
+	if len(metrics) == 0 {
+		for _, m := range metric.Registry {
+			if m.Better != 0 {
+				metrics = append(metrics, m.Name)
+			}
+		}
+	}
+	for _, m := range metrics {
+		for _, arm := range arms {
+			pts, err := st.Series(ctx, m, arm, opts.Filter)
+			if err != nil {
+				return Result{}, err
+			}
+			var nights [][]float64
+			var ids []string
+			var at []time.Time
+			for _, p := range pts {
+				if len(p.Values) > 0 {
+					nights, ids, at = append(nights, p.Values), append(ids, p.RunID), append(at, p.Started)
+				}
+			}
+			if len(nights) >= 2 {
+				res.Series++
+				cps, err := changepoint.DetectGroups(nights, opts.ChangePoint)
+				if err != nil {
+					return Result{}, fmt.Errorf("%s of %s: %w", m, arm, err)
+				}
+				res.Changes = append(res.Changes, changes(Values, m, arm, "", cps, nights, ids, at, opts.Recent)...)
+			}
+			if !opts.Effect {
+				continue
+			}
+			eff, err := st.Effects(ctx, m, arm, opts.Filter)
+			if err != nil {
+				return Result{}, err
+			}
+			var shifts []float64
+			var groups [][]float64
+			ids, at = nil, nil
+			base := ""
+			for _, e := range eff {
+				shifts, groups = append(shifts, e.Shift), append(groups, []float64{e.Shift})
+				ids, at, base = append(ids, e.RunID), append(at, e.Started), e.Baseline
+			}
+			if len(shifts) < 2 {
+				continue
+			}
+			res.Series++
+			cps, err := changepoint.Detect(shifts, opts.ChangePoint)
+			if err != nil {
+				return Result{}, fmt.Errorf("effect of %s on %s: %w", arm, m, err)
+			}
+			res.Changes = append(res.Changes, changes(Effect, m, arm, base, cps, groups, ids, at, opts.Recent)...)
+		}
+	}
+	return res, nil
+}
+
+// changes describes each change point by the segments around it.
+func changes(kind, m, arm, base string, cps []changepoint.ChangePoint, nights [][]float64, ids []string, at []time.Time, recent int) []Change {
+	bounds := []int{0}
+	for _, cp := range cps {
+		bounds = append(bounds, cp.Index)
+	}
+	bounds = append(bounds, len(nights))
+	better := metric.Lookup(m).Better
+	var out []Change
+	for i, cp := range cps {
+		before := metric.Quantile(flatten(nights[bounds[i]:bounds[i+1]]), 0.5)
+		after := metric.Quantile(flatten(nights[bounds[i+1]:bounds[i+2]]), 0.5)
+		c := Change{Kind: kind, Metric: m, Arm: arm, Baseline: base, Night: cp.Index, RunID: ids[cp.Index], Started: at[cp.Index],
+			Before: before, After: after, Relative: math.NaN(), P: cp.PValue, Direction: Neutral, Recent: cp.Index >= len(nights)-recent}
+		if before != 0 {
+			c.Relative = (after - before) / math.Abs(before)
+		}
+		switch d := (after - before) * float64(better); {
+		case better == 0:
+		case d < 0:
+			c.Direction = Regression
+		case d > 0:
+			c.Direction = Improvement
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func flatten(nights [][]float64) []float64 {
+	var out []float64
+	for _, n := range nights {
+		out = append(out, n...)
+	}
+	return out
+}

@@ -1,0 +1,101 @@
+package nightly
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/history"
+	"github.com/qmlsab/qmlsab/run"
+	"github.com/qmlsab/qmlsab/workload"
+)
+
+// On nights where nothing changed, detection must stay quiet: 20 series of
+// 24 unchanged nights of arm D (a different seed per series and night),
+// each examined at p 0.05 on metrics that vary from night to night (peak
+// RSS, the low-priority queue). At most 1 in 20 series of a metric may
+// show a change point.
+func TestUnchangedNightsRarelyShowAChange(t *testing.T) {
+	if testing.Short() {
+		t.Skip("480 nights of model runs")
+	}
+	spec, _ := workload.Builtin(workload.KindSpillToDisk)
+	w := *spec.SpillToDisk
+	w.Phases = workload.Phases{Warmup: 2 * time.Second, Storm: 10 * time.Second, Recovery: 4 * time.Second}
+	spec.SpillToDisk = &w
+	d, _ := arms.Lookup("D")
+	ctx := context.Background()
+	const series, nights = 20, 24
+	metrics := []string{"rss_peak_bytes", "lowpri_queue_p95"}
+	flagged := map[string]int{}
+	start := time.Now()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for s := range series {
+		tmp := t.TempDir()
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			oneSeries(t, ctx, spec, d, s, nights, tmp, metrics, func(m string) {
+				mu.Lock()
+				flagged[m]++
+				mu.Unlock()
+			})
+		}()
+	}
+	wg.Wait()
+	for _, m := range metrics {
+		t.Logf("%s: %d of %d unchanged series flagged (%s for %d nights)", m, flagged[m], series, time.Since(start).Round(time.Second), series*nights)
+		if flagged[m] > series/20 {
+			t.Errorf("%s: %d of %d unchanged series show a change point; want at most %d", m, flagged[m], series, series/20)
+		}
+	}
+}
+
+// oneSeries runs one series of unchanged nights into a history and
+// calls flag for each metric that shows a change point.
+func oneSeries(t *testing.T, ctx context.Context, spec workload.Spec, d arms.Arm, s, nights int, tmp string, metrics []string, flag func(string)) {
+	st, err := history.Open(ctx, filepath.Join(tmp, "history.db"))
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer st.Close()
+	for n := range nights {
+		dir := filepath.Join(tmp, fmt.Sprintf("s%02d-night%02d", s, n))
+		cfg := run.Config{Arms: []arms.Arm{d}, N: 3, Workload: spec, Dir: dir, Seed: uint64(1000*s + 10*n + 1), ToolVersion: "test"}
+		if _, err := run.Execute(ctx, cfg); err != nil {
+			t.Error(err)
+			return
+		}
+		r, err := FromRun(dir, nil)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		r.Started = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, n)
+		if _, err := st.Add(ctx, r); err != nil {
+			t.Error(err)
+			return
+		}
+	}
+	for _, m := range metrics {
+		res, err := Detect(ctx, st, DetectOptions{Metrics: []string{m}, Arms: []string{"D"}})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if len(res.Changes) > 0 {
+			flag(m)
+			t.Logf("series %d, %s: %d change point(s), first at night %d p %.3f", s, m, len(res.Changes), res.Changes[0].Night+1, res.Changes[0].P)
+		}
+	}
+}

@@ -1,0 +1,686 @@
+package nightly
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"math"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/qmlsab/qmlsab/changepoint"
+	"github.com/qmlsab/qmlsab/history"
+	"github.com/qmlsab/qmlsab/metric"
+	"github.com/qmlsab/qmlsab/report"
+	"github.com/qmlsab/qmlsab/store"
+	"github.com/qmlsab/qmlsab/templates"
+)
+
+// TrendOptions choose what the trend page shows.
+type TrendOptions struct {
+	// Metrics to chart (default: the registry's key metrics that the
+	// history holds).
+	Metrics []string
+	// Arms to chart (default: every arm of the selected nights).
+	Arms   []string
+	Filter history.Filter
+	// Detect tunes the change points shown on the page. Its Metrics,
+	// Arms and Filter are replaced by the page's, and Effect is always on,
+	// so every charted series is examined.
+	Detect DetectOptions
+	// RunsRoot is the folder holding run folders (results/): a night whose
+	// RunsRoot/<run id>/report.html exists is linked by a path relative to
+	// out's folder. Empty: no night is linked.
+	RunsRoot string
+}
+
+// WriteTrend writes the trend page, one self-contained HTML file, to out
+// (its path, conventionally results/trend.html), atomically: for each
+// metric and arm, the nightly medians with each night's min–max band and
+// below them the arm's nightly effect against the baseline, both with their
+// change points (Detect), then a table per metric readable without
+// JavaScript.
+func WriteTrend(ctx context.Context, st history.Store, out string, opts TrendOptions) error {
+	if out == "" {
+		return errors.New("trend: no output path")
+	}
+	p, err := buildTrend(ctx, st, out, opts)
+	if err != nil {
+		return err
+	}
+	tpl, err := templates.Trend(nil)
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if err := tpl.Execute(&b, p); err != nil {
+		return err
+	}
+	return store.WriteFileAtomic(out, b.Bytes())
+}
+
+// trendPage is what templates/trend.html.tmpl renders. Every string is
+// escaped by html/template except EchartsJS and Data (JSON with "<"
+// escaped).
+type trendPage struct {
+	Title, Workloads, Range, Baselines, Arms, Metrics, Filter, Labels, Hosts, Method string
+	Nights, SimulatedNights                                                          int
+	Empty                                                                            bool
+	Sections                                                                         []trendSection
+	Notes                                                                            []string
+	EchartsNotice                                                                    string
+	EchartsJS                                                                        template.JS
+	Data                                                                             template.JS
+}
+
+type trendSection struct {
+	ID, Title, Unit string
+	Charts          []trendChart
+	Table           trendTable
+}
+
+type trendChart struct {
+	ID, Kind string // Kind: "values" or "effect" (CSS height)
+}
+
+type trendTable struct {
+	Arms []trendTableArm
+	Rows []trendRow
+}
+
+type trendTableArm struct {
+	Name   string
+	Effect bool // has effect columns
+}
+
+type trendRow struct {
+	Night              int
+	RunID, Href, Date  string
+	Simulated, Missing bool
+	Cells              []trendCell
+}
+
+type trendCell struct {
+	Value, Effect, P string
+	Marks            []trendMark // change points at this night
+	HasEffect        bool
+}
+
+type trendMark struct{ Direction, Text string }
+
+// trendData is the page's JSON: chart options by chart id, each chart's
+// tooltip text per night, the nights' run ids (the charts' x axis) and the
+// links of the nights whose report is reachable (pairs, not an object, so
+// no run id can name an object's prototype).
+type trendData struct {
+	Options map[string]any      `json:"options"`
+	Tips    map[string][]string `json:"tips"`
+	Nights  []string            `json:"nights"`
+	Links   [][2]string         `json:"links"` // [run id, href] pairs: a JS Map
+}
+
+// trendColors: values line, band, effect line.
+const (
+	trendLine   = "#1f6fb2"
+	trendBand   = "rgba(31,111,178,0.22)"
+	trendEffect = "#7b4fb5"
+)
+
+func buildTrend(ctx context.Context, st history.Store, out string, opts TrendOptions) (*trendPage, error) {
+	runs, err := st.List(ctx, opts.Filter)
+	if err != nil {
+		return nil, err
+	}
+	p := &trendPage{Nights: len(runs), EchartsNotice: templates.EchartsNotice(), EchartsJS: templates.EchartsJS(),
+		Empty: len(runs) == 0, Filter: trendFilter(opts.Filter)}
+	data := trendData{Options: map[string]any{}, Tips: map[string][]string{}, Nights: []string{}, Links: [][2]string{}}
+	links := map[string]string{}
+	index := map[string]int{}
+	var workloads, baselines, hosts []string
+	for i, r := range runs {
+		index[r.ID] = i
+		data.Nights = append(data.Nights, r.ID)
+		if r.Simulated {
+			p.SimulatedNights++
+		}
+		workloads = trendAdd(workloads, r.Workload)
+		baselines = trendAdd(baselines, r.Baseline)
+		h := r.Host.Name
+		if r.Host.TargetKind != "" {
+			h += " (" + r.Host.TargetKind + ")"
+		}
+		hosts = trendAdd(hosts, strings.TrimSpace(h))
+		if href, ok := trendLink(opts.RunsRoot, out, r.ID); ok {
+			links[r.ID] = href
+			data.Links = append(data.Links, [2]string{r.ID, href})
+		}
+	}
+	arms := opts.Arms
+	if len(arms) == 0 {
+		for _, r := range runs {
+			for _, a := range r.Arms {
+				arms = trendAdd(arms, a)
+			}
+		}
+	}
+	metrics := opts.Metrics
+	if len(metrics) == 0 && len(runs) > 0 {
+		for _, m := range metric.Registry {
+			if !m.Key {
+				continue
+			}
+			for _, arm := range arms {
+				pts, err := st.Series(ctx, m.Name, arm, opts.Filter)
+				if err != nil {
+					return nil, err
+				}
+				if len(pts) > 0 {
+					metrics = append(metrics, m.Name)
+					break
+				}
+			}
+		}
+	}
+	p.Workloads, p.Baselines, p.Hosts = strings.Join(workloads, ", "), strings.Join(baselines, ", "), strings.Join(hosts, "; ")
+	p.Arms, p.Metrics = strings.Join(arms, ", "), strings.Join(metrics, ", ")
+	p.Labels = trendCommonLabels(runs)
+	p.Title = "qmlsab trend"
+	if p.Workloads != "" {
+		p.Title += ": " + p.Workloads
+	}
+	if len(runs) > 0 {
+		p.Range = fmt.Sprintf("%s – %s", runs[0].Started.UTC().Format("2006-01-02 15:04"), runs[len(runs)-1].Started.UTC().Format("2006-01-02 15:04 UTC"))
+	}
+	labels := trendAxisLabels(runs)
+
+	dopts := opts.Detect
+	dopts.Metrics, dopts.Arms, dopts.Filter, dopts.Effect = metrics, arms, opts.Filter, true
+	if dopts.Recent <= 0 {
+		dopts.Recent = 1
+	}
+	p.Method = trendMethod(dopts)
+	var res Result
+	if len(runs) > 0 && len(metrics) > 0 && len(arms) > 0 {
+		if res, err = Detect(ctx, st, dopts); err != nil {
+			return nil, err
+		}
+	}
+	type seriesKey struct{ kind, metric, arm string }
+	marks := map[seriesKey]map[int][]Change{}
+	for _, c := range res.Changes {
+		i, ok := index[c.RunID]
+		if !ok {
+			continue
+		}
+		k := seriesKey{c.Kind, c.Metric, c.Arm}
+		if marks[k] == nil {
+			marks[k] = map[int][]Change{}
+		}
+		marks[k][i] = append(marks[k][i], c)
+	}
+
+	ids := map[string]bool{}
+	for mi, m := range metrics {
+		def := metric.Lookup(m)
+		scale, unit := trendScale(def)
+		sid := trendID(m, mi, ids)
+		sec := trendSection{ID: sid, Title: def.Title, Unit: unit}
+		if def.Title != m {
+			sec.Title += " (" + m + ")"
+		}
+		rows := make([]trendRow, len(runs))
+		for i, r := range runs {
+			rows[i] = trendRow{Night: i + 1, RunID: r.ID, Href: links[r.ID], Date: r.Started.UTC().Format("2006-01-02 15:04"),
+				Simulated: r.Simulated}
+		}
+		for ai, arm := range arms {
+			pts, err := st.Series(ctx, m, arm, opts.Filter)
+			if err != nil {
+				return nil, err
+			}
+			effs, err := st.Effects(ctx, m, arm, opts.Filter)
+			if err != nil {
+				return nil, err
+			}
+			cells := make([]trendCell, len(runs))
+			for i := range cells {
+				cells[i] = trendCell{Value: "–"}
+			}
+			medians, mins, spans := trendDashes(len(runs)), trendDashes(len(runs)), trendDashes(len(runs))
+			tips := make([]string, len(runs))
+			valueTips := make([]string, len(runs))
+			sim, seen := 0, 0
+			for _, pt := range pts {
+				i, ok := index[pt.RunID]
+				if !ok || len(pt.Values) == 0 {
+					continue
+				}
+				seen++
+				if runs[i].Simulated {
+					sim++
+				}
+				med := metric.Quantile(pt.Values, 0.5)
+				lo, hi := slices.Min(pt.Values), slices.Max(pt.Values)
+				medians[i], mins[i], spans[i] = trendRound(med*scale), trendRound(lo*scale), trendRound((hi-lo)*scale)
+				cells[i].Value = fmt.Sprintf("%s [%s–%s]", trendNumber(def, med), trendNumber(def, lo), trendNumber(def, hi))
+				valueTips[i] = fmt.Sprintf("median %s, range %s–%s, n=%d", trendNumber(def, med), trendNumber(def, lo), trendNumber(def, hi), len(pt.Values))
+			}
+			vmarks := marks[seriesKey{Values, m, arm}]
+			emarks := marks[seriesKey{Effect, m, arm}]
+			title := fmt.Sprintf("%s — %s", def.Title, arm)
+			if seen > 0 {
+				vid := fmt.Sprintf("%s-%d-values", sid, ai)
+				for i := range runs {
+					tips[i] = trendTipHead(runs[i], i, len(runs), links)
+					if valueTips[i] == "" {
+						tips[i] += "\n" + arm + " did not run this night"
+					} else {
+						tips[i] += "\n" + valueTips[i]
+					}
+					for _, c := range vmarks[i] {
+						tips[i] += "\nchange point: " + trendChangeText(def, c)
+					}
+				}
+				data.Options[vid] = trendValuesOption(title+": nightly median and min–max"+trendSimTitle(sim, seen), unit, labels,
+					mins, spans, medians, trendMarkLines(def, vmarks, false))
+				data.Tips[vid] = tips
+				sec.Charts = append(sec.Charts, trendChart{ID: vid, Kind: "values"})
+			}
+			if seen < 2 {
+				p.Notes = append(p.Notes, fmt.Sprintf("%s of %s: %s with values, fewer than 2: no change point can be found (nothing to detect).",
+					def.Title, arm, trendNights(seen)))
+			}
+			shifts := trendDashes(len(runs))
+			etips := make([]string, len(runs))
+			base, esim, eseen := "", 0, 0
+			for _, e := range effs {
+				i, ok := index[e.RunID]
+				if !ok {
+					continue
+				}
+				eseen++
+				if runs[i].Simulated {
+					esim++
+				}
+				if base == "" {
+					base = e.Baseline
+				}
+				shifts[i] = trendRound(e.Shift * scale)
+				cells[i].Effect, cells[i].P = trendSigned(def, e.Shift), fmt.Sprintf("%.3f", e.P)
+				etips[i] = fmt.Sprintf("effect vs %s (Hodges-Lehmann shift) %s, Mann-Whitney p=%.3f", e.Baseline, trendSigned(def, e.Shift), e.P)
+			}
+			hasEffect := eseen > 0
+			if hasEffect {
+				eid := fmt.Sprintf("%s-%d-effect", sid, ai)
+				for i := range runs {
+					etips[i] = trendTipHead(runs[i], i, len(runs), links) + "\n" + trendOr(etips[i], "no effect this night")
+					for _, c := range emarks[i] {
+						etips[i] += "\nchange point: " + trendChangeText(def, c)
+					}
+				}
+				data.Options[eid] = trendEffectOption(fmt.Sprintf("%s — effect of %s vs %s (Hodges-Lehmann shift)%s", def.Title, arm, base, trendSimTitle(esim, eseen)),
+					unit, labels, shifts, trendMarkLines(def, emarks, true))
+				data.Tips[eid] = etips
+				sec.Charts = append(sec.Charts, trendChart{ID: eid, Kind: "effect"})
+				if eseen < 2 {
+					p.Notes = append(p.Notes, fmt.Sprintf("Effect of %s vs %s on %s: %s, fewer than 2: no change point can be found (nothing to detect).",
+						arm, base, def.Title, trendNights(eseen)))
+				}
+			} else if seen > 0 && !slices.Contains(baselines, arm) {
+				p.Notes = append(p.Notes, fmt.Sprintf("Effect of %s on %s: no night has one (too few trials, or no baseline to compare with).", arm, def.Title))
+			}
+			for i := range cells {
+				cells[i].HasEffect = hasEffect
+				for _, c := range vmarks[i] {
+					cells[i].Marks = append(cells[i].Marks, trendMark{c.Direction, "values: " + trendChangeText(def, c)})
+				}
+				for _, c := range emarks[i] {
+					cells[i].Marks = append(cells[i].Marks, trendMark{c.Direction, "effect: " + trendChangeText(def, c)})
+				}
+				rows[i].Cells = append(rows[i].Cells, cells[i])
+			}
+			sec.Table.Arms = append(sec.Table.Arms, trendTableArm{Name: arm, Effect: hasEffect})
+		}
+		for i := range rows {
+			rows[i].Missing = !slices.ContainsFunc(rows[i].Cells, func(c trendCell) bool { return c.Value != "–" || c.Effect != "" })
+		}
+		sec.Table.Rows = rows
+		p.Sections = append(p.Sections, sec)
+	}
+	if p.SimulatedNights > 0 {
+		p.Title += " (SIMULATED)"
+	}
+	js, err := json.Marshal(data)
+	if err != nil {
+		return nil, err
+	}
+	// User strings (run ids, arm names) reach the page as JSON strings;
+	// "<" escaped as \u003c keeps any "</script" in them inert.
+	p.Data = template.JS(strings.ReplaceAll(string(js), "<", `\u003c`))
+	return p, nil
+}
+
+func trendOr(s, or string) string {
+	if s == "" {
+		return or
+	}
+	return s
+}
+
+// trendAdd appends s when it is new and not empty.
+func trendAdd(list []string, s string) []string {
+	if s == "" || slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
+}
+
+// trendLink is the path of a night's report relative to the page's
+// folder, when RunsRoot/<id>/report.html exists. Ids that are not a single
+// plain folder name are never linked.
+func trendLink(root, out, id string) (string, bool) {
+	if root == "" || id == "" || !filepath.IsLocal(id) || strings.ContainsAny(id, `/\`) {
+		return "", false
+	}
+	target := filepath.Join(root, id, "report.html")
+	if fi, err := os.Stat(target); err != nil || !fi.Mode().IsRegular() {
+		return "", false
+	}
+	at, err := filepath.Abs(target)
+	if err != nil {
+		return "", false
+	}
+	from, err := filepath.Abs(filepath.Dir(out))
+	if err != nil {
+		return "", false
+	}
+	rel, err := filepath.Rel(from, at)
+	if err != nil {
+		return "", false
+	}
+	segs := strings.Split(filepath.ToSlash(rel), "/")
+	for i, s := range segs {
+		// ':' escaped too, so no segment reads as a URL scheme.
+		segs[i] = strings.ReplaceAll(url.PathEscape(s), ":", "%3A")
+	}
+	href := strings.Join(segs, "/")
+	if !strings.HasPrefix(href, "../") {
+		href = "./" + href
+	}
+	return href, true
+}
+
+// trendAxisLabels are the nights' x-axis labels: dates, with the time
+// when two nights share a date.
+func trendAxisLabels(runs []history.RunSummary) []string {
+	days := map[string]int{}
+	for _, r := range runs {
+		days[r.Started.UTC().Format("2006-01-02")]++
+	}
+	out := make([]string, len(runs))
+	for i, r := range runs {
+		t := r.Started.UTC()
+		out[i] = t.Format("2006-01-02")
+		if days[out[i]] > 1 {
+			out[i] = t.Format("01-02 15:04")
+		}
+	}
+	return out
+}
+
+// trendCommonLabels lists the labels every night carries.
+func trendCommonLabels(runs []history.RunSummary) string {
+	if len(runs) == 0 {
+		return ""
+	}
+	var out []string
+	for k, v := range runs[0].Labels {
+		if !slices.ContainsFunc(runs[1:], func(r history.RunSummary) bool { w, ok := r.Labels[k]; return !ok || w != v }) {
+			out = append(out, k+"="+v)
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
+func trendFilter(f history.Filter) string {
+	var out []string
+	if f.Workload != "" {
+		out = append(out, "workload "+f.Workload)
+	}
+	var ls []string
+	for k, v := range f.Labels {
+		ls = append(ls, k+"="+v)
+	}
+	sort.Strings(ls)
+	if len(ls) > 0 {
+		out = append(out, "labels "+strings.Join(ls, ", "))
+	}
+	if !f.Since.IsZero() {
+		out = append(out, "since "+f.Since.UTC().Format(time.RFC3339))
+	}
+	if !f.Until.IsZero() {
+		out = append(out, "until "+f.Until.UTC().Format(time.RFC3339))
+	}
+	if f.Last > 0 {
+		out = append(out, fmt.Sprintf("last %d nights", f.Last))
+	}
+	if len(out) == 0 {
+		return "none (every night of the history)"
+	}
+	return strings.Join(out, "; ")
+}
+
+func trendMethod(o DetectOptions) string {
+	d := changepoint.DefaultOptions()
+	cp := o.ChangePoint
+	if cp.PValue == 0 {
+		cp.PValue = d.PValue
+	}
+	if cp.Permutations == 0 {
+		cp.Permutations = d.Permutations
+	}
+	if cp.MinSegment == 0 {
+		cp.MinSegment = d.MinSegment
+	}
+	if cp.Seed == 0 {
+		cp.Seed = d.Seed
+	}
+	return fmt.Sprintf("E-Divisive with means, permutation p ≤ %g (%d permutations, seed %d), segments of at least %d nights; the newest %d night(s) count as recent",
+		cp.PValue, cp.Permutations, cp.Seed, cp.MinSegment, o.Recent)
+}
+
+var trendIDChars = regexp.MustCompile(`[^a-z0-9_]+`)
+
+// trendID is a section's fixed id: the metric's name when it is plain,
+// else m<index>.
+func trendID(m string, i int, used map[string]bool) string {
+	id := "trend-" + trendIDChars.ReplaceAllString(strings.ToLower(m), "-")
+	if used[id] || trendIDChars.MatchString(m) {
+		id = fmt.Sprintf("trend-m%d", i)
+	}
+	used[id] = true
+	return id
+}
+
+// trendScale is how a metric is charted: bytes in GiB, else as stored.
+func trendScale(m metric.Metric) (float64, string) {
+	if m.Unit == "B" {
+		return 1.0 / (1 << 30), "GiB"
+	}
+	return 1, m.Unit
+}
+
+// trendNumber formats a value in its metric's unit (as the report does).
+func trendNumber(m metric.Metric, v float64) string {
+	switch m.Unit {
+	case "B":
+		return fmt.Sprintf("%.2f GiB", v/(1<<30))
+	case "ms":
+		return report.Number(v) + " ms"
+	}
+	return report.Number(v)
+}
+
+func trendSigned(m metric.Metric, v float64) string {
+	s := trendNumber(m, v)
+	if v > 0 || (v == 0 && !strings.HasPrefix(s, "-")) {
+		return "+" + s
+	}
+	return s
+}
+
+// trendRound keeps charts' JSON short without changing what is drawn.
+func trendRound(v float64) float64 {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return v
+	}
+	p := math.Pow(10, 6-math.Ceil(math.Log10(math.Abs(v))))
+	return math.Round(v*p) / p
+}
+
+func trendDashes(n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = "-"
+	}
+	return out
+}
+
+func trendNights(n int) string {
+	if n == 1 {
+		return "1 night"
+	}
+	return fmt.Sprintf("%d nights", n)
+}
+
+func trendSimTitle(sim, of int) string {
+	switch {
+	case sim == 0:
+		return ""
+	case sim == of:
+		return " (SIMULATED)"
+	}
+	return fmt.Sprintf(" (%d of %d nights SIMULATED)", sim, of)
+}
+
+// trendTipHead is the first line of a night's tooltip.
+func trendTipHead(r history.RunSummary, i, n int, links map[string]string) string {
+	s := fmt.Sprintf("night %d of %d: %s, %s", i+1, n, r.ID, r.Started.UTC().Format("2006-01-02 15:04 UTC"))
+	if r.Simulated {
+		s += " — SIMULATED"
+	}
+	if links[r.ID] != "" {
+		s += " (click: its report)"
+	}
+	return s
+}
+
+// trendChangeText says what a change point is: "regression p=0.010,
+// 0.99 → 0.90 (-9.1%)".
+func trendChangeText(m metric.Metric, c Change) string {
+	s := fmt.Sprintf("%s p=%.3f, %s → %s", c.Direction, c.P, trendNumber(m, c.Before), trendNumber(m, c.After))
+	// An effect's relative change is against a shift often near 0: left out.
+	if c.Kind == Values && !math.IsNaN(c.Relative) && !math.IsInf(c.Relative, 0) {
+		s += fmt.Sprintf(" (%+.1f%%)", 100*c.Relative)
+	}
+	if c.Recent {
+		s += ", recent"
+	}
+	return s
+}
+
+func trendDirColor(dir string) string {
+	switch dir {
+	case Regression:
+		return "#b3261e"
+	case Improvement:
+		return "#17713a"
+	}
+	return "#5f6b77"
+}
+
+// trendMarkLines marks each change point at its night (an x-axis index),
+// labelled with its direction and p; effect charts also get a zero line.
+func trendMarkLines(m metric.Metric, at map[int][]Change, zero bool) map[string]any {
+	var items []any
+	if zero {
+		items = append(items, map[string]any{"yAxis": 0, "name": "no effect",
+			"lineStyle": map[string]any{"color": "#888", "type": "dotted", "width": 1}, "label": map[string]any{"show": false}})
+	}
+	nights := make([]int, 0, len(at))
+	for i := range at {
+		nights = append(nights, i)
+	}
+	sort.Ints(nights)
+	for _, i := range nights {
+		for _, c := range at[i] {
+			arrow := "▲"
+			if c.After < c.Before {
+				arrow = "▼"
+			}
+			color := trendDirColor(c.Direction)
+			items = append(items, map[string]any{"xAxis": i, "name": "change point",
+				"lineStyle": map[string]any{"color": color, "type": "dashed", "width": 2},
+				"label": map[string]any{"show": true, "position": "insideEndTop", "color": color, "fontWeight": "bold",
+					"formatter": fmt.Sprintf("%s %s p=%.3f", arrow, c.Direction, c.P)}})
+		}
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	return map[string]any{"silent": true, "symbol": []string{"none", "none"}, "animation": false, "data": items}
+}
+
+func trendBase(title, unit string, labels []string) map[string]any {
+	return map[string]any{
+		"animation": false,
+		"title":     map[string]any{"text": title, "textStyle": map[string]any{"fontSize": 14}},
+		"tooltip":   map[string]any{"trigger": "axis", "confine": true},
+		"grid":      map[string]any{"top": 62, "left": 70, "right": 30, "bottom": 60},
+		"xAxis":     map[string]any{"type": "category", "data": labels, "boundaryGap": false},
+		"yAxis":     map[string]any{"type": "value", "name": unit, "scale": true},
+		"dataZoom":  []any{map[string]any{"type": "inside"}, map[string]any{"type": "slider", "height": 18, "bottom": 8}},
+	}
+}
+
+// trendValuesOption: the min–max band (a transparent min line with the
+// span stacked on it, filled) and the median line with the change points.
+func trendValuesOption(title, unit string, labels []string, mins, spans, medians []any, marks map[string]any) map[string]any {
+	o := trendBase(title, unit, labels)
+	o["legend"] = map[string]any{"top": 28, "data": []string{"median", "min–max"}}
+	median := map[string]any{"name": "median", "type": "line", "data": medians, "color": trendLine, "symbolSize": 6,
+		"showAllSymbol": true, "cursor": "pointer", "z": 3}
+	if marks != nil {
+		median["markLine"] = marks
+	}
+	o["series"] = []any{
+		map[string]any{"name": "min", "type": "line", "stack": "band", "stackStrategy": "all", "data": mins, "symbol": "none",
+			"lineStyle": map[string]any{"opacity": 0}, "silent": true, "tooltip": map[string]any{"show": false}},
+		map[string]any{"name": "min–max", "type": "line", "stack": "band", "stackStrategy": "all", "data": spans, "symbol": "none",
+			"color": trendBand, "lineStyle": map[string]any{"opacity": 0}, "areaStyle": map[string]any{"color": trendBand}, "silent": true},
+		median,
+	}
+	return o
+}
+
+func trendEffectOption(title, unit string, labels []string, shifts []any, marks map[string]any) map[string]any {
+	o := trendBase(title, unit, labels)
+	o["grid"] = map[string]any{"top": 40, "left": 70, "right": 30, "bottom": 60}
+	s := map[string]any{"name": "effect", "type": "line", "data": shifts, "color": trendEffect, "symbolSize": 6,
+		"showAllSymbol": true, "cursor": "pointer"}
+	if marks != nil {
+		s["markLine"] = marks
+	}
+	o["series"] = []any{s}
+	return o
+}
