@@ -35,6 +35,11 @@ type Analysis struct {
 	Comparisons []Comparison
 	GateSet     *GateSet
 	Warnings    []Warning
+	// Hosts are per-host statistics and Stratified the arm comparisons
+	// stratified by host (hosts.go); both empty when one host ran every
+	// trial.
+	Hosts      []HostStats
+	Stratified []StratifiedComparison
 }
 
 // GatesPass reports whether every gate passed for every arm.
@@ -137,12 +142,17 @@ func Analyze(in *Input, opts Options) (*Analysis, error) {
 			a.Warnings = append(a.Warnings, Warning{Arm: name, Text: fmt.Sprintf("with %d vs %d trials no U test can reach p ≤ %.2f (the smallest possible p is %.3f)", n1, n2, a.Alpha, MinP(n1, n2))})
 		}
 	}
-	if len(in.Dirs) > 1 {
-		a.Warnings = append(a.Warnings, Warning{Text: fmt.Sprintf("%d runs combined; their trials are pooled per arm", len(in.Dirs))})
+	if in.Runs > 1 {
+		a.Warnings = append(a.Warnings, Warning{Text: fmt.Sprintf("%d runs combined; their trials are pooled per arm", in.Runs)})
 	}
+	for _, n := range in.Notes {
+		a.Warnings = append(a.Warnings, Warning{Text: n})
+	}
+	a.analyzeHosts()
 	if in.Unfinished > 0 {
 		a.Warnings = append(a.Warnings, Warning{Text: fmt.Sprintf("%d trial(s) unfinished (run interrupted or still writing); only finished trials are reported", in.Unfinished)})
 	}
+	a.Warnings = append(a.Warnings, importWarnings(in)...) // imported.go
 	if in.Simulated {
 		a.Warnings = append(a.Warnings, Warning{Text: "SIMULATED: the trials ran against mongosim, a model of mongod; these are not measurements of a real server"})
 	}

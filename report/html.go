@@ -95,13 +95,7 @@ func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 		p.Phases = fmt.Sprintf("warmup %s, storm %s at %.0f queries/s, recovery %s; canaries %.0f/s, SLO %s",
 			w.Phases.Warmup, w.Phases.Storm, w.StormRate, w.Phases.Recovery, w.CanaryRate, w.CanarySLO)
 	}
-	var il []string
-	for i := 1; i <= 2; i++ {
-		for _, arm := range a.In.Arms {
-			il = append(il, fmt.Sprintf("%s%d", arm, i))
-		}
-	}
-	p.Interleave = strings.Join(il, " ") + " …"
+	p.Interleave = interleave(a.In)
 	for _, name := range keyMetrics(a) {
 		row := verdictRow{Title: metric.Lookup(name).Title}
 		for _, arm := range a.Arms {
@@ -164,6 +158,9 @@ func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 		return nil, err
 	}
 	p.Sections = secs
+	if hs := hostSection(a); hs != nil {
+		p.Sections = append([]section{*hs}, secs...)
+	}
 	js, err := json.Marshal(options)
 	if err != nil {
 		return nil, err
@@ -180,6 +177,21 @@ func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// interleave is the order the first run's first two repetition blocks ran
+// in ("E1 D1 D2 E2 …").
+func interleave(in *Input) string {
+	var il []string
+	if len(in.Manifests) > 0 {
+		for _, ts := range in.Manifests[0].Trials {
+			if len(il) == 2*len(in.Arms) {
+				break
+			}
+			il = append(il, fmt.Sprintf("%s%d", ts.Arm, ts.Index))
+		}
+	}
+	return strings.Join(il, " ") + " …"
 }
 
 // builds lists each arm's build label from the manifest.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/qmlsab/qmlsab/store"
 )
@@ -18,6 +19,8 @@ type Trial struct {
 	Dir    string // its own folder
 	Status string // valid or invalid
 	Reason string
+	// Host is the ID of the host that ran it (Input.Hosts).
+	Host string
 	store.Trial
 }
 
@@ -36,6 +39,15 @@ type Input struct {
 	// Unfinished counts trials the manifests list as pending or
 	// interrupted: a run still writing, or one stopped early.
 	Unfinished int
+	// Hosts are the machines that ran the trials, in order of first
+	// appearance.
+	Hosts []store.Host
+	// Runs counts the experiments the folders hold: shard folders of one
+	// plan are one run.
+	Runs int
+	// Notes are caveats of the combination (shards missing or
+	// unfinished).
+	Notes []string
 }
 
 // Load reads run folders. Folders of different workloads (or different
@@ -46,12 +58,27 @@ func Load(dirs []string) (*Input, error) {
 	}
 	in := &Input{Trials: map[string][]Trial{}}
 	var firstWL []byte
+	shards := map[string][]*store.Run{} // by plan digest
+	var digests []string
 	for _, dir := range dirs {
 		r, err := store.Open(dir)
 		if err != nil {
 			return nil, err
 		}
 		m := r.Manifest
+		if m.Shard != nil && m.Plan != nil {
+			if shards[m.Plan.Digest] == nil {
+				digests = append(digests, m.Plan.Digest)
+			}
+			shards[m.Plan.Digest] = append(shards[m.Plan.Digest], r)
+		} else {
+			in.Runs++
+		}
+		for _, name := range m.ArmNames() {
+			if !slices.Contains(in.Arms, name) {
+				in.Arms = append(in.Arms, name)
+			}
+		}
 		var spec store.WorkloadHead
 		var whole any
 		if err := json.Unmarshal(m.Workload, &spec); err != nil || spec.Kind == "" || json.Unmarshal(m.Workload, &whole) != nil {
@@ -91,12 +118,44 @@ func Load(dirs []string) (*Input, error) {
 				in.Unfinished++
 				continue
 			}
+			h := m.HostOf(ts)
+			if !slices.ContainsFunc(in.Hosts, func(x store.Host) bool { return x.ID == h.ID }) {
+				in.Hosts = append(in.Hosts, h)
+			}
 			in.Trials[ts.Arm] = append(in.Trials[ts.Arm], Trial{Run: dir, Dir: store.TrialDir(dir, ts.Arm, ts.Index),
-				Status: ts.Status, Reason: ts.Reason, Trial: t})
+				Status: ts.Status, Reason: ts.Reason, Host: h.ID, Trial: t})
 			// A local target running cmd/mongosim is as simulated as the
 			// embedded one: any simulated trial makes the report say so.
 			in.Simulated = in.Simulated || t.Simulated
 		}
+	}
+	// Shard folders of one plan are one run: they must fit together (no
+	// shard or trial twice), and what is missing is said.
+	group := map[string]int{} // run folder → the position of its run
+	for i, dir := range dirs {
+		group[dir] = i
+	}
+	for _, d := range digests {
+		set, err := store.CheckShards(shards[d], 0)
+		if err != nil {
+			return nil, err
+		}
+		in.Runs++
+		in.Notes = append(in.Notes, set.Problems()...)
+		for _, r := range shards[d] {
+			group[r.Dir] = group[shards[d][0].Dir]
+		}
+	}
+	unifyHosts(in)
+	// Each run's trials in index order (a plan's order within a shard
+	// group), so shards read like the run they are parts of.
+	for _, ts := range in.Trials {
+		slices.SortStableFunc(ts, func(a, b Trial) int {
+			if c := group[a.Run] - group[b.Run]; c != 0 {
+				return c
+			}
+			return a.Index - b.Index
+		})
 	}
 	return in, nil
 }
@@ -132,4 +191,36 @@ func Newest(root string) (string, error) {
 	}
 	sort.Strings(runs)
 	return filepath.Join(root, runs[len(runs)-1]), nil
+}
+
+// unifyHosts takes a host known only by its hostname (a run written
+// before fingerprints) to be the one fingerprinted host of that hostname,
+// when there is exactly one.
+func unifyHosts(in *Input) {
+	same := map[string]string{} // placeholder ID → fingerprinted ID
+	for _, h := range in.Hosts {
+		if !strings.HasPrefix(h.ID, "hostname:") {
+			continue
+		}
+		var match []string
+		for _, f := range in.Hosts {
+			if !strings.HasPrefix(f.ID, "hostname:") && f.Hostname == h.Hostname {
+				match = append(match, f.ID)
+			}
+		}
+		if len(match) == 1 {
+			same[h.ID] = match[0]
+		}
+	}
+	if len(same) == 0 {
+		return
+	}
+	in.Hosts = slices.DeleteFunc(in.Hosts, func(h store.Host) bool { return same[h.ID] != "" })
+	for _, ts := range in.Trials {
+		for i := range ts {
+			if id, ok := same[ts[i].Host]; ok {
+				ts[i].Host = id
+			}
+		}
+	}
 }

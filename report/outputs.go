@@ -74,8 +74,18 @@ type summaryComparison struct {
 func SummaryJSON(a *Analysis, toolVersion string) ([]byte, error) {
 	var manifests []map[string]any
 	for i, m := range a.In.Manifests {
-		manifests = append(manifests, map[string]any{"dir": a.In.Dirs[i], "created": m.Created, "host": m.Host, "seed": m.Seed,
-			"target": m.Target, "toolVersion": m.ToolVersion})
+		run := map[string]any{"dir": a.In.Dirs[i], "created": m.Created, "host": m.Host, "seed": m.Seed,
+			"target": m.Target, "toolVersion": m.ToolVersion}
+		if m.Plan != nil {
+			run["plan"] = m.Plan.Digest
+		}
+		if m.Shard != nil {
+			run["shard"] = m.Shard.String()
+		}
+		if m.Shards != nil {
+			run["shards"] = m.Shards
+		}
+		manifests = append(manifests, run)
 	}
 	doc := map[string]any{
 		"schema": SummarySchema,
@@ -85,6 +95,8 @@ func SummaryJSON(a *Analysis, toolVersion string) ([]byte, error) {
 		"arms":        []summaryArm{},
 		"comparisons": []summaryComparison{},
 		"warnings":    a.Warnings,
+		"hosts":       summaryHosts(a),
+		"stratified":  summaryStratified(a),
 	}
 	var arms []summaryArm
 	for _, arm := range a.Arms {
@@ -271,6 +283,7 @@ func Markdown(a *Analysis) []byte {
 		}
 		fmt.Fprintln(&b)
 	}
+	b.Write(hostMarkdown(a))
 	if len(a.Warnings) > 0 {
 		fmt.Fprintln(&b)
 		for i, w := range a.Warnings {

@@ -1,9 +1,10 @@
 // Package run carries out an experiment: it provisions each trial's
 // deployment, drives the workload with the arm's actors beside it, samples
-// the members, and writes every finished trial to the run folder. Trials of
-// different arms are interleaved (D1 E1 D2 E2 …) so drift hits all arms
-// alike; an interrupted run keeps its finished trials and Resume completes
-// it.
+// the members, and writes every finished trial to the run folder. Trials
+// follow the run's plan (plan.go): repetition blocks, each running every
+// arm once in a seeded order, so drift hits all arms alike; a shard runs
+// some of the blocks, on one host. An interrupted run keeps its finished
+// trials and Resume completes it.
 package run
 
 import (
@@ -17,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +28,7 @@ import (
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/arms/actor"
 	"github.com/qmlsab/qmlsab/collect"
+	"github.com/qmlsab/qmlsab/internal/zero"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/mongosim"
 	"github.com/qmlsab/qmlsab/progress"
@@ -68,6 +71,12 @@ type Config struct {
 	// Faults are done to every wall-clock trial's deployment while it
 	// runs (the reliability suite injects them; each start is an event).
 	Faults []Fault
+	// Shard runs one part of the plan (its units k with k mod Count =
+	// Index−1); the zero Shard runs all of it.
+	Shard store.Shard
+	// Host is the machine's fingerprint, recorded with each trial it
+	// runs (nil: DetectHost).
+	Host *store.Host
 }
 
 // Fault is something done to a trial's deployment At after the trial's
@@ -94,30 +103,14 @@ func EmbeddedSim() mongosim.SimOptions {
 // a zero field means its default.
 func (cfg Config) withDefaults() Config {
 	d := EmbeddedSim()
-	if cfg.Sim.CPUs <= 0 {
-		cfg.Sim.CPUs = d.CPUs
-	}
-	if cfg.Sim.BaselineMB <= 0 {
-		cfg.Sim.BaselineMB = d.BaselineMB
-	}
-	if cfg.Sim.ScanScale <= 0 {
-		cfg.Sim.ScanScale = d.ScanScale
-	}
-	if cfg.Sim.PartitionMB <= 0 {
-		cfg.Sim.PartitionMB = d.PartitionMB
-	}
-	if cfg.Sim.RestartDelay <= 0 {
-		cfg.Sim.RestartDelay = mongosim.DefaultRestartDelay
-	}
-	if cfg.SampleInterval <= 0 {
-		cfg.SampleInterval = time.Second
-	}
-	if cfg.Clock == "" {
-		cfg.Clock = Virtual
-	}
-	if cfg.Profile == "" {
-		cfg.Profile = "default"
-	}
+	zero.Default(&cfg.Sim.CPUs, d.CPUs)
+	zero.Default(&cfg.Sim.BaselineMB, d.BaselineMB)
+	zero.Default(&cfg.Sim.ScanScale, d.ScanScale)
+	zero.Default(&cfg.Sim.PartitionMB, d.PartitionMB)
+	zero.Default(&cfg.Sim.RestartDelay, mongosim.DefaultRestartDelay)
+	zero.Default(&cfg.SampleInterval, time.Second)
+	zero.Default(&cfg.Clock, Virtual)
+	zero.Default(&cfg.Profile, "default")
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -138,6 +131,11 @@ func (cfg Config) Validate() error {
 		return fmt.Errorf("--parallel %d: must not be negative", cfg.Parallel)
 	case cfg.Clock != "" && cfg.Clock != Virtual && cfg.Clock != Wall:
 		return fmt.Errorf("--clock %q: want %s or %s", cfg.Clock, Virtual, Wall)
+	case cfg.Shard != (store.Shard{}) && (cfg.Shard.Count < 1 || cfg.Shard.Index < 1 || cfg.Shard.Index > cfg.Shard.Count):
+		return fmt.Errorf("--shard %s: want i/N with 1 ≤ i ≤ N", cfg.Shard)
+	case cfg.Shard.Count > cfg.N && !cfg.Resume:
+		return fmt.Errorf("--shard %s: the plan has %d units (one per trial of an arm, --n %d), so %d shards would leave some empty; split into at most %d",
+			cfg.Shard, cfg.N, cfg.N, cfg.Shard.Count, cfg.N)
 	}
 	if _, ok := Profiles[cfg.Profile]; !ok && cfg.Profile != "" {
 		return fmt.Errorf("--profile %q: want quick, default or long", cfg.Profile)
@@ -184,6 +182,16 @@ func Execute(ctx context.Context, cfg Config) (string, error) {
 			return "", fmt.Errorf("the run has trials of arm %q, which is not among the arms given", ts.Arm)
 		}
 	}
+	host := cfg.Host
+	if host == nil {
+		h, err := DetectHost(cfg.Arms)
+		if err != nil {
+			return "", err
+		}
+		host = &h
+	}
+	m.AddHost(*host)
+	seed := seeds(m)
 	var mu sync.Mutex
 	save := func(update func(*store.Manifest)) error {
 		mu.Lock()
@@ -248,11 +256,20 @@ func Execute(ctx context.Context, cfg Config) (string, error) {
 			case arm.Embedded() && cfg.Clock == Virtual:
 				trial = runVirtualTrial
 			}
-			status, reason := trial(ctx, cfg, arm, ts.Index, cfg.Seed+uint64(i), report)
+			status, reason := trial(ctx, cfg, arm, ts.Index, seed[fmt.Sprint(ts.Arm, "#", ts.Index)], report)
 			report(progress.Update{Status: status, Reason: reason})
 			simulated := trialSimulated(cfg.Dir, ts.Arm, ts.Index)
+			if status == store.Invalid && strings.HasPrefix(reason, writingResults) {
+				// The results disk failed (full, gone): start nothing more.
+				mu.Lock()
+				writeErr = errors.Join(writeErr, errors.New(reason))
+				mu.Unlock()
+			}
 			if err := save(func(m *store.Manifest) {
 				m.Trials[i].Status, m.Trials[i].Reason = status, reason
+				if status == store.Valid || status == store.Invalid {
+					m.Trials[i].Host = host.ID
+				}
 				m.Simulated = m.Simulated || simulated // a local cmd/mongosim set is a simulation too
 			}); err != nil {
 				mu.Lock()
@@ -280,6 +297,12 @@ func manifest(cfg Config) (store.Manifest, error) {
 			return store.Manifest{}, err
 		}
 		m := r.Manifest
+		switch {
+		case m.Shards != nil:
+			return store.Manifest{}, fmt.Errorf("%s is a merged run; resume its unfinished shards and merge them again", cfg.Dir)
+		case cfg.Shard != (store.Shard{}) && (m.Shard == nil || *m.Shard != cfg.Shard):
+			return store.Manifest{}, fmt.Errorf("--shard %s: %s holds %s", cfg.Shard, cfg.Dir, shardName(m.Shard))
+		}
 		for i := range m.Trials {
 			if m.Trials[i].Status == store.Interrupted {
 				m.Trials[i].Status, m.Trials[i].Reason = store.Pending, ""
@@ -310,12 +333,25 @@ func manifest(cfg Config) (store.Manifest, error) {
 			m.Clock = Virtual
 		}
 	}
-	for i := 1; i <= cfg.N; i++ { // interleaved: D1 E1 D2 E2 …
-		for _, a := range cfg.Arms {
-			m.Trials = append(m.Trials, store.TrialStatus{Arm: a.Name, Index: i, Status: store.Pending})
-		}
+	plan, err := NewPlan(cfg.Arms, cfg.N, wl, m.Clock, cfg.Seed)
+	if err != nil {
+		return store.Manifest{}, err
+	}
+	m.Plan = plan.Record()
+	if cfg.Shard != (store.Shard{}) {
+		m.Shard = &cfg.Shard
+	}
+	for _, t := range plan.Trials(cfg.Shard) {
+		m.Trials = append(m.Trials, store.TrialStatus{Arm: t.Arm, Index: t.Index, Status: store.Pending})
 	}
 	return m, nil
+}
+
+func shardName(s *store.Shard) string {
+	if s == nil {
+		return "a whole run, not a shard"
+	}
+	return "shard " + s.String()
 }
 
 func redactArgs(args []string) []string {
@@ -419,7 +455,7 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 	if err != nil {
 		return store.Invalid, "workload: " + err.Error()
 	}
-	samples := sampler.Samples()
+	samples := fillGaps(cfg, dep, start, sampler.Samples()) // seconds the sampler missed, from diagnostic.data (gapfill.go)
 	kmu.Lock()
 	defer kmu.Unlock()
 	trial := store.Trial{Schema: store.TrialSchema, Arm: arm.Name, Index: index, Started: start, Simulated: dep.Simulated(), Clock: Wall,
@@ -493,6 +529,10 @@ func trialSimulated(dir, arm string, index int) bool {
 	return json.Unmarshal(b, &t) == nil && t.Simulated
 }
 
+// writingResults begins the reason of a trial whose files could not be
+// written: the results disk failed, and the run stops.
+const writingResults = "writing results: "
+
 // writeTrial computes a finished trial's metrics from its records and
 // writes its files, trial.json last: a trial folder without trial.json is
 // unfinished. Extra events are those the records do not hold (injected
@@ -519,7 +559,7 @@ func writeTrial(dir string, trial store.Trial, start time.Time, rec store.Record
 		files.Events = metric.Events(rec.PhaseStarts, rec.Samples, rec.Kills, extra...)
 	}
 	if err := store.WriteTrial(dir, files); err != nil {
-		return store.Invalid, "writing results: " + err.Error()
+		return store.Invalid, writingResults + err.Error()
 	}
 	return store.Valid, ""
 }

@@ -54,8 +54,12 @@ func TestRunWritesInterleavedValidTrials(t *testing.T) {
 			t.Errorf("trial %s#%d: %s %s", ts.Arm, ts.Index, ts.Status, ts.Reason)
 		}
 	}
-	if strings.Join(order, " ") != "D1 E1 D2 E2" {
-		t.Errorf("trial order %v, want interleaved D1 E1 D2 E2", order)
+	// Repetition blocks: each arm once per block, in the plan's order.
+	if len(order) != 4 || order[0][1:] != "1" || order[1][1:] != "1" || order[0] == order[1] || order[2][1:] != "2" || order[3][1:] != "2" || order[2] == order[3] {
+		t.Errorf("trial order %v, want blocks of D and E: trial 1 of each, then trial 2 of each", order)
+	}
+	if r.Manifest.Plan == nil || len(r.Manifest.Hosts) != 1 || r.Manifest.Trials[0].Host != r.Manifest.Hosts[0].ID {
+		t.Errorf("manifest plan %+v hosts %+v trial %+v: want the plan and the host that ran each trial", r.Manifest.Plan, r.Manifest.Hosts, r.Manifest.Trials[0])
 	}
 	if !r.Manifest.Simulated {
 		t.Error("a run on the embedded target must say it is simulated")

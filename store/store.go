@@ -57,12 +57,32 @@ type Manifest struct {
 	// (faster than the wall clock, no wire), "wall" otherwise.
 	Clock  string        `json:"clock,omitempty"`
 	Trials []TrialStatus `json:"trials"`
+	// Plan is the run's deterministic schedule (plan.go); runs written
+	// before plans existed have none.
+	Plan *Plan `json:"plan,omitempty"`
+	// Shard says this folder holds one shard of the plan (qmlsab run
+	// --shard i/N); absent for a whole run.
+	Shard *Shard `json:"shard,omitempty"`
+	// Hosts are the machines that ran this folder's trials; each
+	// TrialStatus.Host names one by its ID.
+	Hosts []Host `json:"hosts,omitempty"`
+	// Shards are a merged run's sources (qmlsab merge), by shard index.
+	Shards []ShardSource `json:"shards,omitempty"`
+	// Imported says the trials were not run by qmlsab but built from
+	// another record (qmlsab import ftdc); absent for a run.
+	Imported *Import `json:"imported,omitempty"`
 }
 
-// ArmNames are the run's arms in the order of their first trial (the
-// baseline first).
+// ArmNames are the run's arms, the baseline first: in the order the run
+// was given them (ArmList), or, for a manifest without that list, in the
+// order of their first trial.
 func (m Manifest) ArmNames() []string {
 	var names []string
+	for _, a := range m.ArmList {
+		if !slices.Contains(names, a.Name) {
+			names = append(names, a.Name)
+		}
+	}
 	for _, ts := range m.Trials {
 		if !slices.Contains(names, ts.Arm) {
 			names = append(names, ts.Arm)
@@ -77,6 +97,9 @@ type TrialStatus struct {
 	Index  int    `json:"index"`
 	Status string `json:"status"`
 	Reason string `json:"reason,omitempty"`
+	// Host is the ID of the host (Manifest.Hosts) that ran the trial;
+	// empty in runs written before hosts were recorded.
+	Host string `json:"host,omitempty"`
 }
 
 // Trial is a trial's metadata and summary metrics.
@@ -287,6 +310,19 @@ func Acquire(dir string) (*Lock, error) {
 	fmt.Fprintf(f, "%d\n", os.Getpid())
 	f.Close()
 	return &Lock{path: p}, nil
+}
+
+// Writer is the pid of a live process holding dir's lock (0: none).
+func Writer(dir string) int {
+	holder, err := os.ReadFile(filepath.Join(dir, "run.lock"))
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(holder)))
+	if pid > 0 && processAlive(pid) {
+		return pid
+	}
+	return 0
 }
 
 // Release gives the folder back.

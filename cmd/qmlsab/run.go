@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -26,7 +27,7 @@ import (
 func runCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "run",
-		Usage: "run the A/B experiment: each arm n times, interleaved, into a results folder",
+		Usage: "run the A/B experiment: each arm n times, in seeded repetition blocks, into a results folder (or one shard of it)",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "arms", Value: "D,E", Usage: "comma-separated arm names; the first is the baseline"},
 			armsFileFlag,
@@ -37,7 +38,9 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "out", Usage: "run folder (default results/<timestamp>-<id>)"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of every random draw (arrivals, query shapes, the model)"},
 			&cli.IntFlag{Name: "parallel", Usage: "trials at once (default: two per CPU on the embedded target, one elsewhere)"},
-			&cli.StringFlag{Name: "resume", Usage: "complete the interrupted run in `DIR`"},
+			&cli.StringFlag{Name: "resume", Usage: "complete the interrupted run (or shard) in `DIR`"},
+			&cli.StringFlag{Name: "shard", Usage: "run shard `i/N` (1-based) of the plan: its repetition blocks k with k mod N = i−1, into its own folder (qmlsab merge puts the shards together; docs/distributed.md)"},
+			&cli.IntFlag{Name: "shards", Usage: "run one of `N` shards, the one $JOB_COMPLETION_INDEX (0-based, as a Kubernetes Indexed Job sets it) names"},
 			&cli.BoolFlag{Name: "allow-remote", Usage: "let the storm run against a non-loopback target"},
 			&cli.BoolFlag{Name: "verbose", Usage: "log each trial's steps to stderr"},
 		},
@@ -78,6 +81,10 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return fail("--arms: %v", err)
 	}
+	shard, err := shardFlags(c)
+	if err != nil {
+		return fail("%v", err)
+	}
 	if c.IsSet("clock") && c.String("clock") == run.Virtual {
 		for _, a := range selected {
 			if !a.Embedded() {
@@ -96,6 +103,7 @@ func runAction(c *cli.Context) error {
 		Arms: selected, N: c.Int("n"), Workload: spec, Profile: c.String("profile"), Resume: c.String("resume") != "",
 		Seed: c.Uint64("seed"), Parallel: c.Int("parallel"), AllowRemote: c.Bool("allow-remote"),
 		Clock:       c.String("clock"),
+		Shard:       shard,
 		ToolVersion: toolVersion(),
 		CommandLine: os.Args,
 		Log:         slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: logLevel})),
@@ -112,6 +120,9 @@ func runAction(c *cli.Context) error {
 		id := make([]byte, 3)
 		rand.Read(id)
 		dir = filepath.Join("results", time.Now().UTC().Format("20060102T150405Z")+"-"+hex.EncodeToString(id))
+		if shard.Count > 0 {
+			dir += fmt.Sprintf("-shard%dof%d", shard.Index, shard.Count)
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fail("--out: %v", err)
@@ -126,8 +137,16 @@ func runAction(c *cli.Context) error {
 	if d := w.Duration(); d > 0 {
 		length = d.String()
 	}
-	fmt.Fprintf(c.App.Writer, "qmlsab run: %s, %d arms × %d trials, %s per trial, into %s\n",
-		w.Name, len(selected), cfg.N, length, dir)
+	part := ""
+	if shard.Count > 0 && !cfg.Resume {
+		var units []string
+		for _, k := range shard.Units(cfg.N) {
+			units = append(units, strconv.Itoa(k+1))
+		}
+		part = fmt.Sprintf(", shard %s (repetition blocks %s)", shard, strings.Join(units, ", "))
+	}
+	fmt.Fprintf(c.App.Writer, "qmlsab run: %s, %d arms × %d trials%s, %s per trial, into %s\n",
+		w.Name, len(selected), cfg.N, part, length, dir)
 	out, runErr := run.Execute(ctx, cfg)
 	if r, err := store.Open(out); err == nil {
 		printTrials(c, r)
@@ -144,8 +163,47 @@ func runAction(c *cli.Context) error {
 	if runErr != nil {
 		return fail("%v", runErr)
 	}
+	if r, err := store.Open(out); err == nil && r.Manifest.Shard != nil {
+		fmt.Fprintf(c.App.Writer, "shard %s in %s; next: qmlsab merge --expect %d --out DIR <every shard's folder>\n", r.Manifest.Shard, out, r.Manifest.Shard.Count)
+		return nil
+	}
 	fmt.Fprintf(c.App.Writer, "results in %s; next: qmlsab report %s\n", out, out)
 	return nil
+}
+
+// jobIndexEnv is where a Kubernetes Indexed Job puts a pod's index.
+const jobIndexEnv = "JOB_COMPLETION_INDEX"
+
+// shardFlags reads --shard i/N, or --shards N with the index from
+// $JOB_COMPLETION_INDEX (0-based); the zero Shard is the whole plan.
+func shardFlags(c *cli.Context) (store.Shard, error) {
+	switch {
+	case c.IsSet("shard") && c.IsSet("shards"):
+		return store.Shard{}, fmt.Errorf("--shard and --shards: give one (--shards takes the index from $%s)", jobIndexEnv)
+	case c.IsSet("shard"):
+		i, n, ok := strings.Cut(c.String("shard"), "/")
+		si, err1 := strconv.Atoi(strings.TrimSpace(i))
+		sn, err2 := strconv.Atoi(strings.TrimSpace(n))
+		if !ok || err1 != nil || err2 != nil || sn < 1 || si < 1 || si > sn {
+			return store.Shard{}, fmt.Errorf("--shard %q: want i/N with 1 ≤ i ≤ N, as in --shard 2/3", c.String("shard"))
+		}
+		return store.Shard{Index: si, Count: sn}, nil
+	case c.IsSet("shards"):
+		n := c.Int("shards")
+		if n < 1 {
+			return store.Shard{}, fmt.Errorf("--shards %d: want the number of shards, at least 1", n)
+		}
+		v, ok := os.LookupEnv(jobIndexEnv)
+		if !ok {
+			return store.Shard{}, fmt.Errorf("--shards %d: $%s is not set (a Kubernetes Indexed Job sets it); elsewhere use --shard i/N", n, jobIndexEnv)
+		}
+		k, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || k < 0 || k >= n {
+			return store.Shard{}, fmt.Errorf("--shards %d: $%s=%q is not an index 0..%d", n, jobIndexEnv, v, n-1)
+		}
+		return store.Shard{Index: k + 1, Count: n}, nil
+	}
+	return store.Shard{}, nil
 }
 
 // column is a metric shown in the trial table.

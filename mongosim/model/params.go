@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/qmlsab/qmlsab/internal/zero"
 )
 
 // Hardware describes one member's machine. Defaults are an Atlas M50.
@@ -56,30 +58,16 @@ func DefaultHardware() Hardware {
 // limit becomes a fifth of it.
 func (h Hardware) WithDefaults() Hardware {
 	d := DefaultHardware()
-	if h.CPUs <= 0 {
-		h.CPUs = d.CPUs
-	}
-	if h.MemLimitBytes <= 0 {
-		h.MemLimitBytes = d.MemLimitBytes
-	}
-	if h.BaselineBytes <= 0 {
-		h.BaselineBytes = d.BaselineBytes
-	}
+	zero.Default(&h.CPUs, d.CPUs)
+	zero.Default(&h.MemLimitBytes, d.MemLimitBytes)
+	zero.Default(&h.BaselineBytes, d.BaselineBytes)
 	if h.BaselineBytes >= h.MemLimitBytes {
 		h.BaselineBytes = h.MemLimitBytes / 5
 	}
-	if h.AllocOverhead <= 0 {
-		h.AllocOverhead = d.AllocOverhead
-	}
-	if h.DiskBytesPerSec <= 0 {
-		h.DiskBytesPerSec = d.DiskBytesPerSec
-	}
-	if h.SpillBlockBytes <= 0 {
-		h.SpillBlockBytes = d.SpillBlockBytes
-	}
-	if h.SpillWriteBytesPerSec <= 0 {
-		h.SpillWriteBytesPerSec = d.SpillWriteBytesPerSec
-	}
+	zero.Default(&h.AllocOverhead, d.AllocOverhead)
+	zero.Default(&h.DiskBytesPerSec, d.DiskBytesPerSec)
+	zero.Default(&h.SpillBlockBytes, d.SpillBlockBytes)
+	zero.Default(&h.SpillWriteBytesPerSec, d.SpillWriteBytesPerSec)
 	return h
 }
 
@@ -386,6 +374,20 @@ var ParamSpecs = func() []ParamSpec {
 			Doc: "an op that has written is never shed (the write-started fix)", field: boolField(func(p *Params) *bool { return &p.WriteStartedLatch })},
 		{Name: "simGetMoreInheritsPriority", Type: TypeBool, Default: true, Runtime: true,
 			Doc: "model knob: a query's getMores keep its deprioritization", field: boolField(func(p *Params) *bool { return &p.GetMoreInheritsPriority })},
+		// Full-time diagnostic data capture (diagnostic.data), by mongod's
+		// names and defaults; a member with a dbpath obeys them.
+		{Name: "diagnosticDataCollectionEnabled", Type: TypeBool, Default: true, Runtime: true,
+			Doc: "record serverStatus and replSetGetStatus into <dbpath>/diagnostic.data"},
+		b(row{Name: "diagnosticDataCollectionPeriodMillis", Type: TypeInt, Default: int64(1000), Runtime: true,
+			Doc: "how often diagnostic.data takes a sample"}, 100, 24*60*60*1000),
+		b(row{Name: "diagnosticDataCollectionSamplesPerChunk", Type: TypeInt, Default: int64(300), Runtime: false,
+			Doc: "samples per compressed diagnostic.data chunk"}, 2, 1<<20),
+		b(row{Name: "diagnosticDataCollectionSamplesPerInterimUpdate", Type: TypeInt, Default: int64(10), Runtime: false,
+			Doc: "samples between rewrites of metrics.interim"}, 1, 1<<20),
+		b(row{Name: "diagnosticDataCollectionFileSizeMB", Type: TypeInt, Default: int64(10), Runtime: false,
+			Doc: "size of a diagnostic.data file before the next one starts"}, 1, 1<<20),
+		b(row{Name: "diagnosticDataCollectionDirectorySizeMB", Type: TypeInt, Default: int64(500), Runtime: false,
+			Doc: "diagnostic.data's size cap: the oldest files are deleted beyond it"}, 10, 1<<30),
 		{Name: "simShedClockScope", Type: TypeString, Default: "query", Runtime: true, Choices: []string{"query", "operation"},
 			Doc: "build-variant knob: the inline shedder's clock lives with the query (master) or with each operation", field: func(p *Params) any { return &p.ShedClockScope }},
 	}

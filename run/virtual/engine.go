@@ -28,6 +28,7 @@ import (
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/arms/killop"
 	"github.com/qmlsab/qmlsab/collect"
+	"github.com/qmlsab/qmlsab/internal/zero"
 	"github.com/qmlsab/qmlsab/mongosim"
 	"github.com/qmlsab/qmlsab/mongosim/model"
 	"github.com/qmlsab/qmlsab/store"
@@ -67,15 +68,9 @@ func DefaultConfig(seed uint64) Config {
 
 func (c Config) withDefaults() Config {
 	c.Hardware = c.Hardware.WithDefaults()
-	if c.ElectionTimeout <= 0 {
-		c.ElectionTimeout = mongosim.DefaultElectionTimeout
-	}
-	if c.RestartDelay <= 0 {
-		c.RestartDelay = mongosim.DefaultRestartDelay
-	}
-	if c.SampleInterval <= 0 {
-		c.SampleInterval = time.Second
-	}
+	zero.Default(&c.ElectionTimeout, mongosim.DefaultElectionTimeout)
+	zero.Default(&c.RestartDelay, mongosim.DefaultRestartDelay)
+	zero.Default(&c.SampleInterval, time.Second)
 	if c.Start.IsZero() {
 		c.Start = time.Now().UTC().Truncate(time.Millisecond)
 	}

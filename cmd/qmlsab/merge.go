@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/qmlsab/qmlsab/store"
+)
+
+func mergeCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "merge",
+		Usage:     "merge the shard folders of one experiment (qmlsab run --shard i/N) into one run folder",
+		ArgsUsage: "SHARD_DIR...",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "expect", Usage: "the number of shards `N` the experiment was split into (required)"},
+			&cli.StringFlag{Name: "out", Usage: "the merged run's folder `DIR` (new or empty; required)"},
+			&cli.BoolFlag{Name: "allow-partial", Usage: "merge even when shards are missing or unfinished (their trials are listed as pending)"},
+		},
+		Action: mergeAction,
+	}
+}
+
+func mergeAction(c *cli.Context) error {
+	fail := func(format string, args ...any) error {
+		return cli.Exit(fmt.Sprintf("qmlsab merge: "+format, args...), 1)
+	}
+	dirs, err := trailingFlags(c)
+	if err != nil {
+		return fail("%v", err)
+	}
+	switch {
+	case !c.IsSet("expect"):
+		return fail("--expect N: how many shards the experiment was split into")
+	case c.String("out") == "":
+		return fail("--out DIR: where the merged run goes")
+	case len(dirs) == 0:
+		return fail("give the shard folders to merge")
+	}
+	m, problems, err := store.MergeShards(store.MergeOptions{Dirs: dirs, Expect: c.Int("expect"), Out: c.String("out"),
+		AllowPartial: c.Bool("allow-partial"), ToolVersion: toolVersion(), CommandLine: os.Args})
+	if err != nil {
+		return fail("%v", err)
+	}
+	for _, p := range problems {
+		fmt.Fprintln(c.App.Writer, "warning:", p)
+	}
+	if len(problems) > 0 {
+		fmt.Fprintln(c.App.Writer, "warning: a partial run: its missing trials are listed as pending, and the report says how many")
+	}
+	var hosts []string
+	for _, h := range m.Hosts {
+		hosts = append(hosts, h.Hostname)
+	}
+	finished := 0
+	for _, ts := range m.Trials {
+		if ts.Status == store.Valid || ts.Status == store.Invalid {
+			finished++
+		}
+	}
+	fmt.Fprintf(c.App.Writer, "merged %d shard(s) of plan %.12s, run on %d host(s) (%s): %d of %d trials into %s\n",
+		len(m.Shards), m.Plan.Digest, len(m.Hosts), strings.Join(hosts, ", "), finished, len(m.Trials), c.String("out"))
+	if m.Simulated {
+		fmt.Fprintln(c.App.Writer, "SIMULATED: the trials ran against mongosim, a model of mongod, not a real server.")
+	}
+	fmt.Fprintf(c.App.Writer, "next: qmlsab report %s\n", c.String("out"))
+	return nil
+}
