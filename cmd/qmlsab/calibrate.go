@@ -2,35 +2,69 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"os/signal"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/metric"
+	"github.com/qmlsab/qmlsab/mongosim/model"
+	"github.com/qmlsab/qmlsab/run"
 	"github.com/qmlsab/qmlsab/run/virtual"
+	"github.com/qmlsab/qmlsab/sweep"
 )
 
 // calibrateCommand prints the calibration table: the spill_to_disk storm
 // against built-in arms on the virtual engine, beside the figures the
-// sweeper investigation observed on real servers.
+// sweeper investigation observed on real servers. With --fit it estimates
+// the host model's unknowns from the investigation's observations of D
+// and predicts E and F (docs/model-host.md).
 func calibrateCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "calibrate",
-		Usage: "run the built-in arms on the model in virtual time and print its figures beside the investigation's (a simulation)",
+		Usage: "run the built-in arms on the model in virtual time and print its figures beside the investigation's; --fit estimates the host model's unknowns (a simulation)",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "arms", Value: "A,D,E,F,G", Usage: "built-in arms to run, comma-separated"},
-			&cli.IntFlag{Name: "seeds", Value: 5, Usage: "trials per arm (seeds --seed, --seed+1, ...)"},
+			&cli.StringFlag{Name: "arms", Value: "A,D,E,F,G", Usage: "built-in arms to run, comma-separated (table mode)"},
+			&cli.IntFlag{Name: "seeds", Value: 5, Usage: "trials per arm (seeds --seed, --seed+1, ...); with --fit, per predicted arm"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "first seed; a seed makes a trial deterministic"},
-			&cli.Float64Flag{Name: "storm-rate", Usage: "storm queries per second (default: the workload's)"},
-			&cli.DurationFlag{Name: "storm", Usage: "storm phase length (default: the workload's)"},
+			&cli.Float64Flag{Name: "storm-rate", Usage: "storm queries per second (default: the workload's; table mode)"},
+			&cli.DurationFlag{Name: "storm", Usage: "storm phase length (default: the workload's; table mode)"},
+			&cli.BoolFlag{Name: "host", Usage: "table mode: run on the host model (model.HostHardware) instead of the single-process model"},
+			&cli.BoolFlag{Name: "fit", Usage: "estimate the host model's unknowns from the investigation's observations of D and the storm, then predict E and F"},
+			&cli.GenericFlag{Name: "space", Value: &repeated{}, Usage: "with --fit: search only these unknowns, each `NAME=LO:HI[:log]` or NAME=V1,V2,... (repeatable; default: the documented space)"},
+			&cli.IntFlag{Name: "samples", Value: 48, Usage: "with --fit: Latin hypercube points"},
+			&cli.IntFlag{Name: "refine", Value: 12, Usage: "with --fit: compass-search polls after the hypercube"},
+			&cli.IntFlag{Name: "fit-seeds", Value: 2, Usage: "with --fit: trials of D per point (the same seeds at every point)"},
+			&cli.IntFlag{Name: "top", Value: 3, Usage: "with --fit: also predict E at this many next-best points"},
+			&cli.StringFlag{Name: "profile", Value: "default", Usage: "with --fit: phase lengths, quick, default or long"},
+			&cli.IntFlag{Name: "parallel", Usage: "with --fit: trials at once (default: every CPU)"},
 		},
 		Action: func(c *cli.Context) error {
+			if c.Args().Len() > 0 {
+				return cli.Exit(fmt.Sprintf("qmlsab calibrate: unexpected argument %q (flags only)", c.Args().First()), 1)
+			}
 			if c.Int("seeds") < 1 {
 				return cli.Exit("qmlsab calibrate: --seeds must be at least 1", 1)
+			}
+			if c.Int("parallel") < 0 {
+				return cli.Exit(fmt.Sprintf("qmlsab calibrate: --parallel %d: must not be negative", c.Int("parallel")), 1)
+			}
+			if c.Bool("fit") {
+				return fitAction(c)
+			}
+			for _, f := range []string{"space", "samples", "refine", "fit-seeds", "top", "profile", "parallel"} {
+				if c.IsSet(f) {
+					return cli.Exit(fmt.Sprintf("qmlsab calibrate: --%s: with --fit only", f), 1)
+				}
 			}
 			var list []arms.Arm
 			for _, n := range strings.Split(c.String("arms"), ",") {
@@ -41,6 +75,9 @@ func calibrateCommand() *cli.Command {
 				list = append(list, a)
 			}
 			cfg := virtual.DefaultConfig(c.Uint64("seed"))
+			if c.Bool("host") {
+				cfg.Hardware = model.HostHardware()
+			}
 			if r := c.Float64("storm-rate"); r > 0 {
 				cfg.Workload.StormRate = r
 			}
@@ -61,4 +98,251 @@ func calibrateCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// fitAction is calibrate --fit.
+func fitAction(c *cli.Context) error {
+	fail := func(format string, args ...any) error {
+		return cli.Exit(fmt.Sprintf("qmlsab calibrate: "+format, args...), 1)
+	}
+	for _, f := range []string{"arms", "storm-rate", "storm", "host"} {
+		if c.IsSet(f) {
+			return fail("--%s: table mode only; --fit runs D, E and F on the host model over its search space", f)
+		}
+	}
+	scale, ok := run.Profiles[c.String("profile")]
+	if !ok {
+		return fail("--profile %q: want quick, default or long", c.String("profile"))
+	}
+	for _, f := range []string{"samples", "fit-seeds"} {
+		if c.Int(f) < 1 {
+			return fail("--%s %d: at least 1", f, c.Int(f))
+		}
+	}
+	for _, f := range []string{"refine", "top"} {
+		if c.Int(f) < 0 {
+			return fail("--%s %d: must not be negative", f, c.Int(f))
+		}
+	}
+	space := sweep.DefaultSpace()
+	if given := repeatedFlag(c, "space"); len(given) > 0 {
+		// The space is exactly the given unknowns (the others keep
+		// model.HostHardware's values); the build variant stays a
+		// prediction dimension unless given.
+		var dims []sweep.Dim
+		for _, text := range given {
+			d, err := sweep.ParseDim(text)
+			if err != nil {
+				return fail("--space %v", err)
+			}
+			if slices.ContainsFunc(dims, func(x sweep.Dim) bool { return x.Knob.Name == d.Knob.Name }) {
+				return fail("--space %s: %s is given twice", text, d.Knob.Name)
+			}
+			if i := slices.IndexFunc(space, func(x sweep.Dim) bool { return x.Knob.Name == d.Knob.Name }); i >= 0 {
+				d.Why = space[i].Why
+			}
+			dims = append(dims, d)
+		}
+		for _, d := range space {
+			if d.Predict && !slices.ContainsFunc(dims, func(x sweep.Dim) bool { return x.Knob.Name == d.Knob.Name }) {
+				dims = append(dims, d)
+			}
+		}
+		space = dims
+	}
+	base := virtual.DefaultConfig(c.Uint64("seed"))
+	base.Hardware = model.HostHardware()
+	base.Workload = scaled(base.Workload, scale)
+	d, _ := arms.Lookup("D")
+	e, _ := arms.Lookup("E")
+	f, _ := arms.Lookup("F")
+	cfg := sweep.FitConfig{Base: base, D: d, E: e, F: f, Space: space, Seed: c.Uint64("seed"),
+		FitSeeds: c.Int("fit-seeds"), PredictSeeds: c.Int("seeds"), Samples: c.Int("samples"), Refine: c.Int("refine"),
+		Top: c.Int("top"), Parallel: c.Int("parallel"), Progress: fitProgress(c.App.ErrWriter)}
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	restoreGC := sweep.TuneGC()
+	defer restoreGC()
+	start := time.Now()
+	r, err := sweep.Fit(ctx, cfg)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fail("interrupted; nothing printed")
+		}
+		return fail("%v", err)
+	}
+	writeFit(c.App.Writer, cfg, r, c.String("profile"), time.Since(start))
+	return nil
+}
+
+// fitProgress reports a fit's stages on w, one line per stage.
+func fitProgress(w io.Writer) func(stage string, done, total int) {
+	return func(stage string, done, total int) {
+		if done == total {
+			fmt.Fprintf(w, "fit: %s: %d trials done\n", stage, total)
+		}
+	}
+}
+
+// writeFit prints a fit: the fitted values, each observation's residual
+// beside the observed figure, E's and F's predictions and the verdict.
+func writeFit(w io.Writer, cfg sweep.FitConfig, r *sweep.FitResult, profile string, took time.Duration) {
+	b := r.Best
+	fmt.Fprintf(w, "qmlsab calibrate --fit (SIMULATED: a model of mongod on an M50 host, not a measurement)\n\n")
+	start := fmt.Sprintf("a Latin hypercube of %d points", cfg.Samples)
+	if r.Start == "grid" {
+		start = "every point of the (small, discrete) space"
+	}
+	fmt.Fprintf(w, "Method: %d unknowns over their plausible ranges; %s, then a compass search from the best (at most %d polls); at each point arm D runs on seeds %d–%d (profile %s, the host model); objective Σ (residual ÷ tolerance)² over the observations of D and the storm, D's failovers a hard constraint. %d points, %d trials, %v wall.\n\n",
+		len(r.Space), start, cfg.Refine, cfg.Seed, cfg.Seed+uint64(cfg.FitSeeds)-1, profile, len(r.Points), r.Evaluated, took.Round(time.Second))
+
+	fmt.Fprintln(w, "Fitted values (the best point):")
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  unknown\tfitted\tplausible range\tdefault (model.HostHardware)\t")
+	def := sweep.Setting{Config: cfg.Base, Arm: cfg.D}
+	for i, d := range r.Space {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t\n", d.Knob.Name, d.Knob.Label(b.Values[i]), dimRange(d), d.Knob.Label(sweep.KnobValue(d.Knob, def)))
+	}
+	for _, d := range r.Predicted {
+		var vs []string
+		for _, v := range d.Values {
+			vs = append(vs, d.Knob.Label(v))
+		}
+		fmt.Fprintf(tw, "  %s\t(not identifiable from D: predicted at each)\t%s\t\t\n", d.Knob.Name, strings.Join(vs, " | "))
+	}
+	tw.Flush()
+
+	fmt.Fprintf(w, "\nResiduals at the fitted point (D, median of %d seeds; objective %.2f; D's failovers at most %.0f):\n", cfg.FitSeeds, b.Objective, b.Failovers)
+	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  observation\tsimulated\tobserved\tresidual\ttolerance\tmatch\tover every point searched\t")
+	for i, o := range sweep.Observations {
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, p := range r.Points {
+			lo, hi = min(lo, p.Sim[i]), max(hi, p.Sim[i])
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%+.2f\t±%.2f\t%s\t%s – %s\t\n", o.Name, o.Format(b.Sim[i]), o.Observed, b.Res[i], o.Tol,
+			yesNo(math.Abs(b.Res[i]) <= o.Tol), o.Format(lo), o.Format(hi))
+	}
+	feasible := 0
+	for _, p := range r.Points {
+		if p.Feasible() {
+			feasible++
+		}
+	}
+	fmt.Fprintf(tw, "  D failovers\t%.0f\t0\t(hard constraint)\t\t%s\tnone at %d of %d points\t\n", b.Failovers, yesNo(b.Feasible()), feasible, len(r.Points))
+	tw.Flush()
+
+	fmt.Fprintf(w, "\nPredictions at the fitted point (%d seeds each; median [min–max]):\n", cfg.PredictSeeds)
+	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  arm\tbuild variant\tavailability\tfailovers\trestarts\tadmissions/s\tqueue kills/s\tsheds/s\tpeak RSS GiB\tobserved\t")
+	observed := map[string]string{"D": "0.97, 0 failovers, 160 + 142/s", "E": "0.41, OOM restarts and failovers (crash-looping), ~180 admissions/s", "F": "(the fix: > 0.9, 0 failovers, sheds/s > admissions/s)"}
+	for _, p := range r.Predictions {
+		col := func(name string, scale float64, format string) string {
+			return rangeOf(p.Trials, func(s virtual.Summary) float64 { return s.Metrics[name] * scale }, format)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.Arm, dashIfEmpty(p.Variant), col(metric.Availability, 1, "%.2f"), col(metric.Failovers, 1, "%.0f"),
+			col(metric.Restarts, 1, "%.0f"), col(metric.AdmissionsPerS, 1, "%.0f"), col(metric.KillsPerS, 1, "%.0f"), col(metric.ShedsPerS, 1, "%.0f"),
+			col(metric.RSSPeakBytes, 1.0/(1<<30), "%.1f"), observed[p.Role])
+	}
+	tw.Flush()
+	if len(r.TopE) > 0 {
+		fmt.Fprintf(w, "\nE at the next best points with objectives of their own (%d seeds; first build variant):\n", cfg.FitSeeds)
+		for _, t := range r.TopE {
+			var vals []string
+			for i, d := range r.Space {
+				vals = append(vals, d.Knob.Name+"="+d.Knob.Label(t.Point.Values[i]))
+			}
+			note := ""
+			if !t.Point.Feasible() {
+				note = " (D failed over)"
+			}
+			fmt.Fprintf(w, "  objective %.2f%s: E availability %.2f, restarts %.0f, failovers %.0f\n    at %s\n", t.Point.Objective, note,
+				t.Availability, t.Restarts, t.Failovers, strings.Join(vals, " "))
+		}
+	}
+	fmt.Fprintf(w, "\nTo sweep around the fitted point: qmlsab sweep %s --vary NAME=FROM:TO:STEP ...\n", setFlags(r))
+	fmt.Fprintln(w)
+	if ok, variant := r.Reproduced(); ok {
+		fmt.Fprintf(w, "Verdict: the fitted point reproduces the investigation: D matches every observation, E falls and F holds (build variant %s).\n", variant)
+		return
+	}
+	fmt.Fprintln(w, "Verdict: no point of the plausible space that was searched reproduces the investigation.")
+	fmt.Fprintln(w, "The nearest point is the fitted one above; it misses:")
+	for i, o := range sweep.Observations {
+		if math.Abs(b.Res[i]) > o.Tol {
+			fmt.Fprintf(w, "  - %s: %s simulated against %s observed (residual %+.2f, tolerance ±%.2f)\n", o.Name, o.Format(b.Sim[i]), o.Observed, b.Res[i], o.Tol)
+		}
+	}
+	if !b.Feasible() {
+		fmt.Fprintf(w, "  - D failed over (%.0f), which the investigation never saw\n", b.Failovers)
+	}
+	for _, p := range r.Predictions {
+		switch {
+		case p.Role == "E" && !sweep.Falls(p.Trials):
+			fmt.Fprintf(w, "  - E (%s) does not fall: availability %s, restarts %s, against 0.41 and a crash loop\n", p.Variant,
+				rangeOf(p.Trials, func(s virtual.Summary) float64 { return s.Metrics[metric.Availability] }, "%.2f"),
+				rangeOf(p.Trials, func(s virtual.Summary) float64 { return s.Metrics[metric.Restarts] }, "%.0f"))
+		case p.Role == "F" && !sweep.Holds(p.Trials):
+			fmt.Fprintf(w, "  - F (%s) does not hold: availability %s, failovers %s\n", p.Variant,
+				rangeOf(p.Trials, func(s virtual.Summary) float64 { return s.Metrics[metric.Availability] }, "%.2f"),
+				rangeOf(p.Trials, func(s virtual.Summary) float64 { return s.Metrics[metric.Failovers] }, "%.0f"))
+		}
+	}
+}
+
+// setFlags are the sweep's --set flags that hold the fitted values.
+func setFlags(r *sweep.FitResult) string {
+	var out []string
+	for i, d := range r.Space {
+		v := r.Best.Values[i]
+		text := v.Str
+		if !v.IsStr {
+			text = strconv.FormatFloat(v.Num, 'g', 6, 64)
+			if d.Knob.Integer || d.Knob.Unit == sweep.UnitBytes {
+				text = strconv.FormatFloat(math.Round(v.Num), 'f', 0, 64)
+			}
+		}
+		out = append(out, "--set "+d.Knob.Name+"="+text)
+		if d.Knob.Name == "host.dirtyRatio" {
+			out = append(out, "--set host.dirtyBackgroundRatio="+strconv.FormatFloat(v.Num/2, 'g', 6, 64))
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "NO"
+}
+
+func dimRange(d sweep.Dim) string {
+	if d.Values != nil {
+		var vs []string
+		for _, v := range d.Values {
+			vs = append(vs, d.Knob.Label(v))
+		}
+		return strings.Join(vs, " | ")
+	}
+	s := d.Knob.Label(sweep.Num(d.Lo)) + " – " + d.Knob.Label(sweep.Num(d.Hi))
+	if d.Log {
+		s += " (log)"
+	}
+	return s
+}
+
+func rangeOf(trials []virtual.Summary, f func(virtual.Summary) float64, format string) string {
+	var xs []float64
+	for _, t := range trials {
+		xs = append(xs, f(t))
+	}
+	if len(xs) == 0 {
+		return "-"
+	}
+	s := fmt.Sprintf(format, metric.Quantile(xs, 0.5))
+	if lo, hi := slices.Min(xs), slices.Max(xs); lo != hi {
+		s += " [" + fmt.Sprintf(format, lo) + "–" + fmt.Sprintf(format, hi) + "]"
+	}
+	return s
 }

@@ -70,6 +70,10 @@ func RunMatrix(ctx context.Context, base Config, armList []arms.Arm, seeds int) 
 	return out, nil
 }
 
+// Summarize is one trial's summary: its metrics from the metric registry
+// and the calibration table's extra figures.
+func Summarize(arm string, seed uint64, t Trial) Summary { return summarize(arm, seed, t.Records) }
+
 func summarize(arm string, seed uint64, r store.Records) Summary {
 	s := Summary{Arm: arm, Seed: seed, Metrics: metric.Summarize(r)}
 	a, k := s.Metrics[metric.AdmissionsPerS], s.Metrics[metric.KillsPerS]
@@ -82,15 +86,15 @@ func summarize(arm string, seed uint64, r store.Records) Summary {
 	return s
 }
 
-// row is one printed line: how to read it from a trial, and what seed
-// 000's investigation reported for arms D and E (empty where it says
+// row is one printed line: how to read it from a trial, and what the
+// sweeper investigation reported for arms D and E (empty where it says
 // nothing).
 type row struct {
-	name   string
-	get    func(Summary) float64
-	format string
-	seedD  string
-	seedE  string
+	name      string
+	get       func(Summary) float64
+	format    string
+	observedD string
+	observedE string
 }
 
 func m(name string, scale float64) func(Summary) float64 {
@@ -163,7 +167,7 @@ func WriteTable(w io.Writer, trials []Summary) {
 			}
 			fmt.Fprintf(tw, "%s\t", med)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t\n", dash(r.seedD), dash(r.seedE))
+		fmt.Fprintf(tw, "%s\t%s\t\n", dash(r.observedD), dash(r.observedE))
 	}
 	tw.Flush()
 }

@@ -1,0 +1,293 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/metric"
+	"github.com/qmlsab/qmlsab/mongosim/model"
+	"github.com/qmlsab/qmlsab/run"
+	"github.com/qmlsab/qmlsab/run/virtual"
+	"github.com/qmlsab/qmlsab/store"
+	"github.com/qmlsab/qmlsab/sweep"
+	"github.com/qmlsab/qmlsab/workload"
+)
+
+// sweepCommand runs the virtual-time model over a grid of one or two
+// settings of the sweep namespace and writes sweep.json and sweep.html.
+func sweepCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "sweep",
+		Usage: "run the model in virtual time over a grid of one or two settings (host.*, hw.*, workload.*, param.*, killop.*) and draw each arm's outcome (a simulation)",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "arms", Value: "D,E,F", Usage: "comma-separated arm names"},
+			armsFileFlag,
+			&cli.GenericFlag{Name: "vary", Value: &repeated{}, Usage: "a setting and its grid, `NAME=FROM:TO:STEP` or NAME=V1,V2,... (once for a line, twice for a heatmap; --list shows the names)"},
+			&cli.GenericFlag{Name: "set", Value: &repeated{}, Usage: "hold a setting at one value in every cell, `NAME=VALUE` (repeatable; the marked defaults include it)"},
+			&cli.IntFlag{Name: "n", Value: 3, Usage: "trials (seeds) per cell and arm"},
+			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "first seed; cells run seeds --seed … --seed+n−1"},
+			&cli.StringFlag{Name: "profile", Value: "default", Usage: "phase lengths: quick, default or long"},
+			&cli.StringFlag{Name: "workload", Value: workload.KindSpillToDisk, Usage: "a spill_to_disk workload: the built-in or a workload YAML `FILE`"},
+			&cli.BoolFlag{Name: "host", Value: true, Usage: "run on the host model (model.HostHardware); --host=false keeps the single-process model"},
+			&cli.StringFlag{Name: "out", Usage: "folder for sweep.json and sweep.html (default results/sweep-<timestamp>-<id>)"},
+			&cli.IntFlag{Name: "parallel", Usage: "trials at once (default: every CPU)"},
+			&cli.BoolFlag{Name: "list", Usage: "list the names --vary takes, with their defaults, and exit"},
+		},
+		Action: sweepAction,
+	}
+}
+
+func sweepAction(c *cli.Context) error {
+	fail := func(format string, args ...any) error {
+		return cli.Exit(fmt.Sprintf("qmlsab sweep: "+format, args...), 1)
+	}
+	if c.Args().Len() > 0 {
+		return fail("unexpected argument %q (flags only)", c.Args().First())
+	}
+	scale, ok := run.Profiles[c.String("profile")]
+	if !ok {
+		return fail("--profile %q: want quick, default or long", c.String("profile"))
+	}
+	spec, err := resolveWorkload(c.String("workload"))
+	if err != nil {
+		return fail("--workload: %v", err)
+	}
+	if spec.SpillToDisk == nil {
+		return fail("--workload %s: a sweep runs the spill_to_disk storm on the model; %s crosses the wire", spec.Name, spec.Kind)
+	}
+	base := virtual.DefaultConfig(c.Uint64("seed"))
+	base.Workload = *spec.Scaled(scale).SpillToDisk
+	if c.Bool("host") {
+		base.Hardware = model.HostHardware()
+	}
+	if c.Bool("list") {
+		var list []arms.Arm
+		for _, n := range []string{"D", "E", "F"} {
+			a, _ := arms.Lookup(n)
+			list = append(list, a)
+		}
+		writeKnobs(c.App.Writer, base, list)
+		return nil
+	}
+	fromFile, err := loadArms(c)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, n := range strings.Split(c.String("arms"), ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			names = append(names, n)
+		}
+	}
+	selected, err := arms.Select(names, fromFile)
+	if err != nil {
+		return fail("--arms: %v", err)
+	}
+	var axes []sweep.Axis
+	for _, v := range repeatedFlag(c, "vary") {
+		ax, err := sweep.ParseVary(v)
+		if err != nil {
+			return fail("--vary %v", err)
+		}
+		axes = append(axes, ax)
+	}
+	var fixed []sweep.Axis
+	for _, v := range repeatedFlag(c, "set") {
+		f, err := sweep.ParseSet(v)
+		if err != nil {
+			return fail("--set %v", err)
+		}
+		fixed = append(fixed, f)
+	}
+	cfg := sweep.Config{Arms: selected, Base: base, Axes: axes, Fixed: fixed, Seed: c.Uint64("seed"), Seeds: c.Int("n"), Parallel: c.Int("parallel")}
+	if err := cfg.Validate(); err != nil {
+		return fail("%v", err)
+	}
+	dir := c.String("out")
+	if dir == "" {
+		id := make([]byte, 3)
+		rand.Read(id)
+		dir = filepath.Join("results", "sweep-"+time.Now().UTC().Format("20060102T150405Z")+"-"+hex.EncodeToString(id))
+	}
+	_, statErr := os.Stat(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fail("--out: %v", err)
+	}
+	if statErr != nil {
+		// A folder made for this sweep goes again if the sweep writes
+		// nothing into it (os.Remove leaves a folder that is not empty).
+		defer func() { os.Remove(dir) }()
+	}
+	cells := 1
+	for _, a := range axes {
+		cells *= len(a.Values)
+	}
+	total := cells * len(selected) * cfg.Seeds
+	fmt.Fprintf(c.App.Writer, "qmlsab sweep (SIMULATED: mongosim's model in virtual time): %d cells × %d arms × %d seeds = %d trials of %v model time each, profile %s\n",
+		cells, len(selected), cfg.Seeds, total, base.Workload.Phases.Total(), c.String("profile"))
+	cfg.Progress = sweepProgress(c.App.Writer)
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	restoreGC := sweep.TuneGC()
+	defer restoreGC()
+	res, err := sweep.Run(ctx, cfg)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fail("interrupted; nothing written")
+		}
+		return fail("%v", err)
+	}
+	res.ToolVersion, res.CommandLine, res.Profile = toolVersion(), os.Args, c.String("profile")
+	if err := store.WriteJSON(filepath.Join(dir, "sweep.json"), res); err != nil {
+		return fail("%v", err)
+	}
+	page, err := sweep.HTML(res)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if err := store.WriteFileAtomic(filepath.Join(dir, "sweep.html"), page); err != nil {
+		return fail("%v", err)
+	}
+	writeSweepSummary(c.App.Writer, res)
+	fmt.Fprintf(c.App.Writer, "%d trials in %.1f s (%.2f trials/s on %d workers)\nwrote %s and %s\n", res.Trials, res.WallSeconds, res.TrialsPerSec, res.Parallel,
+		filepath.Join(dir, "sweep.json"), filepath.Join(dir, "sweep.html"))
+	return nil
+}
+
+// repeated is a flag given once per value, taken whole: unlike a
+// StringSliceFlag it does not split on commas (NAME=V1,V2 is one value).
+type repeated struct{ values []string }
+
+func (r *repeated) Set(s string) error { r.values = append(r.values, s); return nil }
+func (r *repeated) String() string     { return strings.Join(r.values, " ") }
+
+// repeatedFlag returns a repeated flag's values.
+func repeatedFlag(c *cli.Context, name string) []string {
+	if r, ok := c.Generic(name).(*repeated); ok {
+		return r.values
+	}
+	return nil
+}
+
+// sweepProgress prints a line at every tenth of the trials.
+func sweepProgress(w io.Writer) func(done, total int) {
+	var mu sync.Mutex
+	last := 0
+	start := time.Now()
+	return func(done, total int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if step := max(total/10, 1); done/step > last || done == total {
+			last = done / step
+			fmt.Fprintf(w, "  %d/%d trials (%.0f s)\n", done, total, time.Since(start).Seconds())
+		}
+	}
+}
+
+// writeSweepSummary prints, per arm, each drawn metric's range over the
+// cells and its value at the arm's default cell.
+func writeSweepSummary(w io.Writer, r *sweep.Result) {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "arm\tmetric\tlowest cell\thighest cell\t")
+	for _, a := range r.Arms {
+		for _, m := range r.Metrics {
+			lo, hi := "", ""
+			var lv, hv float64
+			for _, c := range r.Cells {
+				v, ok := c.Median[m.Name]
+				if c.Arm != a.Name || !ok {
+					continue
+				}
+				if lo == "" || v < lv {
+					lv, lo = v, cellAt(r, c)
+				}
+				if hi == "" || v > hv {
+					hv, hi = v, cellAt(r, c)
+				}
+			}
+			f := func(v float64) string {
+				if m.Unit == "B" {
+					return sweep.FormatBytes(v)
+				}
+				return fmt.Sprintf("%.3g", v)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s at %s\t%s at %s\t\n", a.Name, m.Title, f(lv), lo, f(hv), hi)
+		}
+	}
+	tw.Flush()
+}
+
+func cellAt(r *sweep.Result, c sweep.Cell) string {
+	var s []string
+	for i, ax := range r.Axes {
+		s = append(s, ax.Name+"="+ax.Labels[c.Index[i]])
+	}
+	return strings.Join(s, " ")
+}
+
+// writeKnobs lists the sweep namespace with each name's value in the
+// given arms ("-" where it does not apply).
+func writeKnobs(w io.Writer, base virtual.Config, list []arms.Arm) {
+	fmt.Fprintln(w, "Names --vary (and calibrate --fit --space) take, with each arm's value on the model --host selects:")
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprint(tw, "NAME\t")
+	for _, a := range list {
+		fmt.Fprintf(tw, "%s\t", a.Name)
+	}
+	fmt.Fprintln(tw, "VALUES\tMEANING\t")
+	for _, k := range sweep.Knobs {
+		if k.NeedsHost && base.Hardware.Host == nil {
+			continue
+		}
+		vals := "numbers"
+		switch {
+		case len(k.Choices) > 0:
+			vals = strings.Join(k.Choices, ",")
+		case k.Choices != nil:
+			vals = "strings"
+		case k.Min > -1e300 && k.Max < 1e300:
+			vals = k.Label(sweep.Num(k.Min)) + " … " + k.Label(sweep.Num(k.Max))
+		}
+		fmt.Fprintf(tw, "%s\t", k.Name)
+		for _, a := range list {
+			v := "-"
+			if k.AppliesTo(a) {
+				v = k.Label(sweep.KnobValue(k, sweep.Setting{Config: base, Arm: a}))
+			}
+			fmt.Fprintf(tw, "%s\t", v)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t\n", vals, k.Doc)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nMetrics drawn: %s\n", strings.Join(metricTitles(), ", "))
+}
+
+// scaled is a spill_to_disk workload with its phases scaled (a profile).
+func scaled(w workload.SpillToDisk, f float64) workload.SpillToDisk {
+	return *workload.Spec{Kind: workload.KindSpillToDisk, SpillToDisk: &w}.Scaled(f).SpillToDisk
+}
+
+func metricTitles() []string {
+	var out []string
+	for _, n := range sweep.MapMetrics {
+		if n == sweep.SheddingGap {
+			out = append(out, "sheds/s − admissions/s")
+			continue
+		}
+		out = append(out, metric.Lookup(n).Title)
+	}
+	return out
+}

@@ -1,0 +1,425 @@
+package sweep
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/metric"
+	"github.com/qmlsab/qmlsab/mongosim/model"
+	"github.com/qmlsab/qmlsab/run/virtual"
+)
+
+func builtins(t *testing.T, names ...string) []arms.Arm {
+	t.Helper()
+	var out []arms.Arm
+	for _, n := range names {
+		a, ok := arms.Lookup(n)
+		if !ok {
+			t.Fatalf("no built-in arm %s", n)
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// short is a small trial on the host model: a few seconds of storm.
+func short() virtual.Config {
+	c := virtual.DefaultConfig(1)
+	c.Hardware = model.HostHardware()
+	c.Workload.Phases.Warmup, c.Workload.Phases.Storm, c.Workload.Phases.Recovery = 2*time.Second, 8*time.Second, 2*time.Second
+	c.Start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	return c
+}
+
+func mustVary(t *testing.T, s string) Axis {
+	t.Helper()
+	ax, err := ParseVary(s)
+	if err != nil {
+		t.Fatalf("ParseVary(%q): %v", s, err)
+	}
+	return ax
+}
+
+func TestParseVaryGrids(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []any
+	}{
+		{"host.otherBytes=512MiB:2GiB:512MiB", []any{512.0 * (1 << 20), 1024.0 * (1 << 20), 1536.0 * (1 << 20), 2048.0 * (1 << 20)}},
+		{"host.otherBytes=0.5Gi:1Gi:0.5Gi", []any{512.0 * (1 << 20), 1024.0 * (1 << 20)}},
+		{"workload.stormRate=100:300:50", []any{100.0, 150.0, 200.0, 250.0, 300.0}},
+		{"workload.stormRate=100:290:50", []any{100.0, 150.0, 200.0, 250.0}},
+		{"workload.stormRate=120,200", []any{120.0, 200.0}},
+		{"param.queryMemoryLoadSheddingHighMarkPercent=60:90:10", []any{60.0, 70.0, 80.0, 90.0}},
+		{"param.simShedClockScope=query,operation", []any{"query", "operation"}},
+		{"killop.rssHighPercent=50:70:20", []any{50.0, 70.0}},
+		{"host.releaseBytesPerSec=0:1GiB/s:512MiB/s", []any{0.0, 512.0 * (1 << 20), 1024.0 * (1 << 20)}},
+	} {
+		ax := mustVary(t, tc.in)
+		var got []any
+		for _, v := range ax.Values {
+			got = append(got, v.Any())
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestParseVaryRefusesBadInput(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"host.nope=1:2:1", "unknown name host.nope"},
+		{"stormRate=1:2:1", "unknown name stormRate"},
+		{"workload.stormRate", "want NAME=FROM:TO:STEP"},
+		{"workload.stormRate=300:100:50", "TO is below FROM"},
+		{"workload.stormRate=100:300:0", "STEP must be above 0"},
+		{"workload.stormRate=100:300:-5", "STEP must be above 0"},
+		{"workload.stormRate=100:300", "want FROM:TO:STEP"},
+		{"workload.stormRate=a:300:50", `"a" is not a number`},
+		{"workload.stormRate=1:1000:1", "at most 101 per axis"},
+		{"workload.stormRate=100,,200", "empty value"},
+		{"workload.stormRate=100,100", "listed twice"},
+		{"hw.cpus=1.5,2", "whole numbers"},
+		{"killop.rssHighPercent=50:120:10", "outside [0 %, 100 %]"},
+		{"param.queryMemoryLoadSheddingHighMarkPercent=90:110:10", "outside"},
+		{"param.simShedClockScope=query:operation:1", "takes a list of values"},
+		{"param.simShedClockScope=query,ticket", "ticket is not one of query, operation"},
+		{"param.logLevel=0:2:1", "unknown name param.logLevel"}, // the model does not read it
+	} {
+		_, err := ParseVary(tc.in)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseVary(%q) = %v, want an error containing %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+func TestValidateRefusesWhatATrialWould(t *testing.T) {
+	base := short()
+	noHost := base
+	noHost.Hardware = model.Hardware{}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"three axes", Config{Arms: builtins(t, "D"), Base: base, Seeds: 1, Axes: []Axis{mustVary(t, "hw.cpus=4,8"), mustVary(t, "workload.stormRate=100,200"), mustVary(t, "host.otherBytes=0,1GiB")}}, "at most 2"},
+		{"no axis", Config{Arms: builtins(t, "D"), Base: base, Seeds: 1}, "--vary"},
+		{"twice", Config{Arms: builtins(t, "D"), Base: base, Seeds: 1, Axes: []Axis{mustVary(t, "hw.cpus=4,8"), mustVary(t, "hw.cpus=2,3")}}, "varied twice"},
+		{"no seeds", Config{Arms: builtins(t, "D"), Base: base, Axes: []Axis{mustVary(t, "hw.cpus=4,8")}}, "--n 0"},
+		{"host knob without host", Config{Arms: builtins(t, "D"), Base: noHost, Seeds: 1, Axes: []Axis{mustVary(t, "host.otherBytes=0,1GiB")}}, "needs the host model"},
+		{"high mark under E's low mark", Config{Arms: builtins(t, "D", "E"), Base: base, Seeds: 1, Axes: []Axis{mustVary(t, "param.queryMemoryLoadSheddingHighMarkPercent=20,80")}}, "must be above the low mark"},
+		{"workload bound", Config{Arms: builtins(t, "D"), Base: base, Seeds: 1, Axes: []Axis{mustVary(t, "workload.stormRate=100,5000")}}, "stormRate"},
+		{"host full", Config{Arms: builtins(t, "D"), Base: base, Seeds: 1, Axes: []Axis{mustVary(t, "host.otherBytes=1GiB,40GiB")}}, "fill the machine"},
+	} {
+		err := tc.cfg.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestKnobsNameEveryParameterTheModelReads(t *testing.T) {
+	for _, p := range model.ParamSpecs {
+		_, ok := LookupKnob("param." + p.Name)
+		if want := modelReads(p); ok != want {
+			t.Errorf("param.%s: in the namespace %v, model reads it %v", p.Name, ok, want)
+		}
+	}
+	for _, name := range []string{"param.queryMemoryLoadSheddingHighMarkPercent", "param.queryMemoryRssMonitorIntervalMillis", "param.simShedClockScope", "killop.rssHighPercent", "host.otherBytes", "workload.stormRate"} {
+		if _, ok := LookupKnob(name); !ok {
+			t.Errorf("%s is not in the namespace", name)
+		}
+	}
+}
+
+func TestKnobsApplyWhereTheyShould(t *testing.T) {
+	d, e := builtins(t, "D")[0], builtins(t, "E")[0]
+	high, _ := LookupKnob("param.queryMemoryLoadSheddingHighMarkPercent")
+	rss, _ := LookupKnob("killop.rssHighPercent")
+	if high.AppliesTo(d) || !high.AppliesTo(e) {
+		t.Error("a shedding parameter must apply to the arms that shed only")
+	}
+	if !rss.AppliesTo(d) || rss.AppliesTo(e) {
+		t.Error("killop.* must apply to arms with an actor only")
+	}
+	s := Setting{Config: short(), Arm: d}.clone()
+	if err := rss.set(&s, Num(55)); err != nil {
+		t.Fatal(err)
+	}
+	if s.Arm.KillOp().RSSHighPercent != 55 || d.KillOp().RSSHighPercent != 70 {
+		t.Errorf("killop.rssHighPercent: set %v, original %v; want 55 on the copy only", s.Arm.KillOp().RSSHighPercent, d.KillOp().RSSHighPercent)
+	}
+	other, _ := LookupKnob("host.otherBytes")
+	base := short()
+	s = Setting{Config: base, Arm: d}.clone()
+	other.set(&s, Num(3<<30))
+	if s.Config.Hardware.Host.OtherProcessBytes != 3<<30 || base.Hardware.Host.OtherProcessBytes == 3<<30 {
+		t.Error("host.otherBytes must change the cell's copy of the host only")
+	}
+	if got := KnobValue(high, Setting{Config: base, Arm: e}); got.Num != 70 {
+		t.Errorf("E's high mark reads %v, want 70", got)
+	}
+}
+
+// runSmall runs a 2×2 sweep of D and E.
+func runSmall(t *testing.T) *Result {
+	t.Helper()
+	cfg := Config{Arms: builtins(t, "D", "E"), Base: short(), Seed: 3, Seeds: 2,
+		Axes: []Axis{mustVary(t, "host.otherBytes=512MiB,2GiB"), mustVary(t, "param.queryMemoryLoadSheddingHighMarkPercent=70,85")}}
+	r, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestTwoByTwoSweep(t *testing.T) {
+	r := runSmall(t)
+	if len(r.Cells) != 2*4 || r.Trials != 2*4*2 {
+		t.Fatalf("%d cells, %d trials; want 8 cells (2 arms × 2×2) and 16 trials", len(r.Cells), r.Trials)
+	}
+	seen := map[string]bool{}
+	for _, c := range r.Cells {
+		seen[fmt.Sprint(c.Arm, c.Index)] = true
+		if len(c.Trials) != 2 || c.Trials[0].Seed != 3 || c.Trials[1].Seed != 4 {
+			t.Errorf("cell %s %v: trials %v; want seeds 3 and 4", c.Arm, c.Index, c.Trials)
+		}
+		for _, m := range MapMetrics {
+			if _, ok := c.Median[m]; !ok {
+				t.Errorf("cell %s %v has no %s", c.Arm, c.Index, m)
+			}
+		}
+		if c.Median[SheddingGap] != metric.Quantile([]float64{gap(c.Trials[0].Metrics), gap(c.Trials[1].Metrics)}, 0.5) {
+			t.Errorf("cell %s %v: %s is not the median of sheds/s − admissions/s", c.Arm, c.Index, SheddingGap)
+		}
+		if !c.Applied { // otherBytes applies to every arm
+			t.Errorf("cell %s %v: not applied", c.Arm, c.Index)
+		}
+	}
+	if len(seen) != 8 {
+		t.Errorf("cells are not distinct: %v", seen)
+	}
+	// D ignores the high mark: its cells along that axis ran the same setting and seeds.
+	byKey := map[string]Cell{}
+	for _, c := range r.Cells {
+		byKey[fmt.Sprint(c.Arm, c.Index)] = c
+	}
+	for i := range 2 {
+		a, b := byKey[fmt.Sprint("D", []int{i, 0})], byKey[fmt.Sprint("D", []int{i, 1})]
+		if !reflect.DeepEqual(a.Median, b.Median) {
+			t.Errorf("D at otherBytes index %d differs along the high mark it ignores: %v vs %v", i, a.Median, b.Median)
+		}
+	}
+	// E's default (high mark 70) and D's (other 768 MiB is not on the grid's points but within it) are marked.
+	if got := r.Axes[1].DefaultIndex["E"]; got != 0 {
+		t.Errorf("E's default high mark index %d, want 0 (70)", got)
+	}
+	if _, ok := r.Axes[1].DefaultIndex["D"]; ok {
+		t.Error("the high mark has a default for D, which does not shed")
+	}
+	if got := r.Axes[0].DefaultIndex["D"]; got != 0 {
+		t.Errorf("D's default otherBytes (768 MiB) maps to index %d, want the nearer grid point 0 (512 MiB)", got)
+	}
+
+	// sweep.json round-trips, with the schema and the simulation note.
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back map[string]any
+	json.Unmarshal(b, &back)
+	if back["schema"] != Schema || back["simulated"] != true || !strings.Contains(back["note"].(string), "SIMULATED") {
+		t.Errorf("sweep.json head: schema %v simulated %v note %v", back["schema"], back["simulated"], back["note"])
+	}
+	if cells := back["cells"].([]any); len(cells) != 8 {
+		t.Errorf("sweep.json has %d cells", len(cells))
+	}
+
+	// The page: one heatmap per arm and metric, each with its options.
+	page, err := HTML(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(page)
+	ids := r.ChartIDs()
+	if len(ids) != 2*len(MapMetrics) {
+		t.Fatalf("%d charts, want %d (arms × metrics)", len(ids), 2*len(MapMetrics))
+	}
+	for _, id := range ids {
+		if !strings.Contains(html, `data-chart="`+id+`"`) || !strings.Contains(html, `"`+id+`":{`) {
+			t.Errorf("chart %s has no container or no options", id)
+		}
+	}
+	if n := strings.Count(html, `"type":"heatmap"`); n != len(ids) {
+		t.Errorf("%d heatmaps in the options, want %d", n, len(ids))
+	}
+	if !strings.Contains(html, "SIMULATED") || strings.Contains(strings.ToLower(html), "<script src") {
+		t.Error("the page must say it is simulated and inline its scripts")
+	}
+	if !strings.Contains(html, "E's default setting") {
+		t.Error("E's default cell is not marked")
+	}
+}
+
+func TestOneAxisDrawsLines(t *testing.T) {
+	cfg := Config{Arms: builtins(t, "D", "E"), Base: short(), Seed: 1, Seeds: 1, Axes: []Axis{mustVary(t, "workload.stormRate=100,150,200")}}
+	r, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := HTML(r)
+	if ids := r.ChartIDs(); len(ids) != len(MapMetrics) {
+		t.Fatalf("%d charts, want one line chart per metric", len(ids))
+	}
+	if n := strings.Count(string(page), `"type":"line"`); n != 2*len(MapMetrics) {
+		t.Errorf("%d line series, want one per arm and metric", n)
+	}
+	// 150/s is both arms' default.
+	if r.Axes[0].DefaultIndex["D"] != 1 || r.Axes[0].DefaultIndex["E"] != 1 {
+		t.Errorf("default index %v, want 1 for both", r.Axes[0].DefaultIndex)
+	}
+}
+
+func TestSweepIsDeterministic(t *testing.T) {
+	a, b := runSmall(t), runSmall(t)
+	if !reflect.DeepEqual(a.Cells, b.Cells) {
+		t.Fatal("the same sweep gave different cells")
+	}
+	cfg := Config{Arms: builtins(t, "D"), Base: short(), Seed: 3, Seeds: 2, Parallel: 1,
+		Axes: []Axis{mustVary(t, "host.otherBytes=512MiB,2GiB"), mustVary(t, "param.queryMemoryLoadSheddingHighMarkPercent=70,85")}}
+	serial, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range serial.Cells {
+		if !reflect.DeepEqual(c, a.Cells[i]) {
+			t.Fatalf("one worker and many disagree at cell %d", i)
+		}
+	}
+}
+
+func TestSweepStopsWhenCancelled(t *testing.T) {
+	base := virtual.DefaultConfig(1)
+	base.Hardware = model.HostHardware()
+	cfg := Config{Arms: builtins(t, "D", "E", "F"), Base: base, Seed: 1, Seeds: 3, Axes: []Axis{mustVary(t, "workload.stormRate=100:300:20")}}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := Run(ctx, cfg)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled sweep returned %v, want context.Canceled", err)
+	}
+	if took := time.Since(start); took > 1200*time.Millisecond {
+		t.Errorf("stopped %v after the start, want within a second of the cancel", took)
+	}
+}
+
+func TestObservationResiduals(t *testing.T) {
+	avail, adm, tickets := Observations[0], Observations[1], Observations[3]
+	for _, tc := range []struct {
+		o    Observation
+		sim  float64
+		want float64
+	}{
+		{avail, 0.97, 0}, {avail, 1, -1}, {avail, 0.94, 1}, {adm, 160, 0}, {adm, 80, -0.5}, {adm, 200, 0.25},
+		{tickets, 12, 0}, {tickets, 10, 0}, {tickets, 5, -0.5}, {tickets, 28, 1},
+	} {
+		if got := tc.o.Residual(tc.sim); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("%s at %v: residual %v, want %v", tc.o.Name, tc.sim, got, tc.want)
+		}
+	}
+}
+
+// TestFitReturnsTheBestPointOfATinySpace checks the search against an
+// independent evaluation of every point of a 2×2 space.
+func TestFitReturnsTheBestPointOfATinySpace(t *testing.T) {
+	d, e, f := builtins(t, "D", "E", "F")[0], builtins(t, "E")[0], builtins(t, "F")[0]
+	rate, _ := ParseDim("workload.stormRate=120,220")
+	other, _ := ParseDim("host.otherBytes=512MiB,2GiB")
+	variant := DefaultSpace()[len(DefaultSpace())-1]
+	cfg := FitConfig{Base: short(), D: d, E: e, F: f, Space: []Dim{rate, other, variant}, Seed: 5, FitSeeds: 2, PredictSeeds: 1,
+		Samples: 8, Refine: 3, Top: 1}
+	r, err := Fit(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Start != "grid" || len(r.Points) != 4 {
+		t.Fatalf("start %s with %d points; want every point of the 2×2 space, once", r.Start, len(r.Points))
+	}
+	// Evaluate each point by hand: D on seeds 5 and 6.
+	var best Point
+	for i, rv := range rate.Values {
+		for j, ov := range other.Values {
+			c := short()
+			h := *c.Hardware.Host
+			c.Hardware.Host = &h
+			c.Workload.StormRate, h.OtherProcessBytes = rv.Num, int64(ov.Num)
+			var trials []virtual.Summary
+			for _, seed := range []uint64{5, 6} {
+				c.Seed = seed
+				tr, err := virtual.Run(context.Background(), c, d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				trials = append(trials, virtual.Summarize(d.Name, seed, tr))
+			}
+			p := Score(trials)
+			p.Values = []Value{rv, ov}
+			if (i == 0 && j == 0) || better(p, best) {
+				best = p
+			}
+		}
+	}
+	if !reflect.DeepEqual(r.Best.Values, best.Values) || r.Best.Objective != best.Objective {
+		t.Errorf("fit's best %v (objective %v), an exhaustive evaluation's %v (objective %v)", r.Best.Values, r.Best.Objective, best.Values, best.Objective)
+	}
+	for _, p := range r.Points {
+		if better(p, r.Best) {
+			t.Errorf("point %v beats the returned best", p.Values)
+		}
+	}
+	// Predictions: D once, E and F under both build variants, E at the next point.
+	roles := map[string]int{}
+	for _, p := range r.Predictions {
+		roles[p.Role]++
+		if len(p.Trials) != 1 {
+			t.Errorf("%s %s: %d trials, want 1", p.Role, p.Variant, len(p.Trials))
+		}
+	}
+	if roles["D"] != 1 || roles["E"] != 2 || roles["F"] != 2 || len(r.TopE) != 1 {
+		t.Errorf("predictions %v, top %d; want D once, E and F per variant, E at one more point", roles, len(r.TopE))
+	}
+}
+
+func TestFitSearchesAContinuousSpaceDeterministically(t *testing.T) {
+	d, e, f := builtins(t, "D", "E", "F")[0], builtins(t, "E")[0], builtins(t, "F")[0]
+	rate, _ := ParseDim("workload.stormRate=100:250")
+	cfg := FitConfig{Base: short(), D: d, E: e, F: f, Space: []Dim{rate}, Seed: 1, FitSeeds: 1, PredictSeeds: 1, Samples: 4, Refine: 3}
+	a, err := Fit(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Fit(context.Background(), cfg)
+	if a.Start != "hypercube" || len(a.Points) <= 4 {
+		t.Errorf("start %s, %d points; want a hypercube of 4 and refinement points", a.Start, len(a.Points))
+	}
+	if !reflect.DeepEqual(a.Points, b.Points) {
+		t.Error("the same fit searched different points")
+	}
+	// A hypercube puts one point in each quarter of the range.
+	quarters := map[int]bool{}
+	for _, p := range a.Points[:4] {
+		quarters[int((p.Values[0].Num-100)/150*4)] = true
+	}
+	if len(quarters) != 4 {
+		t.Errorf("hypercube points %v do not cover the quarters", a.Points[:4])
+	}
+}
