@@ -10,34 +10,50 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-// Field is a named value read from serverStatus. Paths are tried in order,
-// so one name covers the section's moves between releases; a field none of
-// whose paths exist is absent from the sample, not zero.
+// Sources are the documents a field is read from. A live sample reads
+// serverStatus; an FTDC sample (diagnostic.data) holds serverStatus,
+// replSetGetStatus and other collectors' replies side by side.
+const (
+	ServerStatus     = "serverStatus"
+	ReplSetGetStatus = "replSetGetStatus"
+)
+
+// Field is a named value read from a server document. Paths are tried in
+// order, so one name covers the section's moves between releases; a field
+// none of whose paths exist is absent from the sample, not zero.
 type Field struct {
 	Name string
 	// Counter marks cumulative counters (rates are taken of them).
 	Counter bool
-	Paths   []string
+	// Source is the document the paths are in (ServerStatus when empty).
+	Source string
+	Paths  []string
 }
 
-// Fields is the extractor table. Shapes: 7.0 keeps tickets under
-// wiredTiger.concurrentTransactions; 8.0 moved them to queues.execution
+// Fields is the extractor table, for live samples and FTDC samples alike.
+// Execution queues: up to 6.0 tickets are wiredTiger.concurrentTransactions
+// (out, available, totalTickets); 7.0 adds the pools' queue statistics
+// there (normalPriority, lowPriority under prioritization) and the
+// throughput-probing monitor; 8.0 moved them to queues.execution
 // (normalPriority only); master adds lowPriority pools and more.
 var Fields = []Field{
 	{Name: "uptimeMillis", Paths: []string{"uptimeMillis"}},
 	{Name: "residentMB", Paths: []string{"mem.resident"}},
 	{Name: "read.totalTickets", Paths: []string{"queues.execution.read.totalTickets", "wiredTiger.concurrentTransactions.read.totalTickets"}},
 	{Name: "read.out", Paths: []string{"queues.execution.read.out", "wiredTiger.concurrentTransactions.read.out"}},
+	{Name: "read.available", Paths: []string{"queues.execution.read.available", "wiredTiger.concurrentTransactions.read.available"}},
 	{Name: "write.totalTickets", Paths: []string{"queues.execution.write.totalTickets", "wiredTiger.concurrentTransactions.write.totalTickets"}},
+	{Name: "write.out", Paths: []string{"queues.execution.write.out", "wiredTiger.concurrentTransactions.write.out"}},
 	{Name: "read.normal.queueLength", Paths: []string{"queues.execution.read.normalPriority.queueLength", "wiredTiger.concurrentTransactions.read.normalPriority.queueLength"}},
-	{Name: "read.low.queueLength", Paths: []string{"queues.execution.read.lowPriority.queueLength"}},
-	{Name: "read.low.addedToQueue", Counter: true, Paths: []string{"queues.execution.read.lowPriority.addedToQueue"}},
-	{Name: "read.low.removedFromQueue", Counter: true, Paths: []string{"queues.execution.read.lowPriority.removedFromQueue"}},
-	{Name: "read.low.canceled", Counter: true, Paths: []string{"queues.execution.read.lowPriority.canceled"}},
+	{Name: "read.low.queueLength", Paths: []string{"queues.execution.read.lowPriority.queueLength", "wiredTiger.concurrentTransactions.read.lowPriority.queueLength"}},
+	{Name: "read.low.addedToQueue", Counter: true, Paths: []string{"queues.execution.read.lowPriority.addedToQueue", "wiredTiger.concurrentTransactions.read.lowPriority.addedToQueue"}},
+	{Name: "read.low.removedFromQueue", Counter: true, Paths: []string{"queues.execution.read.lowPriority.removedFromQueue", "wiredTiger.concurrentTransactions.read.lowPriority.removedFromQueue"}},
+	{Name: "read.low.canceled", Counter: true, Paths: []string{"queues.execution.read.lowPriority.canceled", "wiredTiger.concurrentTransactions.read.lowPriority.canceled"}},
 	{Name: "read.normal.removedFromQueue", Counter: true, Paths: []string{"queues.execution.read.normalPriority.removedFromQueue", "wiredTiger.concurrentTransactions.read.normalPriority.removedFromQueue"}},
 	{Name: "read.normal.canceled", Counter: true, Paths: []string{"queues.execution.read.normalPriority.canceled", "wiredTiger.concurrentTransactions.read.normalPriority.canceled"}},
 	{Name: "read.finishedProcessing", Counter: true, Paths: []string{"queues.execution.read.normalPriority.finishedProcessing", "wiredTiger.concurrentTransactions.read.normalPriority.finishedProcessing"}},
 	{Name: "monitor.timesDecreased", Counter: true, Paths: []string{"queues.execution.monitor.timesDecreased", "wiredTiger.concurrentTransactions.monitor.timesDecreased"}},
+	{Name: "monitor.timesIncreased", Counter: true, Paths: []string{"queues.execution.monitor.timesIncreased", "wiredTiger.concurrentTransactions.monitor.timesIncreased"}},
 	{Name: "queryMemory.currentUsageBytes", Paths: []string{"queryMemory.loadShedding.currentUsageBytes"}},
 	{Name: "queryMemory.lowMarkBytes", Paths: []string{"queryMemory.loadShedding.lowMarkBytes"}},
 	{Name: "queryMemory.highMarkBytes", Paths: []string{"queryMemory.loadShedding.highMarkBytes"}},
@@ -45,26 +61,79 @@ var Fields = []Field{
 	{Name: "queryMemory.operationsShed", Counter: true, Paths: []string{"queryMemory.loadShedding.operationsShed"}},
 	{Name: "queryMemory.operationsShedQueued", Counter: true, Paths: []string{"queryMemory.loadShedding.operationsShedQueued"}},
 	{Name: "tcmalloc.allocatedBytes", Paths: []string{"tcmalloc.generic.current_allocated_bytes"}},
+	{Name: "tcmalloc.heapBytes", Paths: []string{"tcmalloc.generic.heap_size"}},
+	{Name: "tcmalloc.pageheapFreeBytes", Paths: []string{"tcmalloc.tcmalloc.pageheap_free_bytes"}},
+	// metrics.query's spill counters: $sort's since 6.0 under sort, the
+	// other stages' since 7.0 under their names.
+	{Name: "spills.sort", Counter: true, Paths: []string{"metrics.query.sort.spillToDisk"}},
+	{Name: "spills.sortBytes", Counter: true, Paths: []string{"metrics.query.sort.spillToDiskBytes"}},
+	{Name: "spills.group", Counter: true, Paths: []string{"metrics.query.group.spills"}},
+	{Name: "spills.groupBytes", Counter: true, Paths: []string{"metrics.query.group.spilledBytes"}},
+	{Name: "spills.setWindowFields", Counter: true, Paths: []string{"metrics.query.setWindowFields.spills"}},
+	{Name: "spills.setWindowFieldsBytes", Counter: true, Paths: []string{"metrics.query.setWindowFields.spilledBytes"}},
 	{Name: "connections.current", Paths: []string{"connections.current"}},
+	{Name: "connections.available", Paths: []string{"connections.available"}},
+	{Name: "connections.totalCreated", Counter: true, Paths: []string{"connections.totalCreated"}},
+	{Name: "opcounters.insert", Counter: true, Paths: []string{"opcounters.insert"}},
+	{Name: "opcounters.query", Counter: true, Paths: []string{"opcounters.query"}},
+	{Name: "opcounters.update", Counter: true, Paths: []string{"opcounters.update"}},
+	{Name: "opcounters.delete", Counter: true, Paths: []string{"opcounters.delete"}},
+	{Name: "opcounters.getmore", Counter: true, Paths: []string{"opcounters.getmore"}},
 	{Name: "opcounters.command", Counter: true, Paths: []string{"opcounters.command"}},
+	// Replication state: serverStatus.repl mirrors hello (ismaster before
+	// 5.0); replSetGetStatus (FTDC records it beside serverStatus) gives
+	// the member's state (1 primary, 2 secondary) and the term, which
+	// grows with every election.
+	{Name: "repl.isWritablePrimary", Paths: []string{"repl.isWritablePrimary", "repl.ismaster"}},
+	{Name: "repl.myState", Source: ReplSetGetStatus, Paths: []string{"myState"}},
+	{Name: "repl.term", Source: ReplSetGetStatus, Paths: []string{"term"}},
 }
 
-// Extract reads every field present in a serverStatus document.
-func Extract(doc bson.Raw) map[string]float64 {
+// Lookup reads the number at a dotted path of one source document; ok is
+// false when the path is absent or not a number.
+type Lookup func(source, path string) (float64, bool)
+
+// ExtractWith reads every field of the table that get has.
+func ExtractWith(get Lookup) map[string]float64 {
 	out := make(map[string]float64, len(Fields))
 	for _, f := range Fields {
+		src := f.Source
+		if src == "" {
+			src = ServerStatus
+		}
 		for _, p := range f.Paths {
-			v, err := doc.LookupErr(strings.Split(p, ".")...)
-			if err != nil {
-				continue
-			}
-			if x, ok := v.AsFloat64OK(); ok {
+			if x, ok := get(src, p); ok {
 				out[f.Name] = x
 				break
 			}
 		}
 	}
 	return out
+}
+
+// Extract reads every field present in a serverStatus document.
+func Extract(doc bson.Raw) map[string]float64 { return ExtractWith(DocLookup(ServerStatus, doc)) }
+
+// DocLookup reads the fields of source from a reply document: numbers as
+// they are, booleans as 1 or 0 (as FTDC flattens them); other sources are
+// absent.
+func DocLookup(source string, doc bson.Raw) Lookup {
+	return func(src, path string) (float64, bool) {
+		if src != source {
+			return 0, false
+		}
+		v, err := doc.LookupErr(strings.Split(path, ".")...)
+		if err != nil {
+			return 0, false
+		}
+		if b, ok := v.BooleanOK(); ok {
+			if b {
+				return 1, true
+			}
+			return 0, true
+		}
+		return v.AsFloat64OK()
+	}
 }
 
 // IsCounter reports whether a field is cumulative.

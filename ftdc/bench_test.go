@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +18,17 @@ import (
 
 // daySamples is a day at one sample a second.
 const daySamples = 86400
+
+// benchSamples is how many 1 Hz samples BenchmarkDecode decodes: an hour
+// by default (writing them takes about a second), a whole day with
+// QMLSAB_FTDC_BENCH_SAMPLES=86400 (tens of seconds to write; the decode
+// rates are the same, since every chunk is alike).
+func benchSamples() int {
+	if n, err := strconv.Atoi(os.Getenv("QMLSAB_FTDC_BENCH_SAMPLES")); err == nil && n > 0 {
+		return n
+	}
+	return 3600
+}
 
 // dayTemplate builds a serverStatus-like sample with about 1,500 metrics
 // and returns it with the offset and type of every metric value in its
@@ -182,6 +194,7 @@ func (p *patcher) sample(i int) []byte {
 
 var benchDay struct {
 	once    sync.Once
+	samples int
 	files   [][]byte
 	metrics int
 	bytes   int64
@@ -208,7 +221,8 @@ func writeDay() {
 		d.err = err
 		return
 	}
-	for i := 0; i < daySamples; i++ {
+	d.samples = benchSamples()
+	for i := 0; i < d.samples; i++ {
 		if err := w.Add(bson.Raw(p.sample(i))); err != nil {
 			d.err = err
 			return
@@ -267,16 +281,17 @@ func decodeDay(files [][]byte) (samples int, sum int64, err error) {
 	return samples, sum, nil
 }
 
-// BenchmarkDecode decodes a day of 1 Hz samples with about 1,500 metrics,
-// written by the Writer. MB/s counts FTDC file bytes; values/s counts
-// samples × metrics; s/day is the time for the whole day.
+// BenchmarkDecode decodes an hour (QMLSAB_FTDC_BENCH_SAMPLES: any number)
+// of 1 Hz samples with about 1,500 metrics, written by the Writer. MB/s
+// counts FTDC file bytes; values/s counts samples × metrics; s/day is the
+// time a day of such samples takes at that rate.
 func BenchmarkDecode(b *testing.B) {
 	benchDay.once.Do(writeDay)
 	d := &benchDay
 	if d.err != nil {
 		b.Fatal(d.err)
 	}
-	b.Logf("day: %d files, %.1f MB, %d metrics, generated in %v", len(d.files), float64(d.bytes)/1e6, d.metrics, d.gen.Round(time.Millisecond))
+	b.Logf("%d samples: %d files, %.1f MB, %d metrics, generated in %v", d.samples, len(d.files), float64(d.bytes)/1e6, d.metrics, d.gen.Round(time.Millisecond))
 	b.SetBytes(d.bytes)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -285,11 +300,11 @@ func BenchmarkDecode(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if n != daySamples {
-			b.Fatalf("decoded %d samples, want %d", n, daySamples)
+		if n != d.samples {
+			b.Fatalf("decoded %d samples, want %d", n, d.samples)
 		}
 	}
 	sec := b.Elapsed().Seconds() / float64(b.N)
-	b.ReportMetric(float64(daySamples*d.metrics)/sec, "values/s")
-	b.ReportMetric(sec, "s/day")
+	b.ReportMetric(float64(d.samples*d.metrics)/sec, "values/s")
+	b.ReportMetric(sec*daySamples/float64(d.samples), "s/day")
 }

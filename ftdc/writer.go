@@ -306,6 +306,26 @@ func (w *Writer) Close() error {
 	return err
 }
 
+// Abort stops writing as a killed process stops: the archive file is
+// closed without the pending chunk, and the interim file is left as it was
+// last rewritten (samples added since are lost, as they are when mongod is
+// killed). A NewWriter on the same directory takes the interim chunk into
+// its first archive file.
+func (w *Writer) Abort() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	if w.f == nil {
+		return nil
+	}
+	err := w.f.Close()
+	w.f = nil
+	return err
+}
+
 // closeArchive flushes the pending chunk into the archive and drops the
 // interim file.
 func (w *Writer) closeArchive() error {

@@ -10,6 +10,8 @@ import (
 
 // PerSecond derives the per-second series from samples, seconds counted
 // from start: for each second the last value the primary reported in it.
+// A second whose primary samples all came from diagnostic data
+// (Sample.FromFTDC) is marked FTDC.
 func PerSecond(samples []store.Sample, start time.Time) []store.Second {
 	b := newBuckets(start, func(i int) *store.Second { return &store.Second{T: i} })
 	at := b.at
@@ -29,9 +31,13 @@ func PerSecond(samples []store.Sample, start time.Time) []store.Second {
 	adm, kil := Departures(samples)
 	set(adm, func(s *store.Second) **float64 { return &s.Admissions })
 	set(kil, func(s *store.Second) **float64 { return &s.Kills })
+	wire := map[*store.Second]bool{} // seconds with a primary sample from the sampler
 	for _, s := range samples {
 		if s.Up && s.Primary {
-			at(s.At).Primary = s.Member
+			sec := at(s.At)
+			sec.Primary = s.Member
+			wire[sec] = wire[sec] || !s.FromFTDC
+			sec.FTDC = !wire[sec]
 		}
 	}
 	return b.sorted()

@@ -34,6 +34,11 @@ type Metric struct {
 	// compute returns the metric of a trial, false when the records
 	// cannot give it (absent, not zero).
 	compute func(t *trial) (float64, bool)
+	// Needs are the kinds of record beyond the samples the metric rests
+	// on (store.StormRecords, CanaryRecords, KillRecords): it is absent
+	// from a trial that lacks one (store.Records.Missing), such as a
+	// trial imported from diagnostic data without client-side outcomes.
+	Needs []string
 }
 
 // Names of the metrics other packages refer to by name.
@@ -65,38 +70,38 @@ const (
 // Registry is every known metric, in report order.
 var Registry = []Metric{
 	{Availability, "availability", "", +1, false, "canary ops that succeeded within the SLO ÷ canary ops scheduled, over all three phases; a canary that found no primary counts as failed", true,
-		storm(func(t *trial) (float64, bool) { return availability(t.Results), true })},
+		storm(func(t *trial) (float64, bool) { return availability(t.Results), true }), []string{store.CanaryRecords}},
 	{Failovers, "failovers", "", -1, true, "primary changes observed in the samples (a new member, or a restarted process, as primary)", true,
-		func(t *trial) (float64, bool) { return float64(PrimaryChanges(t.Samples)), true }},
+		func(t *trial) (float64, bool) { return float64(PrimaryChanges(t.Samples)), true }, nil},
 	{Restarts, "restarts", "", -1, true, "member process restarts (crash or OOM kill), from processId changes or uptime going backwards", true,
-		func(t *trial) (float64, bool) { return float64(RestartCount(t.Samples)), true }},
+		func(t *trial) (float64, bool) { return float64(RestartCount(t.Samples)), true }, nil},
 	{ShedsPerS, "sheds/s", "/s", 0, false, "server sheds (Δ queryMemory.loadShedding.operationsShed on the primary) plus killOp actor kills, per second of storm", true,
-		storm(func(t *trial) (float64, bool) { return t.shedsPerS() })},
+		storm(func(t *trial) (float64, bool) { return t.shedsPerS() }), []string{store.KillRecords}},
 	{AdmissionsPerS, "admissions/s", "/s", 0, false, "low-priority read queue departures that got a ticket (Δ removedFromQueue − Δ canceled) per second of storm", true,
-		storm(func(t *trial) (float64, bool) { return t.stormMean(t.admissions) })},
+		storm(func(t *trial) (float64, bool) { return t.stormMean(t.admissions) }), nil},
 	{KillsPerS, "queue kills/s", "/s", 0, false, "low-priority read queue departures without a ticket (Δ canceled) per second of storm", true,
-		storm(func(t *trial) (float64, bool) { return t.queueKillsPerS() })},
+		storm(func(t *trial) (float64, bool) { return t.queueKillsPerS() }), nil},
 	{DeparturesPerS, "departures/s", "/s", 0, false, "Δ removedFromQueue of the low-priority read queue per second of storm (admissions + kills)", false,
 		storm(func(t *trial) (float64, bool) {
 			a, ok := t.stormMean(t.admissions)
 			k, _ := t.queueKillsPerS()
 			return a + k, ok
-		})},
+		}), nil},
 	{ReadTicketsMed, "read tickets (median)", "", 0, false, "queues.execution.read.totalTickets on the primary during the storm, median", true,
-		storm(func(t *trial) (float64, bool) { return t.stormGauge("read.totalTickets", median) })},
+		storm(func(t *trial) (float64, bool) { return t.stormGauge("read.totalTickets", median) }), nil},
 	{ReadTicketsMin, "read tickets (min)", "", 0, false, "queues.execution.read.totalTickets on the primary during the storm, minimum", false,
-		storm(func(t *trial) (float64, bool) { return t.stormGauge("read.totalTickets", slices.Min) })},
+		storm(func(t *trial) (float64, bool) { return t.stormGauge("read.totalTickets", slices.Min) }), nil},
 	{LowQueueP95, "low-pri queue p95", "", -1, false, "queues.execution.read.lowPriority.queueLength on the primary during the storm, 95th percentile", true,
 		storm(func(t *trial) (float64, bool) {
 			return t.stormGauge("read.low.queueLength", func(v []float64) float64 { return Quantile(v, 0.95) })
-		})},
+		}), nil},
 	{LowQueueMax, "low-pri queue max", "", -1, false, "the same queue's maximum during the storm", false,
-		storm(func(t *trial) (float64, bool) { return t.stormGauge("read.low.queueLength", slices.Max) })},
+		storm(func(t *trial) (float64, bool) { return t.stormGauge("read.low.queueLength", slices.Max) }), nil},
 	{LowQueueSlope, "low-pri queue slope", "/s", -1, false, "least-squares growth of the low-priority queue over the storm, ops per second", false,
 		storm(func(t *trial) (float64, bool) {
 			slope, _, ok := t.queueSlope()
 			return slope, ok
-		})},
+		}), nil},
 	{LowQueueGrowth, "sustained queue growth", "", -1, true, "1 when the storm's queue slope is above zero at one-sided p < 0.01 and added at least 10 ops, else 0", false,
 		storm(func(t *trial) (float64, bool) {
 			slope, p, ok := t.queueSlope()
@@ -107,7 +112,7 @@ var Registry = []Metric{
 				return 1, true
 			}
 			return 0, true
-		})},
+		}), nil},
 	{RSSPeakBytes, "peak RSS", "B", -1, false, "peak mem.resident over all members", true,
 		storm(func(t *trial) (float64, bool) {
 			peak := 0.0
@@ -117,15 +122,15 @@ var Registry = []Metric{
 				}
 			}
 			return peak, peak > 0
-		})},
-	{StormCompleted, "storm completed", "", 0, true, "storm ops that completed", false, stormCount(store.Completed)},
-	{StormShed, "storm shed", "", 0, true, "storm ops that failed QueryMemoryLimitExceeded", false, stormCount(store.Shed)},
-	{StormKilled, "storm killed", "", 0, true, "storm ops that failed Interrupted (killOp)", false, stormCount(store.Killed)},
-	{StormFailed, "storm failed", "", -1, true, "storm ops that failed otherwise (timeouts, network errors, no primary)", false, stormCount(store.Failed)},
+		}), nil},
+	{StormCompleted, "storm completed", "", 0, true, "storm ops that completed", false, stormCount(store.Completed), []string{store.StormRecords}},
+	{StormShed, "storm shed", "", 0, true, "storm ops that failed QueryMemoryLimitExceeded", false, stormCount(store.Shed), []string{store.StormRecords}},
+	{StormKilled, "storm killed", "", 0, true, "storm ops that failed Interrupted (killOp)", false, stormCount(store.Killed), []string{store.StormRecords}},
+	{StormFailed, "storm failed", "", -1, true, "storm ops that failed otherwise (timeouts, network errors, no primary)", false, stormCount(store.Failed), []string{store.StormRecords}},
 	{CanaryP50Ms, "canary p50", "ms", -1, false, "canary latency from its scheduled start, median", false,
-		storm(func(t *trial) (float64, bool) { return t.canaryLatency(0.5) })},
+		storm(func(t *trial) (float64, bool) { return t.canaryLatency(0.5) }), []string{store.CanaryRecords}},
 	{CanaryP99Ms, "canary p99", "ms", -1, false, "canary latency from its scheduled start, 99th percentile", true,
-		storm(func(t *trial) (float64, bool) { return t.canaryLatency(0.99) })},
+		storm(func(t *trial) (float64, bool) { return t.canaryLatency(0.99) }), []string{store.CanaryRecords}},
 	{VictimTrackedP50, "victim tracked bytes p50", "B", 0, false, "median inUseTrackedMemBytes of the storm's shed or killed ops, during the storm", false,
 		storm(func(t *trial) (float64, bool) {
 			var v []float64
@@ -138,18 +143,18 @@ var Registry = []Metric{
 				return 0, false
 			}
 			return median(v), true
-		})},
+		}), []string{store.StormRecords, store.KillRecords}},
 	{UnsafeSheds, "unsafe sheds", "", -1, true, "merge workload: ops that failed shed or killed after their $merge wrote documents", true,
-		mergeOps(func(o store.MergeOp) bool { return o.Unsafe })},
+		mergeOps(func(o store.MergeOp) bool { return o.Unsafe }), nil},
 	{"unsafe_sheds_primary", "unsafe sheds on primary", "", -1, true, "unsafe sheds of $merge ops run on the primary", false,
-		mergeOps(func(o store.MergeOp) bool { return o.Unsafe && o.ReadPreference == "primary" })},
+		mergeOps(func(o store.MergeOp) bool { return o.Unsafe && o.ReadPreference == "primary" }), nil},
 	{"unsafe_sheds_secondary", "unsafe sheds on secondary", "", -1, true, "unsafe sheds of $merge ops run with read preference secondary", false,
-		mergeOps(func(o store.MergeOp) bool { return o.Unsafe && o.ReadPreference == "secondary" })},
-	{"merge_ops", "merge ops", "", 0, true, "merge workload: $merge ops run", false, mergeOps(func(store.MergeOp) bool { return true })},
-	{"merge_completed", "merge completed", "", 0, true, "merge ops that completed", true, mergeOutcome(store.Completed)},
-	{"merge_shed", "merge shed", "", 0, true, "merge ops that failed QueryMemoryLimitExceeded", true, mergeOutcome(store.Shed)},
-	{"merge_killed", "merge killed", "", 0, true, "merge ops that failed Interrupted", false, mergeOutcome(store.Killed)},
-	{"merge_failed", "merge failed", "", -1, true, "merge ops that failed otherwise", false, mergeOutcome(store.Failed)},
+		mergeOps(func(o store.MergeOp) bool { return o.Unsafe && o.ReadPreference == "secondary" }), nil},
+	{"merge_ops", "merge ops", "", 0, true, "merge workload: $merge ops run", false, mergeOps(func(store.MergeOp) bool { return true }), nil},
+	{"merge_completed", "merge completed", "", 0, true, "merge ops that completed", true, mergeOutcome(store.Completed), nil},
+	{"merge_shed", "merge shed", "", 0, true, "merge ops that failed QueryMemoryLimitExceeded", true, mergeOutcome(store.Shed), nil},
+	{"merge_killed", "merge killed", "", 0, true, "merge ops that failed Interrupted", false, mergeOutcome(store.Killed), nil},
+	{"merge_failed", "merge failed", "", -1, true, "merge ops that failed otherwise", false, mergeOutcome(store.Failed), nil},
 }
 
 // Lookup finds a metric by name; unknown names (metrics of a newer tool,
@@ -161,6 +166,18 @@ func Lookup(name string) Metric {
 	return Metric{Name: name, Title: name}
 }
 
+// AbsentWithout are the metrics a trial lacking the missing kinds of
+// record cannot have (their Needs), in registry order.
+func AbsentWithout(missing []string) []Metric {
+	var out []Metric
+	for _, m := range Registry {
+		if slices.ContainsFunc(m.Needs, func(k string) bool { return slices.Contains(missing, k) }) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // Summarize computes every metric a trial's records can give. Storm-window
 // metrics use what happened between the storm's start and the recovery's;
 // a metric the records cannot give is absent, not zero.
@@ -168,6 +185,9 @@ func Summarize(r store.Records) map[string]float64 {
 	t := newTrial(r)
 	out := map[string]float64{}
 	for _, m := range Registry {
+		if slices.ContainsFunc(m.Needs, func(k string) bool { return slices.Contains(r.Missing, k) }) {
+			continue
+		}
 		if v, ok := m.compute(t); ok {
 			out[m.Name] = v
 		}

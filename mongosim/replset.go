@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,6 +46,10 @@ type ReplicaSetOptions struct {
 	// RestartDelay is how long an OOM-killed member stays down before it
 	// is restarted, as an automation agent would (default 5 s).
 	RestartDelay time.Duration
+	// DiagnosticDataRoot, when set, gives each member a diagnostic.data
+	// directory as a mongod with a dbpath has: member i records into
+	// <root>/member<i>/diagnostic.data (kept across Kill and Restart).
+	DiagnosticDataRoot string
 }
 
 // ReplicaSet is a set of in-process members on loopback ports. Members keep
@@ -81,7 +86,7 @@ func StartReplicaSet(ctx context.Context, opts ReplicaSetOptions) (*ReplicaSet, 
 	rs := &ReplicaSet{opts: opts}
 	for i := 0; i < opts.Members; i++ {
 		st := &MemStorage{}
-		srv, err := rs.start(0, st)
+		srv, err := rs.start(i, 0, st)
 		if err != nil {
 			rs.Close()
 			return nil, err
@@ -110,9 +115,12 @@ func StartReplicaSet(ctx context.Context, opts ReplicaSetOptions) (*ReplicaSet, 
 	return rs, nil
 }
 
-func (rs *ReplicaSet) start(port int, st *MemStorage) (*Server, error) {
+func (rs *ReplicaSet) start(i, port int, st *MemStorage) (*Server, error) {
 	opts := Options{Port: port, ReplSet: rs.opts.Name, Storage: st, Parameters: rs.opts.Parameters,
 		MemLimitMB: rs.opts.MemLimitMB, Logger: rs.opts.Logger, Sim: rs.opts.Sim, OnOOM: rs.onOOM}
+	if rs.opts.DiagnosticDataRoot != "" {
+		opts.DiagnosticDataDir = DiagnosticDataDir(filepath.Join(rs.opts.DiagnosticDataRoot, fmt.Sprintf("member%d", i)))
+	}
 	if port == 0 {
 		ln, err := ListenLoopback()
 		if err != nil {
@@ -226,7 +234,7 @@ func (rs *ReplicaSet) Restart(i int) error {
 	var err error
 	for range 50 { // the port may take a moment to be free again
 		var srv *Server
-		if srv, err = rs.start(rs.ports[i], rs.stores[i]); err == nil {
+		if srv, err = rs.start(i, rs.ports[i], rs.stores[i]); err == nil {
 			rs.members[i] = srv
 			return nil
 		}
@@ -235,13 +243,19 @@ func (rs *ReplicaSet) Restart(i int) error {
 	return err
 }
 
-// Close kills every member.
+// Close stops every member (Server.Shutdown: diagnostic data archived).
 func (rs *ReplicaSet) Close() {
 	rs.mu.Lock()
 	rs.closed = true
 	rs.mu.Unlock()
 	for i := range rs.members {
-		rs.Kill(i)
+		rs.mu.Lock()
+		m := rs.members[i]
+		rs.members[i] = nil
+		rs.mu.Unlock()
+		if m != nil {
+			m.Shutdown()
+		}
 	}
 }
 

@@ -62,6 +62,10 @@ type Options struct {
 	// OnOOM is called (in its own goroutine) after the model OOM-killed the
 	// member; a supervisor restarts it.
 	OnOOM func(*Server)
+	// DiagnosticDataDir is where the member records its diagnostic data
+	// (ftdc.go); default <dbpath>/diagnostic.data when Storage is a
+	// DirStorage, none otherwise.
+	DiagnosticDataDir string
 }
 
 // Server is one simulated mongod.
@@ -100,6 +104,7 @@ type Server struct {
 
 	sim       *simulation
 	oomKilled atomic.Bool
+	ftdc      *ftdcCollector // nil without a diagnostic.data directory
 }
 
 type opCounters struct {
@@ -170,6 +175,7 @@ func Start(opts Options) (*Server, error) {
 	if opts.ReplSet != "" {
 		s.startReplication()
 	}
+	s.startFTDC()
 	return s, nil
 }
 

@@ -16,7 +16,37 @@ type Records struct {
 	Merge   *MergeRun
 	Samples []Sample
 	Kills   []Kill
+	// Missing names the kinds of record the trial could not record
+	// (Storm, Canaries, Kills): a trial imported from diagnostic data has
+	// no client-side outcomes unless a file gave them. A metric that rests
+	// on a missing kind is absent, not zero (metric.Registry's Needs).
+	Missing []string
 }
+
+// Import is how an imported run was built (Manifest.Imported).
+type Import struct {
+	// From is what the trials were built from: "ftdc", members' own
+	// diagnostic data (docs/ftdc.md).
+	From string `json:"from"`
+	// Spec is the import's description of its trials (a YAML file), or
+	// "flags" when the command line gave it.
+	Spec string `json:"spec"`
+	// Sources are the diagnostic data read, as given.
+	Sources []string `json:"sources"`
+	// Outcomes is the client-side outcomes file, when one was given.
+	Outcomes string `json:"outcomes,omitempty"`
+	// Missing are, by arm, the kinds of record the sources could not give
+	// (StormRecords, CanaryRecords, KillRecords); the metrics resting on
+	// them are absent from that arm's trials.
+	Missing map[string][]string `json:"missing,omitempty"`
+}
+
+// Kinds of record a trial may lack (Records.Missing).
+const (
+	StormRecords  = "storm"    // the storm's ops and their outcomes
+	CanaryRecords = "canaries" // the canaries
+	KillRecords   = "kills"    // the killOp actor's kills
+)
 
 // Sample is one member's serverStatus at one moment. A member that could
 // not be read is a sample with Up false: a gap, not an error.
@@ -27,6 +57,11 @@ type Sample struct {
 	Primary   bool
 	ProcessID string // topologyVersion.processId: changes on every start
 	Values    map[string]float64
+	// FromFTDC marks a sample read from the member's own diagnostic data
+	// (diagnostic.data) instead of asked for over the wire: an imported
+	// trial's samples, or a second the sampler missed, filled after a
+	// local trial. It has no $currentOp census.
+	FromFTDC bool `json:",omitempty"`
 }
 
 // Second is the derived per-second series of a trial at one second: the
@@ -44,6 +79,9 @@ type Second struct {
 	LowMark  *float64 `json:"lowMarkBytes,omitempty"`
 	HighMark *float64 `json:"highMarkBytes,omitempty"`
 	MemLimit *float64 `json:"memLimitBytes,omitempty"`
+	// FTDC: the second's values came from the primary's diagnostic data,
+	// not from the sampler (Sample.FromFTDC).
+	FTDC bool `json:"ftdc,omitempty"`
 }
 
 // StormOp is one storm query's outcome.

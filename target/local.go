@@ -73,6 +73,13 @@ func provisionLocal(ctx context.Context, arm arms.Arm, opts Options) (Deployment
 		}
 		l.extraArgs = append(l.extraArgs, "--simMemLimitMB", strconv.FormatInt(opts.MemberMemLimitMB, 10))
 	}
+	if _, set := arm.SetParameters[interimParam]; !set {
+		// Each member rewrites its diagnostic data's interim file every
+		// sample (mongod's default is every ten), so a member killed mid-
+		// trial leaves on disk all but the sample it was taking: what gap
+		// filling (run/gapfill.go) and qmlsab import ftdc read.
+		l.extraArgs = append(l.extraArgs, "--setParameter", interimParam+"=1")
+	}
 	if l.restartDelay <= 0 {
 		l.restartDelay = mongosim.DefaultRestartDelay
 	}
@@ -116,6 +123,10 @@ func provisionLocal(ctx context.Context, arm arms.Arm, opts Options) (Deployment
 	l.startup = info
 	return l, nil
 }
+
+// interimParam is mongod's server parameter for how many diagnostic
+// samples pass between rewrites of diagnostic.data/metrics.interim.
+const interimParam = "diagnosticDataCollectionSamplesPerInterimUpdate"
 
 // start launches a member in its own process group, its output in the
 // trial folder.
@@ -279,6 +290,18 @@ func (l *local) Describe() string {
 		kind += " (SIMULATED: mongosim)"
 	}
 	return kind + " " + strings.Join(l.Members(), ",")
+}
+
+// DiagnosticData maps each member (host:port) to the diagnostic.data
+// directory in its dbpath, where mongod and cmd/mongosim keep their FTDC.
+func (l *local) DiagnosticData() map[string]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]string, len(l.members))
+	for _, m := range l.members {
+		out[m.addr()] = mongosim.DiagnosticDataDir(m.dbpath)
+	}
+	return out
 }
 
 // Restarts are the member restarts the supervisor performed.

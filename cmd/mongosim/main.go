@@ -42,7 +42,7 @@ func run(args []string) int {
 	port := fs.Int("port", 27017, "port to listen on")
 	bindIP := fs.String("bind_ip", "127.0.0.1", "address to listen on")
 	replSet := fs.String("replSet", "", "replica set name (empty: standalone)")
-	dbpath := fs.String("dbpath", "", "directory for the member's durable state (empty: in memory)")
+	dbpath := fs.String("dbpath", "", "directory for the member's durable state and its diagnostic.data (empty: in memory, no diagnostic data)")
 	logpath := fs.String("logpath", "", "log file (default: standard output)")
 	memLimit := fs.Int64("simMemLimitMB", 32768, "simulated memory limit of the member, MiB (an Atlas M50)")
 	cpus := fs.Int("simCPUs", 8, "simulated CPUs of the member")
@@ -96,7 +96,7 @@ func run(args []string) int {
 		select {
 		case s := <-sig:
 			logger.Info("shutting down", "signal", s.String())
-			srv.Kill()
+			srv.Shutdown() // diagnostic.data archived whole, as mongod does on SIGTERM
 			return 0
 		case <-srv.Done():
 		}

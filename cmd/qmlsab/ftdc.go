@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/qmlsab/qmlsab/ftdc"
+)
+
+// ftdcCommand reads MongoDB's diagnostic data (FTDC).
+func ftdcCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "ftdc",
+		Usage: "read MongoDB diagnostic data (diagnostic.data, FTDC) of mongod or mongosim",
+		Subcommands: []*cli.Command{{
+			Name:      "dump",
+			Usage:     "one line per sample of FTDC files or diagnostic.data directories, as JSON lines or CSV",
+			ArgsUsage: "FILE_OR_DIR... [--paths p1,p2,...] [--format jsonl|csv] [--list]",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "paths", Usage: "the metrics to write, comma-separated dotted paths such as serverStatus.mem.resident (default: all)"},
+				&cli.StringFlag{Name: "format", Value: "jsonl", Usage: "jsonl (an object per sample; start in ms since the epoch) or csv"},
+				&cli.BoolFlag{Name: "list", Usage: "list the metric paths instead of the samples"},
+			},
+			Action: ftdcDumpAction,
+		}},
+	}
+}
+
+func ftdcDumpAction(c *cli.Context) error {
+	fail := func(format string, args ...any) error {
+		return cli.Exit(fmt.Sprintf("qmlsab ftdc dump: "+format, args...), 1)
+	}
+	sources, err := argsWithLateFlags(c, "list")
+	if err != nil {
+		return fail("%v", err)
+	}
+	if len(sources) == 0 {
+		return fail("name at least one FTDC file or diagnostic.data directory")
+	}
+	format := c.String("format")
+	if format != "jsonl" && format != "csv" {
+		return fail("--format %q: want jsonl or csv", format)
+	}
+	var paths []string
+	for _, p := range strings.Split(c.String("paths"), ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			paths = append(paths, p)
+		}
+	}
+	if _, err := ftdc.Files(sources...); err != nil {
+		return fail("%v", err)
+	}
+	torn := func(err error) {
+		fmt.Fprintf(c.App.ErrWriter, "qmlsab ftdc dump: warning: %v (a process killed mid-write; everything before it was read)\n", err)
+	}
+	if c.Bool("list") || len(paths) > 0 {
+		all, err := ftdc.ListPaths(sources...)
+		if err != nil && !ftdc.IsTruncated(err) {
+			return fail("%v", err)
+		}
+		if c.Bool("list") {
+			w := bufio.NewWriter(c.App.Writer)
+			for _, p := range all {
+				fmt.Fprintln(w, p)
+			}
+			if err != nil {
+				torn(err)
+			}
+			return w.Flush()
+		}
+		for _, p := range paths {
+			if p != "start" && !slices.Contains(all, p) {
+				return fail("--paths %s: no such metric in %s (--list shows them)", p, strings.Join(sources, " "))
+			}
+		}
+	}
+	if err := ftdc.Dump(c.App.Writer, paths, format, sources...); err != nil {
+		if ftdc.IsTruncated(err) {
+			torn(err)
+			return nil
+		}
+		return fail("%v", err)
+	}
+	return nil
+}
+
+// argsWithLateFlags returns a command's arguments with flags written after
+// them (qmlsab ftdc dump DIR --format csv) applied; the CLI library stops
+// parsing flags at the first argument. bools are the flags without a
+// value.
+func argsWithLateFlags(c *cli.Context, bools ...string) ([]string, error) {
+	var args []string
+	rest := c.Args().Slice()
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			args = append(args, a)
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !hasValue {
+			if slices.Contains(bools, name) {
+				value = "true"
+			} else {
+				if i+1 >= len(rest) {
+					return nil, fmt.Errorf("flag %s needs a value", a)
+				}
+				i++
+				value = rest[i]
+			}
+		}
+		if !slices.ContainsFunc(c.Command.Flags, func(f cli.Flag) bool { return slices.Contains(f.Names(), name) }) {
+			return nil, errors.New("unknown flag " + a)
+		}
+		if err := c.Set(name, value); err != nil {
+			return nil, fmt.Errorf("flag %s: %v", a, err)
+		}
+	}
+	return args, nil
+}

@@ -1,0 +1,234 @@
+package ftdcimport
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/qmlsab/qmlsab/store"
+)
+
+// Outcomes are the client-side records of an import: what the clients
+// that drove the trials saw (docs/ftdc.md, "Client-side outcomes").
+type Outcomes struct {
+	Storm    []store.StormOp
+	Canaries []store.CanaryOp
+	Kills    []store.Kill
+}
+
+// record is one line of an outcomes file, in either encoding.
+type record struct {
+	Kind         string   `json:"kind"`
+	Time         string   `json:"time"`
+	LatencyMs    *float64 `json:"latencyMs"`
+	Outcome      string   `json:"outcome"`
+	Code         string   `json:"code"`
+	Stage        string   `json:"stage"`
+	TrackedBytes *int64   `json:"trackedBytes"`
+	Write        *bool    `json:"write"`
+	OK           *bool    `json:"ok"`
+	OpID         *int64   `json:"opid"`
+	Queued       *bool    `json:"queued"`
+	Err          string   `json:"err"`
+}
+
+// columns are the keys of a record, as CSV header names.
+var columns = []string{"kind", "time", "latencyMs", "outcome", "code", "stage", "trackedBytes", "write", "ok", "opid", "queued", "err"}
+
+// LoadOutcomes reads a client-side outcomes file: CSV when its name ends
+// in .csv, JSON lines otherwise. canarySLO decides a canary's ok when the
+// file does not. Errors name the file and line.
+func LoadOutcomes(path string, canarySLO time.Duration) (*Outcomes, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := &Outcomes{}
+	add := func(line int, r record) error {
+		if err := out.add(r, canarySLO); err != nil {
+			return fmt.Errorf("%s:%d: %v", path, line, err)
+		}
+		return nil
+	}
+	if strings.HasSuffix(strings.ToLower(path), ".csv") {
+		return out, readCSV(path, f, add)
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		var r record
+		if err := dec.Decode(&r); err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", path, line, err)
+		}
+		if err := add(line, r); err != nil {
+			return nil, err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s:%d: %v", path, line+1, err)
+	}
+	return out, nil
+}
+
+func readCSV(path string, r io.Reader, add func(int, record) error) error {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = -1
+	header, err := cr.Read()
+	if err != nil {
+		return fmt.Errorf("%s:1: header: %v", path, err)
+	}
+	for _, h := range header {
+		if !slices.Contains(columns, h) {
+			return fmt.Errorf("%s:1: unknown column %q (want any of %s)", path, h, strings.Join(columns, ", "))
+		}
+	}
+	for {
+		row, err := cr.Read()
+		if err == io.EOF {
+			return nil
+		}
+		line, _ := cr.FieldPos(0)
+		if err != nil {
+			return fmt.Errorf("%s: %v", path, err)
+		}
+		if len(row) != len(header) {
+			return fmt.Errorf("%s:%d: %d fields, the header has %d", path, line, len(row), len(header))
+		}
+		var rec record
+		for i, v := range row {
+			if v == "" {
+				continue
+			}
+			if err := rec.set(header[i], v); err != nil {
+				return fmt.Errorf("%s:%d: %s: %v", path, line, header[i], err)
+			}
+		}
+		if err := add(line, rec); err != nil {
+			return err
+		}
+	}
+}
+
+// set reads one CSV field.
+func (r *record) set(col, v string) error {
+	num := func() (*float64, error) {
+		f, err := strconv.ParseFloat(v, 64)
+		return &f, err
+	}
+	integer := func() (*int64, error) {
+		n, err := strconv.ParseInt(v, 10, 64)
+		return &n, err
+	}
+	boolean := func() (*bool, error) {
+		b, err := strconv.ParseBool(v)
+		return &b, err
+	}
+	var err error
+	switch col {
+	case "kind":
+		r.Kind = v
+	case "time":
+		r.Time = v
+	case "latencyMs":
+		r.LatencyMs, err = num()
+	case "outcome":
+		r.Outcome = v
+	case "code":
+		r.Code = v
+	case "stage":
+		r.Stage = v
+	case "trackedBytes":
+		r.TrackedBytes, err = integer()
+	case "write":
+		r.Write, err = boolean()
+	case "ok":
+		r.OK, err = boolean()
+	case "opid":
+		r.OpID, err = integer()
+	case "queued":
+		r.Queued, err = boolean()
+	case "err":
+		r.Err = v
+	}
+	if err != nil {
+		var ne *strconv.NumError
+		if errors.As(err, &ne) {
+			err = ne.Err
+		}
+		return fmt.Errorf("%q: %v", v, err)
+	}
+	return nil
+}
+
+func (o *Outcomes) add(r record, canarySLO time.Duration) error {
+	at, err := time.Parse(time.RFC3339Nano, r.Time)
+	if err != nil {
+		return fmt.Errorf("time %q: want an RFC 3339 time", r.Time)
+	}
+	latency := func() (time.Duration, error) {
+		if r.LatencyMs == nil || *r.LatencyMs < 0 || math.IsNaN(*r.LatencyMs) || *r.LatencyMs > float64(math.MaxInt64/int64(time.Millisecond)) {
+			return 0, fmt.Errorf("a %s needs latencyMs, a number of milliseconds ≥ 0", r.Kind)
+		}
+		return time.Duration(math.Round(*r.LatencyMs * float64(time.Millisecond))), nil // to the nanosecond
+	}
+	val := func(p *int64) int64 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	is := func(p *bool) bool { return p != nil && *p }
+	switch r.Kind {
+	case "storm":
+		lat, err := latency()
+		if err != nil {
+			return err
+		}
+		outcome := store.ClassifyCode(r.Code)
+		if r.Outcome != "" {
+			outcome = store.Outcome(r.Outcome)
+			if !slices.Contains([]store.Outcome{store.Completed, store.Shed, store.Killed, store.Failed}, outcome) {
+				return fmt.Errorf("outcome %q: want completed, shed, killed or failed", r.Outcome)
+			}
+		}
+		o.Storm = append(o.Storm, store.StormOp{Scheduled: at, Latency: lat, Stage: r.Stage, Outcome: outcome, Code: r.Code, TrackedBytes: val(r.TrackedBytes)})
+	case "canary":
+		lat, err := latency()
+		if err != nil {
+			return err
+		}
+		if r.Outcome != "" && r.Outcome != string(store.Completed) && r.Outcome != string(store.Failed) {
+			return fmt.Errorf("canary outcome %q: want completed or failed", r.Outcome)
+		}
+		completed := r.Outcome == string(store.Completed) || (r.Outcome == "" && r.Code == "")
+		ok := completed && lat <= canarySLO
+		if r.OK != nil {
+			ok = *r.OK
+		}
+		o.Canaries = append(o.Canaries, store.CanaryOp{Scheduled: at, Latency: lat, Write: is(r.Write), OK: ok, Code: r.Code})
+	case "kill":
+		o.Kills = append(o.Kills, store.Kill{At: at, OpID: val(r.OpID), TrackedBytes: val(r.TrackedBytes), Queued: is(r.Queued), Stage: r.Stage, Err: r.Err})
+	default:
+		return fmt.Errorf("kind %q: want storm, canary or kill", r.Kind)
+	}
+	return nil
+}
