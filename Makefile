@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 PKGS    := ./...
 # Packages with goroutines that must stay race-clean.
-RACE_PKGS := ./mongosim/... ./target/... ./arms/... ./collect/... ./progress/... ./store/... ./report/... ./workload/... ./run/virtual/... ./ftdc/... ./changepoint/... ./history/...
+RACE_PKGS := ./mongosim/... ./target/... ./arms/... ./collect/... ./progress/... ./store/... ./report/... ./workload/... ./run/virtual/... ./ftdc/... ./changepoint/... ./history/... ./sweep/...
 FUZZTIME ?= 8s
 
 .PHONY: all build test vet fmt-check tidy-check race fuzz mongosh-check chromium-check run calibrate bench clean
@@ -51,7 +51,7 @@ mongosh-check: build
 chromium-check:
 	@command -v chromium >/dev/null 2>&1 || { echo "installing chromium (Debian package)"; \
 	  $$(command -v sudo) apt-get update -qq && $$(command -v sudo) apt-get install -y -qq chromium >/dev/null; }
-	QMLSAB_CHROMIUM=$$(command -v chromium) $(GO) test -count=1 -run '^(TestReportDrawsInChromium|TestTrendDrawsInChromium)$$' ./cmd/qmlsab/
+	QMLSAB_CHROMIUM=$$(command -v chromium) $(GO) test -count=1 -run '^(TestReportDrawsInChromium|TestTrendDrawsInChromium|TestSweepDrawsInChromium)$$' ./cmd/qmlsab/
 
 # Go's own summary comes last so it closes the output CI reads.
 test: fmt-check tidy-check vet build

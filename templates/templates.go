@@ -20,6 +20,9 @@ var echartsNotice string
 //go:embed report.html.tmpl
 var reportHTML string
 
+//go:embed sweep.html.tmpl
+var sweepHTML string
+
 //go:embed trend.html.tmpl
 var trendHTML string
 
@@ -41,4 +44,9 @@ func Report(funcs template.FuncMap) (*template.Template, error) {
 // Trend parses the nightly trend page with funcs.
 func Trend(funcs template.FuncMap) (*template.Template, error) {
 	return template.New("trend").Funcs(funcs).Parse(trendHTML)
+}
+
+// Sweep parses the sweep page (qmlsab sweep's heatmaps) with funcs.
+func Sweep(funcs template.FuncMap) (*template.Template, error) {
+	return template.New("sweep").Funcs(funcs).Parse(sweepHTML)
 }

@@ -59,9 +59,13 @@ func newApp() *cli.App {
 			workloadsCommand(),
 			reportCommand(),
 			runCommand(),
+			mergeCommand(),
 			calibrateCommand(),
+			sweepCommand(),
 			historyCommand(),
 			trendCommand(),
+			importCommand(),
+			ftdcCommand(),
 		},
 	}
 }
