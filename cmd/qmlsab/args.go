@@ -22,6 +22,9 @@ func trailingFlags(c *cli.Context) ([]string, error) {
 			continue
 		}
 		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !known(c, name) {
+			return nil, fmt.Errorf("unknown flag %s", a)
+		}
 		if !hasValue {
 			if isBool(c, name) {
 				value = "true"
@@ -38,6 +41,15 @@ func trailingFlags(c *cli.Context) ([]string, error) {
 		}
 	}
 	return pos, nil
+}
+
+func known(c *cli.Context, name string) bool {
+	for _, f := range c.Command.Flags {
+		if contains(f.Names(), name) {
+			return true
+		}
+	}
+	return false
 }
 
 func isBool(c *cli.Context, name string) bool {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,24 +91,49 @@ func TestReportEscapesUserStringsInChromium(t *testing.T) {
 // it writes report.png beside it and returns the page's final DOM.
 func probeReport(t *testing.T, browser, dir string) string {
 	t.Helper()
-	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	page := filepath.Join(dir, "report.html")
+	dom := probePage(t, browser, page, 6000, -9)
+	screenshot(t, browser, page, filepath.Join(dir, "report.png"), 6000)
+	return dom
+}
+
+// chromiumArgs are the flags of every page check: headless, a window of
+// the given height, and name resolution off, so anything that tried the
+// network would fail.
+func chromiumArgs(height int) []string {
+	return []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+		"--host-resolver-rules=MAP * ~NOTFOUND", "--hide-scrollbars", fmt.Sprintf("--window-size=1200,%d", height), "--virtual-time-budget=5000"}
+}
+
+// chromium runs the browser on a file with extra flags and returns what
+// it printed.
+func runChromium(t *testing.T, browser, file string, height int, extra ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, browser, append(append(chromiumArgs(height), extra...), "file://"+file)...).Output()
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	return out
+}
+
+// probePage opens a copy of the page at path carrying the probe script
+// and checks the page is self-contained, free of script and console
+// errors, and that its charts drew: exactly want of them, or at least
+// −want when want is negative. It returns the final DOM.
+func probePage(t *testing.T, browser, path string, height, want int) string {
+	t.Helper()
+	page, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(strings.ToLower(string(page)), "<script src") {
-		t.Error("the report loads a script from elsewhere; it must be self-contained")
+		t.Errorf("%s loads a script from elsewhere; it must be self-contained", filepath.Base(path))
 	}
-	probed := filepath.Join(dir, "probed.html")
+	probed := filepath.Join(filepath.Dir(path), "probed.html")
 	os.WriteFile(probed, []byte(strings.Replace(string(page), "<head>", "<head>"+probe, 1)), 0o644)
-	// Name resolution off: anything that tried the network would fail.
-	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-		"--host-resolver-rules=MAP * ~NOTFOUND", "--hide-scrollbars", "--window-size=1200,6000", "--virtual-time-budget=5000"}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	dom, err := exec.CommandContext(ctx, browser, append(args, "--dump-dom", "file://"+probed)...).Output()
-	if err != nil {
-		t.Fatalf("chromium: %v", err)
-	}
+	dom := runChromium(t, browser, probed, height, "--dump-dom")
 	m := regexp.MustCompile(`CHARTS ([^\n]*)\nERRORS (.*)</pre>`).FindStringSubmatch(string(dom))
 	if m == nil {
 		t.Fatalf("the probe did not report; the page's scripts did not run:\n%.2000s", dom)
@@ -117,18 +143,22 @@ func probeReport(t *testing.T, browser, dir string) string {
 	}
 	charts := strings.Fields(m[1])
 	t.Logf("charts drawn (id=canvas:painted pixels): %v", charts)
-	if len(charts) < 9 {
-		t.Errorf("%d chart containers, want the report's 9: %v", len(charts), charts)
+	if (want >= 0 && len(charts) != want) || (want < 0 && len(charts) < -want) {
+		t.Errorf("%d chart containers, want %d (negative: at least): %v", len(charts), want, charts)
 	}
 	for _, c := range charts {
 		if strings.Contains(c, "=none") || strings.HasSuffix(c, ":0") {
 			t.Errorf("chart %s did not draw (canvas missing or blank)", c)
 		}
 	}
-	shot := filepath.Join(dir, "report.png")
-	if out, err := exec.CommandContext(ctx, browser, append(args, "--screenshot="+shot, "file://"+filepath.Join(dir, "report.html"))...).CombinedOutput(); err != nil {
-		t.Fatalf("screenshot: %v\n%s", err, out)
-	}
+	return string(dom)
+}
+
+// screenshot writes a PNG of the page at path to shot, checks it is not
+// empty, and keeps a copy under $QMLSAB_ARTIFACTS when set.
+func screenshot(t *testing.T, browser, path, shot string, height int) {
+	t.Helper()
+	runChromium(t, browser, path, height, "--screenshot="+shot)
 	if st, err := os.Stat(shot); err != nil || st.Size() < 10_000 {
 		t.Fatalf("screenshot %s: %v", shot, err)
 	}
@@ -138,5 +168,4 @@ func probeReport(t *testing.T, browser, dir string) string {
 		os.WriteFile(filepath.Join(keep, t.Name()+".png"), b, 0o644)
 		t.Logf("screenshot kept in %s", filepath.Join(keep, t.Name()+".png"))
 	}
-	return string(dom)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -35,7 +34,7 @@ func ftdcDumpAction(c *cli.Context) error {
 	fail := func(format string, args ...any) error {
 		return cli.Exit(fmt.Sprintf("qmlsab ftdc dump: "+format, args...), 1)
 	}
-	sources, err := argsWithLateFlags(c, "list")
+	sources, err := trailingFlags(c)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -87,39 +86,4 @@ func ftdcDumpAction(c *cli.Context) error {
 		return fail("%v", err)
 	}
 	return nil
-}
-
-// argsWithLateFlags returns a command's arguments with flags written after
-// them (qmlsab ftdc dump DIR --format csv) applied; the CLI library stops
-// parsing flags at the first argument. bools are the flags without a
-// value.
-func argsWithLateFlags(c *cli.Context, bools ...string) ([]string, error) {
-	var args []string
-	rest := c.Args().Slice()
-	for i := 0; i < len(rest); i++ {
-		a := rest[i]
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			args = append(args, a)
-			continue
-		}
-		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !hasValue {
-			if slices.Contains(bools, name) {
-				value = "true"
-			} else {
-				if i+1 >= len(rest) {
-					return nil, fmt.Errorf("flag %s needs a value", a)
-				}
-				i++
-				value = rest[i]
-			}
-		}
-		if !slices.ContainsFunc(c.Command.Flags, func(f cli.Flag) bool { return slices.Contains(f.Names(), name) }) {
-			return nil, errors.New("unknown flag " + a)
-		}
-		if err := c.Set(name, value); err != nil {
-			return nil, fmt.Errorf("flag %s: %v", a, err)
-		}
-	}
-	return args, nil
 }

@@ -42,7 +42,7 @@ func importFTDCAction(c *cli.Context) error {
 	fail := func(format string, args ...any) error {
 		return cli.Exit(fmt.Sprintf("qmlsab import ftdc: "+format, args...), 1)
 	}
-	sources, err := argsWithLateFlags(c)
+	sources, err := trailingFlags(c)
 	if err != nil {
 		return fail("%v", err)
 	}

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -118,61 +116,18 @@ func TestTrendDrawsInChromium(t *testing.T) {
 		t.Errorf("%d chart containers, want 11", want)
 	}
 
-	probed := filepath.Join(results, "probed.html")
-	os.WriteFile(probed, []byte(strings.Replace(string(page), "<head>", "<head>"+probe, 1)), 0o644)
-	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-		"--host-resolver-rules=MAP * ~NOTFOUND", "--hide-scrollbars", "--window-size=1200,8000", "--virtual-time-budget=5000"}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	dom, err := exec.CommandContext(ctx, browser, append(args, "--dump-dom", "file://"+probed)...).Output()
-	if err != nil {
-		t.Fatalf("chromium: %v", err)
-	}
-	m := regexp.MustCompile(`CHARTS ([^\n]*)\nERRORS (.*)</pre>`).FindStringSubmatch(string(dom))
-	if m == nil {
-		t.Fatalf("the probe did not report; the page's scripts did not run:\n%.2000s", dom)
-	}
-	if m[2] != "[]" {
-		t.Errorf("script or console errors: %s", m[2])
-	}
-	charts := strings.Fields(m[1])
-	t.Logf("charts drawn (id=canvas:painted pixels): %v", charts)
-	if len(charts) != want {
-		t.Errorf("%d charts probed, want %d: %v", len(charts), want, charts)
-	}
-	for _, c := range charts {
-		if strings.Contains(c, "=none") || strings.HasSuffix(c, ":0") {
-			t.Errorf("chart %s did not draw (canvas missing or blank)", c)
-		}
-	}
-	if !strings.Contains(string(dom), "&lt;script&gt;alert(1)&lt;/script&gt;") || !strings.Contains(string(dom), "night-&lt;b&gt;9&lt;/b&gt;") {
+	dom := probePage(t, browser, out, 8000, want)
+	if !strings.Contains(dom, "&lt;script&gt;alert(1)&lt;/script&gt;") || !strings.Contains(dom, "night-&lt;b&gt;9&lt;/b&gt;") {
 		t.Error("user strings are not shown as text")
 	}
 
 	// Night 2 has no report, night 16 has one.
 	clicked := filepath.Join(results, "clicked.html")
 	os.WriteFile(clicked, []byte(strings.Replace(string(page), "<head>", "<head>"+fmt.Sprintf(clickProbe, 2, 16), 1)), 0o644)
-	dom, err = exec.CommandContext(ctx, browser, append(args, "--dump-dom", "file://"+clicked)...).Output()
-	if err != nil {
-		t.Fatalf("chromium: %v", err)
-	}
-	if !strings.Contains(string(dom), `<p id="landed">report of night 16</p>`) {
-		t.Errorf("clicking night 16 did not open its report; the browser shows:\n%.1500s", dom)
+	landed := runChromium(t, browser, clicked, 8000, "--dump-dom")
+	if !strings.Contains(string(landed), `<p id="landed">report of night 16</p>`) {
+		t.Errorf("clicking night 16 did not open its report; the browser shows:\n%.1500s", landed)
 	}
 
-	shot := filepath.Join(results, "trend.png")
-	shotArgs := append([]string{"--window-size=1200,2600", "--screenshot=" + shot}, args[:len(args)-2]...)
-	shotArgs = append(shotArgs, "--virtual-time-budget=5000", "file://"+out)
-	if msg, err := exec.CommandContext(ctx, browser, shotArgs...).CombinedOutput(); err != nil {
-		t.Fatalf("screenshot: %v\n%s", err, msg)
-	}
-	if fi, err := os.Stat(shot); err != nil || fi.Size() < 10_000 {
-		t.Fatalf("screenshot %s: %v", shot, err)
-	}
-	if keep := os.Getenv("QMLSAB_ARTIFACTS"); keep != "" {
-		os.MkdirAll(keep, 0o755)
-		b, _ := os.ReadFile(shot)
-		os.WriteFile(filepath.Join(keep, t.Name()+".png"), b, 0o644)
-		t.Logf("screenshot kept in %s", filepath.Join(keep, t.Name()+".png"))
-	}
+	screenshot(t, browser, out, filepath.Join(results, "trend.png"), 2600)
 }
