@@ -49,7 +49,9 @@ func DefaultOptions() Options {
 	}
 }
 
-func (o Options) resolved() (Options, error) {
+// WithDefaults is o with every zero field set to its default (what
+// Detect runs with), before any check of the values.
+func (o Options) WithDefaults() Options {
 	d := DefaultOptions()
 	if o.PValue == 0 {
 		o.PValue = d.PValue
@@ -66,6 +68,11 @@ func (o Options) resolved() (Options, error) {
 	if o.Workers == 0 {
 		o.Workers = d.Workers
 	}
+	return o
+}
+
+func (o Options) resolved() (Options, error) {
+	o = o.WithDefaults()
 	switch {
 	case !(o.PValue > 0 && o.PValue < 1):
 		return o, fmt.Errorf("changepoint: PValue %v is not in (0, 1)", o.PValue)

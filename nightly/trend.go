@@ -17,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/qmlsab/qmlsab/changepoint"
 	"github.com/qmlsab/qmlsab/history"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/report"
@@ -481,20 +480,7 @@ func trendFilter(f history.Filter) string {
 }
 
 func trendMethod(o DetectOptions) string {
-	d := changepoint.DefaultOptions()
-	cp := o.ChangePoint
-	if cp.PValue == 0 {
-		cp.PValue = d.PValue
-	}
-	if cp.Permutations == 0 {
-		cp.Permutations = d.Permutations
-	}
-	if cp.MinSegment == 0 {
-		cp.MinSegment = d.MinSegment
-	}
-	if cp.Seed == 0 {
-		cp.Seed = d.Seed
-	}
+	cp := o.ChangePoint.WithDefaults()
 	return fmt.Sprintf("E-Divisive with means, permutation p ≤ %g (%d permutations, seed %d), segments of at least %d nights; the newest %d night(s) count as recent",
 		cp.PValue, cp.Permutations, cp.Seed, cp.MinSegment, o.Recent)
 }

@@ -91,6 +91,16 @@ type Fault struct {
 // long for a nightly run that wants more storm per trial.
 var Profiles = map[string]float64{"quick": 0.1, "default": 1, "long": 2}
 
+// ProfileScale is a profile's phase scale; an unknown name is an error
+// naming the --profile flag.
+func ProfileScale(name string) (float64, error) {
+	f, ok := Profiles[name]
+	if !ok {
+		return 0, fmt.Errorf("--profile %q: want quick, default or long", name)
+	}
+	return f, nil
+}
+
 // EmbeddedSim is the embedded target's default: the investigation's Atlas
 // M50 (8 vCPUs, 32 GiB, ~6 GiB resident before the storm). Pipelines that
 // come without a model shape (the merge workload's, a user's) run on small
@@ -137,8 +147,10 @@ func (cfg Config) Validate() error {
 		return fmt.Errorf("--shard %s: the plan has %d units (one per trial of an arm, --n %d), so %d shards would leave some empty; split into at most %d",
 			cfg.Shard, cfg.N, cfg.N, cfg.Shard.Count, cfg.N)
 	}
-	if _, ok := Profiles[cfg.Profile]; !ok && cfg.Profile != "" {
-		return fmt.Errorf("--profile %q: want quick, default or long", cfg.Profile)
+	if cfg.Profile != "" {
+		if _, err := ProfileScale(cfg.Profile); err != nil {
+			return err
+		}
 	}
 	if !cfg.Resume {
 		if err := cfg.Workload.Validate(); err != nil {

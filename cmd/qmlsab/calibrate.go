@@ -110,9 +110,9 @@ func fitAction(c *cli.Context) error {
 			return fail("--%s: table mode only; --fit runs D, E and F on the host model over its search space", f)
 		}
 	}
-	scale, ok := run.Profiles[c.String("profile")]
-	if !ok {
-		return fail("--profile %q: want quick, default or long", c.String("profile"))
+	scale, err := run.ProfileScale(c.String("profile"))
+	if err != nil {
+		return fail("%v", err)
 	}
 	for _, f := range []string{"samples", "fit-seeds"} {
 		if c.Int(f) < 1 {

@@ -57,9 +57,9 @@ func sweepAction(c *cli.Context) error {
 	if c.Args().Len() > 0 {
 		return fail("unexpected argument %q (flags only)", c.Args().First())
 	}
-	scale, ok := run.Profiles[c.String("profile")]
-	if !ok {
-		return fail("--profile %q: want quick, default or long", c.String("profile"))
+	scale, err := run.ProfileScale(c.String("profile"))
+	if err != nil {
+		return fail("%v", err)
 	}
 	spec, err := resolveWorkload(c.String("workload"))
 	if err != nil {
