@@ -54,6 +54,11 @@ func Select(names []string, fromFile []Arm) ([]Arm, error) {
 	var out []Arm
 	for _, n := range names {
 		n = strings.TrimSpace(n)
+		if slices.ContainsFunc(out, func(a Arm) bool { return a.Name == n }) {
+			// Two arms of one name would share a trial folder and be
+			// reported as one arm of twice the trials.
+			return nil, fmt.Errorf("arm %q is named twice; name each arm once", n)
+		}
 		i := slices.IndexFunc(fromFile, func(a Arm) bool { return a.Name == n })
 		switch {
 		case i >= 0:

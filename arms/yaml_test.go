@@ -133,4 +133,9 @@ func TestSelectFromFileAndBuiltins(t *testing.T) {
 	if _, err := Select([]string{"Z"}, file); err == nil || !strings.Contains(err.Error(), `unknown arm "Z"`) {
 		t.Fatalf("unknown arm: %v", err)
 	}
+	// One arm named twice would share one trial folder and be reported
+	// as one arm with its trials counted twice.
+	if _, err := Select([]string{"D", " D"}, file); err == nil || !strings.Contains(err.Error(), `arm "D" is named twice`) {
+		t.Fatalf("arm named twice: %v", err)
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"math"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/qmlsab/qmlsab/metric"
 )
 
 // WriteText prints one line per change point, regressions first.
@@ -18,8 +20,8 @@ func WriteText(w io.Writer, r Result, recent int) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NIGHT\tRUN\tDATE\tSERIES\tMETRIC\tARM\tBEFORE\tAFTER\tCHANGE\tP\tVERDICT")
 	for _, c := range ordered(r.Changes) {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%.4g\t%.4g\t%s\t%.3f\t%s\n", c.Night+1, c.RunID, c.Started.Format("2006-01-02"),
-			series(c), c.Metric, c.Arm, c.Before, c.After, relative(c.Relative), c.P, verdict(c, recent))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.3f\t%s\n", c.Night+1, c.RunID, c.Started.Format("2006-01-02"),
+			series(c), c.Metric, c.Arm, metric.Format(c.Metric, c.Before), metric.Format(c.Metric, c.After), relative(c.Relative), c.P, verdict(c, recent))
 	}
 	return tw.Flush()
 }
@@ -46,8 +48,8 @@ func WriteMarkdown(w io.Writer, r Result, recent int) error {
 	fmt.Fprintln(w, "| night | run | series | metric | arm | before | after | change | p | verdict |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
 	for _, c := range ordered(r.Changes) {
-		fmt.Fprintf(w, "| %d (%s) | %s | %s | %s | %s | %.4g | %.4g | %s | %.3f | %s |\n", c.Night+1, c.Started.Format("2006-01-02"),
-			md(c.RunID), series(c), md(c.Metric), md(c.Arm), c.Before, c.After, relative(c.Relative), c.P, verdict(c, recent))
+		fmt.Fprintf(w, "| %d (%s) | %s | %s | %s | %s | %s | %s | %s | %.3f | %s |\n", c.Night+1, c.Started.Format("2006-01-02"),
+			md(c.RunID), series(c), md(c.Metric), md(c.Arm), metric.Format(c.Metric, c.Before), metric.Format(c.Metric, c.After), relative(c.Relative), c.P, verdict(c, recent))
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/qmlsab/qmlsab/metric"
 )
 
 // Warning is a caveat about a figure, shown as a footnote.
@@ -46,27 +48,5 @@ func FormatP(c Comparison) string {
 	return fmt.Sprintf("p=%.3f n=%d+%d", c.P, c.N1, c.N2)
 }
 
-// Number formats a metric value compactly: integers as integers, large
-// values with SI suffixes, small ones with three significant digits.
-func Number(v float64) string {
-	a := math.Abs(v)
-	switch {
-	case math.IsNaN(v):
-		return "–"
-	case math.IsInf(v, 0):
-		return "∞"
-	case a >= 1e9:
-		return strconv.FormatFloat(v/1e9, 'f', 2, 64) + "G"
-	case a >= 1e6:
-		return strconv.FormatFloat(v/1e6, 'f', 2, 64) + "M"
-	case a >= 1e4:
-		return strconv.FormatFloat(v/1e3, 'f', 1, 64) + "k"
-	case v == math.Trunc(v):
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case a >= 100:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case a >= 1:
-		return strconv.FormatFloat(v, 'f', 2, 64)
-	}
-	return strconv.FormatFloat(v, 'g', 3, 64)
-}
+// Number formats a metric value compactly (metric.Number).
+func Number(v float64) string { return metric.Number(v) }

@@ -27,7 +27,7 @@ var armColors = []string{"#1f6fb2", "#d1495b", "#2a9d5c", "#e08e0b", "#7b4fb5", 
 // page is what the template renders; every string in it is escaped by
 // html/template except Options and EchartsJS, built below.
 type page struct {
-	ToolVersion, Workload, Target, Clock, Created, Host, Baseline, GateSet, Phases, Interleave string
+	ToolVersion, Workload, Target, Clock, Conditions, Created, Host, Baseline, GateSet, Phases, Interleave string
 	Alpha                                                                                      float64
 	Simulated                                                                                  bool
 	Dirs, Arms, Builds                                                                         []string
@@ -81,7 +81,7 @@ type trialRow struct {
 
 // HTML renders the report page: one self-contained file.
 func HTML(a *Analysis, toolVersion string) ([]byte, error) {
-	p := page{ToolVersion: toolVersion, Workload: a.In.Workload.Name, Clock: a.In.Clock, Baseline: a.Baseline, Alpha: a.Alpha,
+	p := page{ToolVersion: toolVersion, Workload: a.In.Workload.Name, Clock: a.In.Clock, Conditions: a.In.Conditions(), Baseline: a.Baseline, Alpha: a.Alpha,
 		Simulated: a.In.Simulated, Dirs: a.In.Dirs, Arms: a.In.Arms, ArmRows: a.Arms, MaxPoints: MaxPoints,
 		EchartsNotice: templates.EchartsNotice(), EchartsJS: templates.EchartsJS()}
 	if a.GateSet != nil {
@@ -207,16 +207,8 @@ func builds(list []store.ArmInfo) []string {
 	return out
 }
 
-// unitNumber formats a value in its metric's unit.
-func unitNumber(name string, v float64) string {
-	switch metric.Lookup(name).Unit {
-	case "B":
-		return fmt.Sprintf("%.2f GiB", v/(1<<30))
-	case "ms":
-		return Number(v) + " ms"
-	}
-	return Number(v)
-}
+// unitNumber formats a value in its metric's unit (metric.Format).
+func unitNumber(name string, v float64) string { return metric.Format(name, v) }
 
 // option renders a chart's option JSON through go-echarts.
 func option(r render.Renderer) json.RawMessage {

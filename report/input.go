@@ -36,6 +36,9 @@ type Input struct {
 	Trials    map[string][]Trial // by arm, valid and invalid
 	Simulated bool
 	Clock     string
+	// Parallel is how many trials ran at once on a host (0: not
+	// recorded, or not one number across the runs).
+	Parallel int
 	// Unfinished counts trials the manifests list as pending or
 	// interrupted: a run still writing, or one stopped early.
 	Unfinished int
@@ -94,10 +97,17 @@ func Load(dirs []string) (*Input, error) {
 		in.Dirs = append(in.Dirs, dir)
 		in.Manifests = append(in.Manifests, m)
 		in.Simulated = in.Simulated || m.Simulated
-		if in.Clock == "" {
-			in.Clock = m.Clock
+		if len(in.Manifests) == 1 {
+			in.Clock, in.Parallel = m.Clock, m.Parallel
 		} else if m.Clock != in.Clock {
-			in.Clock = "mixed"
+			// Model seconds and wall seconds are different measurements.
+			return nil, fmt.Errorf("%s: its trials ran on the %s clock, %s's on the %s clock: runs are combined only when their clocks match",
+				dir, clockName(m.Clock), dirs[0], clockName(in.Clock))
+		} else if m.Clock == "wall" && m.Parallel != 0 && in.Parallel != 0 && m.Parallel != in.Parallel {
+			return nil, fmt.Errorf("%s: ran %d wall-clock trials at once, %s ran %d: runs are combined only when measured under the same conditions",
+				dir, m.Parallel, dirs[0], in.Parallel)
+		} else if m.Parallel != in.Parallel {
+			in.Parallel = 0 // virtual trials: parallelism does not move a figure
 		}
 		byKey := map[string]store.Trial{}
 		for _, ts := range r.Trials {
@@ -158,6 +168,36 @@ func Load(dirs []string) (*Input, error) {
 		})
 	}
 	return in, nil
+}
+
+// Conditions says what the trials ran under, for a reader: the clock and
+// how many trials ran at once on a host (which matters on the wall clock,
+// where trials at once share the host's CPUs).
+func (in *Input) Conditions() string {
+	var parts []string
+	switch in.Clock {
+	case "virtual":
+		parts = append(parts, "virtual clock (model time, no wire)")
+	case "wall":
+		parts = append(parts, "wall clock")
+	}
+	switch {
+	case in.Parallel == 1:
+		parts = append(parts, "one trial at a time")
+	case in.Parallel > 1:
+		parts = append(parts, fmt.Sprintf("%d trials at once per host", in.Parallel))
+	default:
+		parts = append(parts, "trials at once: not recorded")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// clockName is how a manifest's clock reads in a message.
+func clockName(c string) string {
+	if c == "" {
+		return "unrecorded"
+	}
+	return c
 }
 
 // Valid are an arm's valid trials.

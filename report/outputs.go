@@ -90,7 +90,7 @@ func SummaryJSON(a *Analysis, toolVersion string) ([]byte, error) {
 	doc := map[string]any{
 		"schema": SummarySchema,
 		"run": map[string]any{"dirs": a.In.Dirs, "runs": manifests, "workload": a.In.Workload.Name, "simulated": a.In.Simulated,
-			"clock": a.In.Clock, "baseline": a.Baseline, "alpha": a.Alpha, "reportVersion": toolVersion,
+			"clock": a.In.Clock, "parallel": parallelOrAbsent(a.In.Parallel), "conditions": a.In.Conditions(), "baseline": a.Baseline, "alpha": a.Alpha, "reportVersion": toolVersion,
 			"gateSet": gateSetName(a)},
 		"arms":        []summaryArm{},
 		"comparisons": []summaryComparison{},
@@ -188,7 +188,11 @@ func PerfJSON(a *Analysis) ([]byte, error) {
 }
 
 // BenchTxt is Go benchmark format, one line per trial and metric, so
-// benchstat can compare arms: benchstat -col /arm bench.txt.
+// benchstat can compare arms: benchstat -col /arm bench.txt. The metric is
+// part of the benchmark's name and the unit is one benchstat knows how to
+// scale where there is one: bytes as "B" (shown in KiB…GiB), milliseconds
+// as "sec" (shown in ms or s); a metric without a physical unit is its own
+// unit, as Go's custom benchmark metrics are.
 func BenchTxt(a *Analysis) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "workload: %s\n", a.In.Workload.Name)
@@ -200,12 +204,24 @@ func BenchTxt(a *Analysis) []byte {
 		for _, t := range a.In.Valid(arm) {
 			for _, m := range a.MetricNames {
 				if v, ok := t.Metrics[m]; ok {
-					fmt.Fprintf(&b, "%s/arm=%s 1 %.6g %s\n", name, arm, v, m)
+					v, unit := benchUnit(m, v)
+					fmt.Fprintf(&b, "%s/arm=%s/metric=%s 1 %.6g %s\n", name, arm, m, v, unit)
 				}
 			}
 		}
 	}
 	return b.Bytes()
+}
+
+// benchUnit is a metric's value in the unit bench.txt writes it in.
+func benchUnit(name string, v float64) (float64, string) {
+	switch metric.Lookup(name).Unit {
+	case "B":
+		return v, "B"
+	case "ms":
+		return v / 1000, "sec"
+	}
+	return v, name
 }
 
 // camel is spill_to_disk → SpillToDisk.
@@ -226,6 +242,15 @@ func camel(s string) string {
 	return b.String()
 }
 
+// parallelOrAbsent is the trials at once for summary.json: null when the
+// runs did not record one number.
+func parallelOrAbsent(n int) any {
+	if n <= 0 {
+		return nil
+	}
+	return n
+}
+
 // Markdown is a pull-request summary: the verdict table, gates, warnings.
 func Markdown(a *Analysis) []byte {
 	var b bytes.Buffer
@@ -237,6 +262,7 @@ func Markdown(a *Analysis) []byte {
 	if a.In.Simulated {
 		fmt.Fprintf(&b, "> **SIMULATED** — these trials ran against mongosim, a model of mongod, not a real server.\n\n")
 	}
+	fmt.Fprintf(&b, "Conditions: %s.\n\n", md(a.In.Conditions()))
 	fmt.Fprintf(&b, "Median [min–max] of each arm's valid trials (Σ: total over the trials, for counts); Δ is the Hodges-Lehmann shift vs %s, `~` when the Mann-Whitney U p > %.2f.\n\n", md(a.Baseline), a.Alpha)
 	fmt.Fprint(&b, "| metric |")
 	for _, arm := range a.Arms {

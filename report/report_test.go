@@ -182,14 +182,20 @@ func TestPerfJSONShape(t *testing.T) {
 func TestBenchTxtShape(t *testing.T) {
 	a := analyze(t, fixture(t))
 	lines := strings.Split(strings.TrimSpace(string(BenchTxt(a))), "\n")
-	line := regexp.MustCompile(`^BenchmarkSpillToDisk/arm=(D|E) 1 -?[0-9.e+-]+ [a-z0-9_]+$`)
+	line := regexp.MustCompile(`^BenchmarkSpillToDisk/arm=(D|E)/metric=([a-z0-9_]+) 1 -?[0-9.e+-]+ ([a-zA-Z0-9_]+)$`)
 	config := regexp.MustCompile(`^[a-z]+: .+$`)
 	bench, perMetric := 0, map[string]int{}
 	for _, l := range lines {
 		switch {
 		case line.MatchString(l):
 			bench++
-			perMetric[l[strings.LastIndex(l, " ")+1:]]++
+			m := line.FindStringSubmatch(l)
+			perMetric[m[2]]++
+			// Units benchstat scales: bytes as B, latency in seconds.
+			want := map[string]string{"rss_peak_bytes": "B", "canary_p99_ms": "sec", "canary_p50_ms": "sec", "availability": "availability"}
+			if u, ok := want[m[2]]; ok && m[3] != u {
+				t.Errorf("%s: unit %q, want %q", l, m[3], u)
+			}
 		case config.MatchString(l):
 		default:
 			t.Errorf("not benchmark format: %q", l)
@@ -234,6 +240,23 @@ func TestLoadRefusesMixedAndCorruptRuns(t *testing.T) {
 	a := analyze(t, dir, same)
 	if a.Arm("D").N != 4 || !slices.ContainsFunc(a.Warnings, func(w Warning) bool { return strings.Contains(w.Text, "2 runs combined") }) {
 		t.Errorf("combined: D n=%d warnings %v", a.Arm("D").N, a.Warnings)
+	}
+	// A run whose trials ran on another clock than the run says (a resume
+	// that changed clocks) is refused, naming the trial's file.
+	mixed := filepath.Join(t.TempDir(), "mixed")
+	if err := makeRun(mixed, []string{"D", "E"}, 1, 5); err != nil {
+		t.Fatal(err)
+	}
+	setKey(t, filepath.Join(mixed, store.ManifestFile), "clock", "wall")
+	if _, err := Load([]string{mixed}); err == nil || !strings.Contains(err.Error(), "trial.json: the trial ran on the virtual clock but the run is on the wall clock") {
+		t.Errorf("a run mixing clocks: %v", err)
+	}
+	// Two runs on different clocks are not combined.
+	for _, arm := range []string{"D", "E"} {
+		setKey(t, filepath.Join(store.TrialDir(mixed, arm, 1), store.TrialFile), "clock", "wall")
+	}
+	if _, err := Load([]string{dir, mixed}); err == nil || !strings.Contains(err.Error(), "runs are combined only when their clocks match") {
+		t.Errorf("runs on two clocks: %v", err)
 	}
 	// A truncated trial file is named.
 	broken := filepath.Join(t.TempDir(), "broken")
@@ -301,5 +324,25 @@ func TestGates(t *testing.T) {
 		if _, err := ParseGates("g.yaml", []byte(doc)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", doc, err, want)
 		}
+	}
+}
+
+// setKey rewrites one top-level key of a JSON file.
+func setKey(t *testing.T, path, key string, value any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc[key] = value
+	if b, err = json.Marshal(doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -139,8 +139,33 @@ func TestInterruptedRunResumesToExactlyNTrials(t *testing.T) {
 	if valid < 1 || valid > 2 {
 		t.Fatalf("%d valid trials after the interrupt, want the finished ones (1 or 2)", valid)
 	}
-	resume := quickConfig(t, dir, 2)
-	resume.Resume = true
+	before, err := os.ReadFile(filepath.Join(dir, store.ManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another clock, profile, n or parallelism than the run's is refused,
+	// naming the flag, before anything is written.
+	for flag, change := range map[string]func(*Config){
+		"--clock":    func(c *Config) { c.Clock = Virtual },
+		"--profile":  func(c *Config) { c.Profile = "quick" },
+		"--n":        func(c *Config) { c.N = 3 },
+		"--parallel": func(c *Config) { c.Parallel = 2 },
+		"--seed":     func(c *Config) { c.Seed = 9 },
+	} {
+		bad := quickConfig(t, dir, 0)
+		bad.Resume, bad.Clock = true, ""
+		change(&bad)
+		if _, err := Execute(context.Background(), bad); err == nil || !strings.HasPrefix(err.Error(), flag+" ") {
+			t.Errorf("resume with another %s: %v, want a refusal naming it", flag, err)
+		}
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, store.ManifestFile)); string(after) != string(before) {
+		t.Error("a refused resume changed the manifest")
+	}
+	// As the CLI resumes: no clock, profile or n given, so the run's own
+	// (the wall clock here, while the default clock is virtual).
+	resume := quickConfig(t, dir, 0)
+	resume.Resume, resume.Clock, resume.Parallel = true, "", 0
 	if _, err := Execute(context.Background(), resume); err != nil {
 		t.Fatal(err)
 	}
@@ -158,6 +183,11 @@ func TestInterruptedRunResumesToExactlyNTrials(t *testing.T) {
 		}
 		if len(seen) != 2 {
 			t.Fatalf("%s: %d valid trials after resume, want exactly 2", arm, len(seen))
+		}
+		for _, tr := range r.Trials[arm] {
+			if tr.Clock != Wall {
+				t.Errorf("%s#%d ran on the %s clock after the resume of a wall-clock run", arm, tr.Index, tr.Clock)
+			}
 		}
 	}
 }

@@ -207,6 +207,12 @@ func CheckShards(runs []*Run, expect int) (*ShardSet, error) {
 			return nil, fmt.Errorf("%s: plan %.12s differs from %s's plan %.12s (another seed, n, arms or clock): it is a shard of another experiment",
 				r.Dir, m.Plan.Digest, first.Dir, set.Plan.Digest)
 		}
+		if fp := first.Manifest.Parallel; m.Clock == "wall" && m.Parallel != 0 && fp != 0 && m.Parallel != fp {
+			// Wall-clock trials at once share their host's CPUs: shards run
+			// at other parallelism measured under other conditions.
+			return nil, fmt.Errorf("%s: ran %d wall-clock trials at once, but %s ran %d: its figures were measured under other conditions",
+				r.Dir, m.Parallel, first.Dir, fp)
+		}
 		if expect > 0 && m.Shard.Count != expect {
 			return nil, fmt.Errorf("%s: shard %s, but --expect %d shards", r.Dir, m.Shard, expect)
 		}

@@ -79,7 +79,7 @@ func MergeShards(o MergeOptions) (Manifest, []string, error) {
 	host, _ := os.Hostname()
 	m := Manifest{Schema: ManifestSchema, ToolVersion: o.ToolVersion, Created: time.Now().UTC(), Host: host, CommandLine: o.CommandLine,
 		WorkloadName: first.WorkloadName, Workload: first.Workload, Arms: first.Arms, ArmList: first.ArmList, Seed: first.Seed,
-		Target: first.Target, Clock: first.Clock, Plan: &set.Plan, Shards: []ShardSource{}}
+		Target: first.Target, Clock: first.Clock, Profile: first.Profile, Parallel: first.Parallel, Plan: &set.Plan, Shards: []ShardSource{}}
 	owner := map[int]*Run{} // unit → its shard
 	for _, r := range set.Runs {
 		sm := r.Manifest

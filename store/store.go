@@ -55,8 +55,15 @@ type Manifest struct {
 	Simulated bool      `json:"simulated"`
 	// Clock is "virtual" when the embedded model ran in model time
 	// (faster than the wall clock, no wire), "wall" otherwise.
-	Clock  string        `json:"clock,omitempty"`
-	Trials []TrialStatus `json:"trials"`
+	Clock string `json:"clock,omitempty"`
+	// Profile is the phase profile the workload was scaled by (quick,
+	// default, long); empty in runs written before it was recorded.
+	Profile string `json:"profile,omitempty"`
+	// Parallel is how many trials ran at once on one host: wall-clock
+	// trials at once share the host's CPUs, which moves their figures.
+	// 0 in runs written before it was recorded.
+	Parallel int           `json:"parallel,omitempty"`
+	Trials   []TrialStatus `json:"trials"`
 	// Plan is the run's deterministic schedule (plan.go); runs written
 	// before plans existed have none.
 	Plan *Plan `json:"plan,omitempty"`
@@ -382,7 +389,29 @@ func Open(dir string) (*Run, error) {
 		}
 		r.Trials[ts.Arm] = append(r.Trials[ts.Arm], t)
 	}
+	if err := r.checkClock(); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// checkClock refuses a run whose trials ran on another clock than the
+// run says: model seconds and wall seconds are different measurements,
+// and a report of both under one clock would mix them silently.
+func (r *Run) checkClock() error {
+	want := r.Manifest.Clock
+	if want == "" {
+		return nil // written before clocks were recorded
+	}
+	for _, ts := range r.Trials {
+		for _, t := range ts {
+			if t.Clock != "" && t.Clock != want {
+				return fmt.Errorf("%s: the trial ran on the %s clock but the run is on the %s clock; a run's trials must share one clock",
+					filepath.Join(TrialDir(r.Dir, t.Arm, t.Index), TrialFile), t.Clock, want)
+			}
+		}
+	}
+	return nil
 }
 
 func decodeStrict(b []byte, v any) error {

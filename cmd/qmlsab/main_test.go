@@ -96,6 +96,7 @@ func TestRunRejectsBadFlagsByName(t *testing.T) {
 		{[]string{"run", "--workload", "nope"}, "--workload"},
 		{[]string{"run", "--resume", filepath.Join(t.TempDir(), "missing")}, "--resume"},
 		{[]string{"run", "--clock", "fast"}, "--clock"},
+		{[]string{"run", "--arms", "D,D"}, `arm "D" is named twice`},
 	} {
 		out, code := qmlsab(t, tc.args...)
 		if code == 0 || !strings.Contains(out, tc.want) {
@@ -139,6 +140,25 @@ func TestRunQuickProfileWritesASimulatedRun(t *testing.T) {
 	out, code = qmlsab(t, "run", "--resume", dir)
 	if code != 0 || strings.Count(out, "started") != 0 {
 		t.Errorf("resuming a finished run must run nothing (exit %d):\n%s", code, out)
+	}
+	// The resume line states the run's own plan, not this command line's defaults.
+	if !strings.Contains(out, "× 1 trials") || !strings.Contains(out, "wall clock, profile quick") {
+		t.Errorf("resume must state the run's own plan (1 trial per arm, wall clock, quick):\n%s", out)
+	}
+	// A resumed run keeps its conditions: another clock, profile or n is refused by name.
+	for _, tc := range [][]string{{"--clock", "virtual"}, {"--profile", "default"}, {"--n", "2"}, {"--seed", "7"}} {
+		out, code := qmlsab(t, append([]string{"run", "--resume", dir}, tc...)...)
+		if code != 1 || !strings.Contains(out, tc[0]+" "+tc[1]+": ") || !strings.Contains(out, "keeps its conditions") {
+			t.Errorf("resume with %v: exit %d, want 1 and a refusal naming %s:\n%s", tc, code, tc[0], out)
+		}
+	}
+	r, err = store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Manifest.Clock != "wall" || r.Manifest.Profile != "quick" || r.Manifest.Parallel != 1 {
+		t.Errorf("manifest conditions clock %q profile %q parallel %d, want wall, quick, 1 (one wall trial at a time by default)",
+			r.Manifest.Clock, r.Manifest.Profile, r.Manifest.Parallel)
 	}
 }
 

@@ -69,13 +69,16 @@ func runAction(c *cli.Context) error {
 			names = append(names, n)
 		}
 	}
-	if dir := c.String("resume"); dir != "" && !c.IsSet("arms") {
-		// A resumed run keeps its own arms.
+	var resumed *store.Run
+	if dir := c.String("resume"); dir != "" {
 		r, err := store.Open(dir)
 		if err != nil {
 			return fail("--resume: %v", err)
 		}
-		names = r.Manifest.ArmNames()
+		resumed = r
+		if !c.IsSet("arms") {
+			names = r.Manifest.ArmNames() // a resumed run keeps its own arms
+		}
 	}
 	selected, err := arms.Select(names, fromFile)
 	if err != nil {
@@ -100,7 +103,7 @@ func runAction(c *cli.Context) error {
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := run.Config{
-		Arms: selected, N: c.Int("n"), Workload: spec, Profile: c.String("profile"), Resume: c.String("resume") != "",
+		Arms: selected, N: c.Int("n"), Workload: spec, Profile: c.String("profile"), Resume: resumed != nil,
 		Seed: c.Uint64("seed"), Parallel: c.Int("parallel"), AllowRemote: c.Bool("allow-remote"),
 		Clock:       c.String("clock"),
 		Shard:       shard,
@@ -108,6 +111,26 @@ func runAction(c *cli.Context) error {
 		CommandLine: os.Args,
 		Log:         slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: logLevel})),
 		Progress:    progress.For(c.App.Writer),
+	}
+	if resumed != nil {
+		// A resumed run keeps its own conditions: only the flags given
+		// are passed on, for the run layer to check against the manifest.
+		unset := func(flag string) bool { return !c.IsSet(flag) }
+		if unset("n") {
+			cfg.N = 0
+		}
+		if unset("profile") {
+			cfg.Profile = ""
+		}
+		if unset("clock") {
+			cfg.Clock = ""
+		}
+		if unset("seed") {
+			cfg.Seed = 0
+		}
+		if unset("workload") {
+			cfg.Workload = workload.Spec{}
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		return fail("%v", err)
@@ -145,8 +168,12 @@ func runAction(c *cli.Context) error {
 		}
 		part = fmt.Sprintf(", shard %s (repetition blocks %s)", shard, strings.Join(units, ", "))
 	}
-	fmt.Fprintf(c.App.Writer, "qmlsab run: %s, %d arms × %d trials%s, %s per trial, into %s\n",
-		w.Name, len(selected), cfg.N, part, length, dir)
+	if resumed != nil {
+		fmt.Fprintf(c.App.Writer, "qmlsab run: resuming %s: %s\n", dir, resumePlan(resumed.Manifest))
+	} else {
+		fmt.Fprintf(c.App.Writer, "qmlsab run: %s, %d arms × %d trials%s, %s per trial, into %s\n",
+			w.Name, len(selected), cfg.N, part, length, dir)
+	}
 	out, runErr := run.Execute(ctx, cfg)
 	if r, err := store.Open(out); err == nil {
 		printTrials(c, r)
@@ -169,6 +196,39 @@ func runAction(c *cli.Context) error {
 	}
 	fmt.Fprintf(c.App.Writer, "results in %s; next: qmlsab report %s\n", out, out)
 	return nil
+}
+
+// resumePlan says what a resumed run will finish, from its own manifest
+// (not from this command line's defaults).
+func resumePlan(m store.Manifest) string {
+	left := 0
+	for _, ts := range m.Trials {
+		if ts.Status != store.Valid && ts.Status != store.Invalid {
+			left++
+		}
+	}
+	length := "a fixed number of ops"
+	var spec workload.Spec
+	if json.Unmarshal(m.Workload, &spec) == nil {
+		if d := spec.Duration(); d > 0 {
+			length = d.String()
+		}
+	}
+	arms := m.ArmNames()
+	n := 0
+	if m.Plan != nil {
+		n = m.Plan.Units
+	}
+	clock := m.Clock
+	if clock == "" {
+		clock = "recorded"
+	}
+	profile := ""
+	if m.Profile != "" {
+		profile = ", profile " + m.Profile
+	}
+	return fmt.Sprintf("%s, %d arms (%s) × %d trials, %s per trial, %s clock%s; %d of %d trials left",
+		m.WorkloadName, len(arms), strings.Join(arms, ","), n, length, clock, profile, left, len(m.Trials))
 }
 
 // jobIndexEnv is where a Kubernetes Indexed Job puts a pod's index.
@@ -215,7 +275,7 @@ type column struct {
 var trialColumns = []column{
 	{"availability", "availability", "%.3f", 1}, {"failovers", "failovers", "%.0f", 1}, {"restarts", "restarts", "%.0f", 1},
 	{"completed", "storm_completed", "%.0f", 1}, {"shed", "storm_shed", "%.0f", 1}, {"killed", "storm_killed", "%.0f", 1},
-	{"failed", "storm_failed", "%.0f", 1}, {"canary p99 ms", "canary_p99_ms", "%.0f", 1}, {"rss peak MB", "rss_peak_bytes", "%.0f", 1 << 20},
+	{"failed", "storm_failed", "%.0f", 1}, {"canary p99 ms", "canary_p99_ms", "%.0f", 1}, {"rss peak GiB", "rss_peak_bytes", "%.2f", 1 << 30},
 }
 
 var mergeColumns = []column{

@@ -1,0 +1,48 @@
+package metric
+
+import (
+	"math"
+	"strconv"
+)
+
+// Format writes a metric's value for people, in the metric's unit: bytes
+// in GiB, latencies in ms, everything else as a plain Number. The
+// terminal, the report and the history's output all use it, so one value
+// reads the same everywhere.
+func Format(name string, v float64) string {
+	switch Lookup(name).Unit {
+	case "B":
+		if math.IsNaN(v) {
+			return "–"
+		}
+		return strconv.FormatFloat(v/(1<<30), 'f', 2, 64) + " GiB"
+	case "ms":
+		return Number(v) + " ms"
+	}
+	return Number(v)
+}
+
+// Number formats a plain number compactly: three significant digits or
+// so, k/M/G (decimal) above ten thousand, "–" for NaN.
+func Number(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case math.IsNaN(v):
+		return "–"
+	case math.IsInf(v, 0):
+		return "∞"
+	case a >= 1e9:
+		return strconv.FormatFloat(v/1e9, 'f', 2, 64) + "G"
+	case a >= 1e6:
+		return strconv.FormatFloat(v/1e6, 'f', 2, 64) + "M"
+	case a >= 1e4:
+		return strconv.FormatFloat(v/1e3, 'f', 1, 64) + "k"
+	case v == math.Trunc(v):
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 1:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
