@@ -28,21 +28,21 @@ var armColors = []string{"#1f6fb2", "#d1495b", "#2a9d5c", "#e08e0b", "#7b4fb5", 
 // html/template except Options and EchartsJS, built below.
 type page struct {
 	ToolVersion, Workload, Target, Clock, Conditions, Created, Host, Baseline, GateSet, Phases, Interleave string
-	Alpha                                                                                      float64
-	Simulated                                                                                  bool
-	Dirs, Arms, Builds                                                                         []string
-	ArmRows                                                                                    []Arm
-	Verdict                                                                                    []verdictRow
-	Gates                                                                                      []gateRow
-	Warnings                                                                                   []string
-	Sections                                                                                   []section
-	TrialCols                                                                                  []string
-	TrialRows                                                                                  []trialRow
-	Definitions                                                                                []metric.Metric
-	MaxPoints                                                                                  int
-	EchartsNotice                                                                              string
-	EchartsJS                                                                                  template.JS
-	Options                                                                                    template.JS
+	Alpha                                                                                                  float64
+	Simulated                                                                                              bool
+	Dirs, Arms, Builds                                                                                     []string
+	ArmRows                                                                                                []Arm
+	Verdict                                                                                                []verdictRow
+	Gates                                                                                                  []gateRow
+	Warnings                                                                                               []string
+	Sections                                                                                               []section
+	TrialCols                                                                                              []string
+	TrialRows                                                                                              []trialRow
+	Definitions                                                                                            []metric.Metric
+	MaxPoints                                                                                              int
+	EchartsNotice                                                                                          string
+	EchartsJS                                                                                              template.JS
+	Options                                                                                                template.JS
 }
 
 type verdictCell struct {
