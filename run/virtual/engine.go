@@ -47,7 +47,9 @@ type Config struct {
 	// SampleInterval is how often every member is sampled (default 1 s).
 	SampleInterval time.Duration
 	// Start is the wall-clock instant model time 0 stands for in the
-	// records (default: now).
+	// records (default: now). Whatever it is, Run returns it as
+	// Trial.Start: a caller reads the start from the result, never from
+	// its own copy of the config.
 	Start time.Time
 	// Progress, when set, hears about the trial every 10 model seconds.
 	Progress func(Progress)
@@ -87,6 +89,9 @@ type Tally struct {
 
 // Trial is a finished virtual trial: its records and the engine's tally.
 type Trial struct {
+	// Start is the wall-clock instant model time 0 stands for: every
+	// time in Records is Start plus a model instant.
+	Start   time.Time
 	Records store.Records
 	Tally   Tally
 }
@@ -178,7 +183,7 @@ func Run(ctx context.Context, cfg Config, arm arms.Arm) (Trial, error) {
 		return Trial{}, err
 	}
 	s.tally.Failovers = max(s.tally.Failovers-1, 0) // the first "election" is none: member 0 starts as primary
-	return Trial{Records: s.rec, Tally: s.tally}, nil
+	return Trial{Start: cfg.Start, Records: s.rec, Tally: s.tally}, nil
 }
 
 // at is the record time of a model instant.
