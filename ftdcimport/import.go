@@ -188,7 +188,7 @@ func Import(spec *Spec, dir string, opts Options) (*Result, error) {
 			t.Victims = metric.VictimSummary(rec.Results, rec.Kills)
 		}
 		trials = append(trials, trialData{spec: tr, index: indexes[tr.Arm], files: store.TrialFiles{Trial: t, Samples: samples,
-			Series: metric.PerSecond(samples, start), Storm: rec.Storm, Canaries: rec.Canaries,
+			Series: metric.PerSecond(samples, start, end), Storm: rec.Storm, Canaries: rec.Canaries,
 			Outcomes: metric.Outcomes(start, rec.Results), Events: metric.Events(rec.PhaseStarts, samples, rec.Kills)}})
 	}
 	if outcomes != nil {

@@ -8,15 +8,24 @@ import (
 	"github.com/qmlsab/qmlsab/store"
 )
 
-// PerSecond derives the per-second series from samples, seconds counted
-// from start: for each second the last value the primary reported in it.
-// A second whose primary samples all came from diagnostic data
-// (Sample.FromFTDC) is marked FTDC.
-func PerSecond(samples []store.Sample, start time.Time) []store.Second {
+// PerSecond derives the per-second series of a trial that ran from start
+// until end: for each second the last value the primary reported in it.
+// Seconds count from start; a sample before start or at or after end is
+// outside the trial (the sampler runs a little before and after it) and
+// in no second, so the series has at most one point per second of the
+// trial and none beyond it. A rate is credited to the second its
+// interval ends in, which may begin with a sample before start. A second
+// whose primary samples all came from diagnostic data (Sample.FromFTDC)
+// is marked FTDC.
+func PerSecond(samples []store.Sample, start, end time.Time) []store.Second {
 	b := newBuckets(start, func(i int) *store.Second { return &store.Second{T: i} })
 	at := b.at
+	inTrial := func(t time.Time) bool { return !t.Before(start) && t.Before(end) }
 	set := func(ps []Point, field func(*store.Second) **float64) {
 		for _, p := range ps {
+			if !inTrial(p.At) {
+				continue
+			}
 			v := p.Value
 			*field(at(p.At)) = &v
 		}
@@ -33,7 +42,7 @@ func PerSecond(samples []store.Sample, start time.Time) []store.Second {
 	set(kil, func(s *store.Second) **float64 { return &s.Kills })
 	wire := map[*store.Second]bool{} // seconds with a primary sample from the sampler
 	for _, s := range samples {
-		if s.Up && s.Primary {
+		if s.Up && s.Primary && inTrial(s.At) {
 			sec := at(s.At)
 			sec.Primary = s.Member
 			wire[sec] = wire[sec] || !s.FromFTDC

@@ -89,3 +89,32 @@ func TestUnreachableCountsOnlyTimeWithEveryMemberDown(t *testing.T) {
 		t.Fatalf("no samples: %v", got)
 	}
 }
+
+// A wall trial's sampler runs a little before the trial starts and on
+// while its last ops drain: the per-second series hold the trial's
+// seconds and nothing outside them, and a rate whose interval began
+// before the start still counts in the second it ends in.
+func TestPerSecondHoldsOnlyTheTrialsSeconds(t *testing.T) {
+	start, end := at(10), at(20)
+	var s []store.Sample
+	for i := range 14 { // samples from 7.5 s to 20.5 s
+		sec := 7.5 + float64(i)
+		s = append(s, store.Sample{At: at(sec), Member: "a", Up: true, Primary: true, ProcessID: "p",
+			Values: map[string]float64{"read.totalTickets": 100 + sec, "queryMemory.operationsShed": 5 * sec}})
+	}
+	got := PerSecond(s, start, end)
+	if len(got) != 10 {
+		t.Fatalf("%d seconds, want the trial's 10: %+v", len(got), got)
+	}
+	for i, sec := range got {
+		if sec.T != i {
+			t.Errorf("second %d has t = %d", i, sec.T)
+		}
+		if sec.ReadTix == nil || !near(*sec.ReadTix, 100+10.5+float64(i)) {
+			t.Errorf("second %d: tickets %v, want the sample at %.1f s", i, sec.ReadTix, 10.5+float64(i))
+		}
+		if sec.Sheds == nil || !near(*sec.Sheds, 5) {
+			t.Errorf("second %d: sheds/s %v, want 5", i, sec.Sheds)
+		}
+	}
+}

@@ -62,7 +62,7 @@ func synthRun(tb testing.TB, dir string, armNames []string, n int, dur time.Dura
 				Metrics: map[string]float64{"availability": 0.95 + 0.01*rng.Float64(), "failovers": 0, "sheds_per_s": 50 + rng.Float64(), "admissions_per_s": 160 + rng.Float64()}}
 			for _, err := range []error{
 				store.WriteJSONLinesGz(filepath.Join(tdir, "samples.jsonl.gz"), samples),
-				store.WriteJSONLinesGz(filepath.Join(tdir, "series.jsonl.gz"), metric.PerSecond(samples, start)),
+				store.WriteJSONLinesGz(filepath.Join(tdir, "series.jsonl.gz"), metric.PerSecond(samples, start, start.Add(dur))),
 				store.WriteJSONLinesGz(filepath.Join(tdir, "outcomes.jsonl.gz"), outcomes),
 				store.WriteJSONLinesGz(filepath.Join(tdir, "events.jsonl.gz"), events),
 				store.WriteJSON(filepath.Join(tdir, "trial.json"), tr),

@@ -237,14 +237,23 @@ func chartSections(a *Analysis, options map[string]json.RawMessage) ([]section, 
 		}
 		return 0
 	}
+	// medianBar is an arm's median as a bar: a metric the arm's trials
+	// did not report is no bar (ECharts' "-"), never a bar of 0.
+	medianBar := func(arm *Arm, m string) opts.BarData {
+		if s, ok := arm.Metrics[m]; ok {
+			return opts.BarData{Value: s.Median}
+		}
+		return opts.BarData{Value: "-"}
+	}
 	if a.In.Workload.Merge != nil {
 		bar := charts.NewBar()
-		bar.SetGlobalOptions(base("merge-unsafe", "Unsafe sheds per trial (median), by where the $merge ran")...)
+		bar.SetGlobalOptions(append(base("merge-unsafe", "Unsafe sheds per trial (median), by where the $merge ran"),
+			charts.WithYAxisOpts(opts.YAxis{Name: unitOpsPerTrial}))...)
 		bar.SetXAxis(a.In.Arms)
 		for _, rp := range []string{"primary", "secondary"} {
 			var data []opts.BarData
 			for i := range a.Arms {
-				data = append(data, opts.BarData{Value: median(&a.Arms[i], "unsafe_sheds_"+rp)})
+				data = append(data, medianBar(&a.Arms[i], "unsafe_sheds_"+rp))
 			}
 			bar.AddSeries("on "+rp, data, charts.WithBarChartOpts(opts.BarChart{Stack: "unsafe"}))
 		}
@@ -259,27 +268,17 @@ func chartSections(a *Analysis, options map[string]json.RawMessage) ([]section, 
 	// departures went.
 	dep := charts.NewBar()
 	dep.SetGlobalOptions(append(base("departures", "Low-priority queue departures per second of storm (median)"),
-		charts.WithYAxisOpts(opts.YAxis{Name: "ops/s"}))...)
+		charts.WithYAxisOpts(opts.YAxis{Name: unitOpsPerS}))...)
 	dep.SetXAxis(a.In.Arms)
 	for _, s := range []struct{ metric, name string }{{"admissions_per_s", "admitted (got a ticket)"}, {"kills_per_s", "killed while queued"}} {
 		var data []opts.BarData
 		for i := range a.Arms {
-			data = append(data, opts.BarData{Value: median(&a.Arms[i], s.metric)})
+			data = append(data, medianBar(&a.Arms[i], s.metric))
 		}
 		dep.AddSeries(s.name, data, charts.WithBarChartOpts(opts.BarChart{Stack: "departures"}))
 	}
 	options["departures"] = option(dep)
-	sva := charts.NewBar()
-	sva.SetGlobalOptions(append(base("sheds-vs-admissions", "Sheds/s vs admissions/s in the storm (bars: median; points: trials)"),
-		charts.WithYAxisOpts(opts.YAxis{Name: "ops/s"}))...)
-	sva.SetXAxis(a.In.Arms)
-	for _, m := range []string{"sheds_per_s", "admissions_per_s"} {
-		var data []opts.BarData
-		for i := range a.Arms {
-			data = append(data, opts.BarData{Value: median(&a.Arms[i], m)})
-		}
-		sva.AddSeries(metric.Lookup(m).Title, data)
-	}
+	sva := shedsVsAdmissions(a, color)
 	options["sheds-vs-admissions"] = option(sva)
 	var tbl strings.Builder
 	tbl.WriteString(`<table class="data"><tr><th>arm</th><th>admissions/s</th><th>queue kills/s</th><th>kills share of departures</th><th>sheds/s</th></tr>`)
@@ -308,17 +307,18 @@ func chartSections(a *Analysis, options map[string]json.RawMessage) ([]section, 
 		series           func(d *trialData) [][2]float64
 	}
 	ts := []tsDef{
-		{"ts-tickets", "Read tickets on the primary", "tickets", func(d *trialData) [][2]float64 {
+		{"ts-tickets", "Read tickets on the primary", unitTickets, func(d *trialData) [][2]float64 {
 			return d.gauge(func(s store.Second) *float64 { return s.ReadTix }, 1)
 		}},
-		{"ts-queue", "Low-priority read queue length on the primary", "queued ops", func(d *trialData) [][2]float64 {
+		{"ts-queue", "Low-priority read queue length on the primary", unitQueuedOps, func(d *trialData) [][2]float64 {
 			return d.gauge(func(s store.Second) *float64 { return s.LowQueue }, 1)
 		}},
-		{"ts-rss", "Resident memory of the primary", "GiB", func(d *trialData) [][2]float64 {
+		{"ts-rss", "Resident memory of the primary", unitGiB, func(d *trialData) [][2]float64 {
+			// serverStatus mem.resident is in MiB.
 			return d.gauge(func(s store.Second) *float64 { return s.ResidentMB }, 1.0/1024)
 		}},
-		{"ts-availability", "Canary availability per second (share within the SLO)", "availability", (*trialData).availabilityPerSecond},
-		{"ts-sheds", "Sheds and killOp kills per second", "ops/s", (*trialData).shedsPerSecond},
+		{"ts-availability", "Canary availability per second (share within the SLO)", unitShare, (*trialData).availabilityPerSecond},
+		{"ts-sheds", "Sheds and killOp kills per second", unitOpsPerS, (*trialData).shedsPerSecond},
 	}
 	var refs []chartRef
 	for _, def := range ts {
@@ -353,9 +353,8 @@ func chartSections(a *Analysis, options map[string]json.RawMessage) ([]section, 
 						LineStyle: &opts.LineStyle{Color: color(d.Arm), Type: "dashed"}, Label: &opts.Label{Show: opts.Bool(false)}}))
 			}
 			if i == 0 {
-				so = append(so, charts.WithMarkAreaNameCoordItemOpts(phaseAreas(d)...),
-					charts.WithMarkAreaStyleOpts(opts.MarkAreaStyle{ItemStyle: &opts.ItemStyle{Color: "rgba(120,130,140,0.08)"},
-						Label: &opts.Label{Show: opts.Bool(true), Position: "insideTop"}}))
+				so = append(so, phaseAreas(d), charts.WithMarkAreaStyleOpts(opts.MarkAreaStyle{ItemStyle: &opts.ItemStyle{Color: "rgba(120,130,140,0.08)"},
+					Label: &opts.Label{Show: opts.Bool(true), Position: "insideTop"}}))
 			}
 			line.AddSeries(fmt.Sprintf("%s#%d", d.Arm, d.Index), ld, so...)
 		}
@@ -372,10 +371,10 @@ func chartSections(a *Analysis, options map[string]json.RawMessage) ([]section, 
 	// Victims: who the shedder or the actor killed.
 	hist := charts.NewBar()
 	hist.SetGlobalOptions(append(base("victims-tracked", "Victims' tracked memory (share of each arm's sized victims per 8 MiB bin)"),
-		charts.WithYAxisOpts(opts.YAxis{Name: "% of victims"}))...)
+		charts.WithYAxisOpts(opts.YAxis{Name: unitPercent}))...)
 	stages := charts.NewBar()
 	stages.SetGlobalOptions(append(base("victims-stages", "Victims' stage mix (% of each arm's victims)"),
-		charts.WithYAxisOpts(opts.YAxis{Name: "%", Max: 100}))...)
+		charts.WithYAxisOpts(opts.YAxis{Name: unitPercent, Max: 100}))...)
 	// Pool each arm's trial summaries (store.Victims).
 	pooled := map[string]*store.Victims{}
 	binsUsed := 0
@@ -476,17 +475,27 @@ func chartSections(a *Analysis, options map[string]json.RawMessage) ([]section, 
 	return secs, nil
 }
 
-// phaseAreas shades a trial's phases.
-func phaseAreas(d *trialData) []opts.MarkAreaNameCoordItem {
+// phaseArea is one shaded phase: the ends of its band on the x axis
+// only, so that ECharts spans the band over the whole plot's height
+// (a band given y ends would cover only one series' range).
+type phaseArea [2]struct {
+	Name  string  `json:"name,omitempty"`
+	XAxis float64 `json:"xAxis"`
+}
+
+// phaseAreas shades a trial's phases, from its start to its end.
+func phaseAreas(d *trialData) charts.SeriesOpts {
 	storm, recovery := d.Phases["storm"], d.Phases["recovery"]
-	end := recovery
-	for _, s := range d.outcomes {
-		end = max(end, float64(s.T+1))
+	band := func(name string, from, to float64) any {
+		var p phaseArea
+		p[0].Name, p[0].XAxis, p[1].XAxis = name, from, to
+		return p
 	}
-	return []opts.MarkAreaNameCoordItem{
-		{Name: "warmup", Coordinate0: []any{0, "min"}, Coordinate1: []any{storm, "max"}},
-		{Name: "storm", Coordinate0: []any{storm, "min"}, Coordinate1: []any{recovery, "max"}},
-		{Name: "recovery", Coordinate0: []any{recovery, "min"}, Coordinate1: []any{end, "max"}},
+	return func(s *charts.SingleSeries) {
+		if s.MarkAreas == nil {
+			s.MarkAreas = &opts.MarkAreas{}
+		}
+		s.MarkAreas.Data = append(s.MarkAreas.Data, band("warmup", 0, storm), band("storm", storm, recovery), band("recovery", recovery, d.length))
 	}
 }
 
@@ -531,4 +540,57 @@ func cellValue(name string, s Summary) string {
 		v += fmt.Sprintf(" Σ%s", Number(total))
 	}
 	return v
+}
+
+// The units a chart's value axis names. Every chart names its value axis
+// with one of them, so a reader (and the chart tests) knows what scale a
+// number is on.
+const (
+	unitOpsPerS     = "ops/s"
+	unitOpsPerTrial = "ops per trial"
+	unitTickets     = "tickets"
+	unitQueuedOps   = "queued ops"
+	unitGiB         = "GiB"
+	unitShare       = "availability" // a share in [0, 1]
+	unitPercent     = "%"
+)
+
+// shedsVsAdmissions is the chart of each arm's sheds/s beside its
+// admissions/s in the storm: a bar per arm and metric at the median of
+// the arm's valid trials, and a point per trial on it.
+func shedsVsAdmissions(a *Analysis, color func(arm string) string) *charts.Bar {
+	sva := charts.NewBar()
+	sva.SetGlobalOptions(append(base("sheds-vs-admissions", "Sheds/s vs admissions/s in the storm (bars: median; points: trials)"),
+		charts.WithYAxisOpts(opts.YAxis{Name: unitOpsPerS}))...)
+	var categories []string
+	var bars []opts.BarData
+	var points []opts.ScatterData
+	for i := range a.Arms {
+		arm := &a.Arms[i]
+		for _, m := range []string{metric.ShedsPerS, metric.AdmissionsPerS} {
+			category := arm.Name + " " + metric.Lookup(m).Title
+			categories = append(categories, category)
+			// Sheds in the arm's colour, admissions in a paler one.
+			style := &opts.ItemStyle{Color: color(arm.Name), Opacity: opts.Float(1)}
+			if m == metric.AdmissionsPerS {
+				style.Opacity = opts.Float(0.45)
+			}
+			bar := opts.BarData{Value: "-", ItemStyle: style}
+			if s, ok := arm.Metrics[m]; ok {
+				bar.Value = s.Median
+			}
+			bars = append(bars, bar)
+			for _, t := range a.In.Valid(arm.Name) {
+				if v, ok := t.Metrics[m]; ok {
+					points = append(points, opts.ScatterData{Name: fmt.Sprintf("%s#%d", arm.Name, t.Index), Value: []any{category, v}, SymbolSize: 7})
+				}
+			}
+		}
+	}
+	sva.SetXAxis(categories)
+	sva.AddSeries("median", bars)
+	trials := charts.NewScatter()
+	trials.AddSeries("trials", points, charts.WithItemStyleOpts(opts.ItemStyle{Color: "#1d2329", Opacity: opts.Float(0.8)}))
+	sva.Overlap(trials)
+	return sva
 }

@@ -17,15 +17,18 @@ import (
 // trialData is a valid trial's raw files, read for the charts.
 type trialData struct {
 	Trial
+	// length is how long the trial ran, in seconds from its start: every
+	// x a chart draws for it lies in [0, length].
+	length   float64
 	series   []store.Second
 	events   []store.Event
 	outcomes []store.OutcomeSecond
 }
 
-// readTrial reads a trial's raw files; a missing or corrupt file is an
-// error naming it.
-func readTrial(t Trial) (*trialData, error) {
-	d := &trialData{Trial: t}
+// readTrial reads the raw files of a trial that ran for length; a
+// missing or corrupt file is an error naming it.
+func readTrial(t Trial, length time.Duration) (*trialData, error) {
+	d := &trialData{Trial: t, length: length.Seconds()}
 	var err error
 	// The derived per-second series; a run written before they were
 	// stored has only the raw samples, from which they are derived here.
@@ -37,7 +40,7 @@ func readTrial(t Trial) (*trialData, error) {
 		if err != nil {
 			return nil, err
 		}
-		d.series = metric.PerSecond(samples, t.Started)
+		d.series = metric.PerSecond(samples, t.Started, t.Started.Add(length))
 	}
 	if d.events, err = readOptional[store.Event](filepath.Join(t.Dir, store.EventsFile)); err != nil {
 		return nil, err
@@ -59,6 +62,9 @@ func readOptional[T any](path string) ([]T, error) {
 
 // rel is seconds since the trial started.
 func (d *trialData) rel(t time.Time) float64 { return t.Sub(d.Started).Seconds() }
+
+// during reports whether x seconds into the trial is within it.
+func (d *trialData) during(x float64) bool { return x >= 0 && x <= d.length }
 
 // gauge is one per-second series, scaled.
 func (d *trialData) gauge(field func(store.Second) *float64, scale float64) [][2]float64 {
@@ -85,7 +91,10 @@ func (d *trialData) availabilityPerSecond() [][2]float64 {
 }
 
 // shedsPerSecond is the primary's server sheds per second plus the killOp
-// actor's kills in each second.
+// actor's kills in each second. A trial whose actor killed is known to
+// have run one: its kills are known for every second of the trial (none
+// in a second is 0), even where the server reports no sheds (shedding
+// off); a second with neither is absent.
 func (d *trialData) shedsPerSecond() [][2]float64 {
 	perSec := map[int]float64{}
 	for _, s := range d.series {
@@ -93,9 +102,15 @@ func (d *trialData) shedsPerSecond() [][2]float64 {
 			perSec[s.T] += *s.Sheds
 		}
 	}
+	if slices.ContainsFunc(d.events, func(e store.Event) bool { return e.Kind == "kill" }) {
+		for t := 0; float64(t) < d.length; t++ {
+			perSec[t] += 0
+		}
+	}
 	for _, e := range d.events {
-		if e.Kind == "kill" && e.Kill != nil && e.Kill.Err == "" {
-			perSec[int(d.rel(e.At))]++
+		// A kill the actor made after the trial ended is outside it.
+		if x := d.rel(e.At); e.Kind == "kill" && e.Kill != nil && e.Kill.Err == "" && x >= 0 && x < d.length {
+			perSec[int(x)]++
 		}
 	}
 	var out [][2]float64
@@ -106,14 +121,19 @@ func (d *trialData) shedsPerSecond() [][2]float64 {
 	return out
 }
 
-// marks are a trial's failovers and restarts, seconds into it.
+// marks are a trial's failovers and restarts, seconds into it; those
+// seen after the trial ended (the sampler runs on a moment) are not.
 func (d *trialData) marks() (failovers, restarts []float64) {
 	for _, e := range d.events {
+		x := d.rel(e.At)
+		if !d.during(x) {
+			continue
+		}
 		switch e.Kind {
 		case "primary":
-			failovers = append(failovers, d.rel(e.At))
+			failovers = append(failovers, x)
 		case "restart":
-			restarts = append(restarts, d.rel(e.At))
+			restarts = append(restarts, x)
 		}
 	}
 	return failovers, restarts
@@ -150,6 +170,17 @@ func downsample(pts [][2]float64, limit int) [][2]float64 {
 	return out
 }
 
+// trialLength is how long a trial of the analysis ran: from its start
+// to the recovery phase's start (as the trial recorded it) plus the
+// workload's recovery.
+func trialLength(a *Analysis, t Trial) time.Duration {
+	var recovery time.Duration
+	if w := a.In.Workload.SpillToDisk; w != nil {
+		recovery = w.Phases.Recovery
+	}
+	return time.Duration(t.Phases["recovery"]*float64(time.Second)) + recovery
+}
+
 // readTrials reads every valid trial's files, one trial per CPU at a
 // time (decoding the samples is most of a report's cost).
 func readTrials(a *Analysis) ([]*trialData, error) {
@@ -165,7 +196,7 @@ func readTrials(a *Analysis) ([]*trialData, error) {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			data[i], errs[i] = readTrial(t)
+			data[i], errs[i] = readTrial(t, trialLength(a, t))
 		})
 	}
 	wg.Wait()

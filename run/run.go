@@ -624,6 +624,13 @@ func writeTrial(dir string, trial store.Trial, start time.Time, rec store.Record
 	trial.Metrics = metric.Summarize(rec)
 	files := store.TrialFiles{Trial: trial, Samples: rec.Samples, Merge: rec.Merge}
 	if rec.Merge == nil {
+		// The per-second series cover the trial's window and nothing of
+		// the sampling before or after it; a window the records do not
+		// give is a harness fault, never a series at a made-up time.
+		end := rec.PhaseStarts["end"]
+		if start.IsZero() || !end.After(start) {
+			return store.Invalid, fmt.Sprintf("harness: the trial's window is unknown (start %s, end %s)", start.Format(time.RFC3339), end.Format(time.RFC3339))
+		}
 		// Failovers have two witnesses: the samples' hello (which also
 		// sees a primary restarted in place) and the driver's topology
 		// monitoring (which sees a flip between two samples). Both count
@@ -636,7 +643,7 @@ func writeTrial(dir string, trial store.Trial, start time.Time, rec store.Record
 		}
 		files.Trial.Metrics[metric.Failovers] = max(trial.Metrics[metric.Failovers], float64(topology))
 		files.Trial.Victims = metric.VictimSummary(rec.Results, rec.Kills)
-		files.Series = metric.PerSecond(rec.Samples, start)
+		files.Series = metric.PerSecond(rec.Samples, start, end)
 		files.Storm, files.Canaries = rec.Storm, rec.Canaries
 		files.Outcomes = metric.Outcomes(start, rec.Results)
 		files.Events = metric.Events(rec.PhaseStarts, rec.Samples, rec.Kills, extra...)

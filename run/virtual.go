@@ -46,7 +46,9 @@ func runVirtualTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, s
 	if err != nil {
 		return store.Invalid, "model: " + err.Error()
 	}
-	start := vcfg.Start
+	// The engine decided the instant model time 0 stands for (vcfg is
+	// this function's copy of the config, not the engine's).
+	start := t.Start
 	trial := store.Trial{Schema: store.TrialSchema, Arm: arm.Name, Index: index, Started: start, Simulated: true, Clock: Virtual,
 		Phases: map[string]float64{"warmup": 0, "storm": w.Phases.Warmup.Seconds(), "recovery": (w.Phases.Warmup + w.Phases.Storm).Seconds()}}
 	trial.Metadata, _ = json.Marshal(map[string]any{"target": "embedded mongosim replica set, model run in virtual time (no wire)",

@@ -210,7 +210,7 @@ func (r *Result) heatmapOption(m MetricOut, ai int) map[string]any {
 		"itemStyle": map[string]any{"borderColor": "#ffffff", "borderWidth": 1}}}
 	return map[string]any{
 		"animation": false,
-		"title":     map[string]any{"text": arm + " — " + m.Title, "left": "center", "textStyle": map[string]any{"fontSize": 13}},
+		"title":     map[string]any{"text": arm + " — " + title(m), "left": "center", "textStyle": map[string]any{"fontSize": 13}},
 		"tooltip":   map[string]any{"trigger": "item", "formatter": "{b}"},
 		"grid":      map[string]any{"left": 96, "right": 16, "top": 36, "bottom": 96},
 		"xAxis": map[string]any{"type": "category", "data": x.Labels, "name": x.Name, "nameLocation": "middle", "nameGap": 44,

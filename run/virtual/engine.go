@@ -47,7 +47,9 @@ type Config struct {
 	// SampleInterval is how often every member is sampled (default 1 s).
 	SampleInterval time.Duration
 	// Start is the wall-clock instant model time 0 stands for in the
-	// records (default: now).
+	// records (default: now). Whatever it is, Run returns it as
+	// Trial.Start: a caller reads the start from the result, never from
+	// its own copy of the config.
 	Start time.Time
 	// Progress, when set, hears about the trial every 10 model seconds.
 	Progress func(Progress)
@@ -87,6 +89,9 @@ type Tally struct {
 
 // Trial is a finished virtual trial: its records and the engine's tally.
 type Trial struct {
+	// Start is the wall-clock instant model time 0 stands for: every
+	// time in Records is Start plus a model instant.
+	Start   time.Time
 	Records store.Records
 	Tally   Tally
 }
@@ -173,12 +178,12 @@ func Run(ctx context.Context, cfg Config, arm arms.Arm) (Trial, error) {
 	}
 	ph := cfg.Workload.Phases
 	s.stormStart, s.stormEnd = ph.Warmup, ph.Warmup+ph.Storm
-	s.rec.PhaseStarts = map[string]time.Time{"warmup": s.at(0), "storm": s.at(ph.Warmup), "recovery": s.at(ph.Warmup + ph.Storm)}
+	s.rec.PhaseStarts = map[string]time.Time{"warmup": s.at(0), "storm": s.at(ph.Warmup), "recovery": s.at(ph.Warmup + ph.Storm), "end": s.at(ph.Total())}
 	if err := s.loop(ctx, ph.Total()); err != nil {
 		return Trial{}, err
 	}
 	s.tally.Failovers = max(s.tally.Failovers-1, 0) // the first "election" is none: member 0 starts as primary
-	return Trial{Records: s.rec, Tally: s.tally}, nil
+	return Trial{Start: cfg.Start, Records: s.rec, Tally: s.tally}, nil
 }
 
 // at is the record time of a model instant.

@@ -1,0 +1,175 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/internal/chartcheck"
+	"github.com/qmlsab/qmlsab/mongosim"
+	"github.com/qmlsab/qmlsab/run"
+	"github.com/qmlsab/qmlsab/workload"
+)
+
+// unitRanges are the values each unit a report chart's value axis names
+// may plausibly hold on the model's M50 (32 GiB): resident memory in MiB
+// or bytes under "GiB", or a percentage under the availability share, falls
+// outside them.
+var unitRanges = map[string]chartcheck.Range{
+	unitOpsPerS:     {Min: 0, Max: 1e5},
+	unitOpsPerTrial: {Min: 0, Max: 1e6, Whole: true},
+	unitTickets:     {Min: 0, Max: 1e4, Whole: true},
+	unitQueuedOps:   {Min: 0, Max: 1e6, Whole: true},
+	unitGiB:         {Min: 0.01, Max: 1024},
+	unitShare:       {Min: 0, Max: 1},
+	unitPercent:     {Min: 0, Max: 100},
+}
+
+// checkReportCharts checks every chart of a report page: each series has
+// data; on a value x axis every x (and every phase band and mark) lies in
+// [0, length] seconds; on a category axis every point names a category;
+// and every value fits the unit its axis names. It returns the charts.
+func checkReportCharts(t *testing.T, page []byte, length float64) map[string]chartcheck.Chart {
+	t.Helper()
+	charts, err := chartcheck.Options(page, "var options = ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(charts) == 0 {
+		t.Fatal("the page embeds no chart")
+	}
+	for id, c := range charts {
+		r, ok := unitRanges[c.YName]
+		if !ok {
+			t.Errorf("%s: value axis %q is not a known unit", id, c.YName)
+			continue
+		}
+		if len(c.Series) == 0 {
+			t.Errorf("%s: no series", id)
+		}
+		for _, s := range c.Series {
+			pts := s.Present()
+			if len(pts) == 0 {
+				t.Errorf("%s: series %q has no data", id, s.Name)
+			}
+			var ys []float64
+			for _, p := range pts {
+				ys = append(ys, p.Y)
+				switch x := p.X.(type) {
+				case float64:
+					if c.XType != "value" || x < 0 || x > length {
+						t.Errorf("%s: series %q has x = %g outside the trial [0, %g] s", id, s.Name, x, length)
+					}
+				case string:
+					if !slices.Contains(c.XCategories, x) {
+						t.Errorf("%s: series %q has a point at %q, not one of the categories %v", id, s.Name, x, c.XCategories)
+					}
+				case nil:
+					if c.XType != "category" {
+						t.Errorf("%s: series %q has a bare value on a %q axis", id, s.Name, c.XType)
+					}
+				}
+			}
+			if s.Type == "bar" && len(s.Points) != len(c.XCategories) {
+				t.Errorf("%s: bar series %q has %d bars for %d categories", id, s.Name, len(s.Points), len(c.XCategories))
+			}
+			for _, x := range s.MarkXs {
+				if x < 0 || x > length {
+					t.Errorf("%s: series %q marks x = %g outside the trial [0, %g] s", id, s.Name, x, length)
+				}
+			}
+			ys = append(ys, s.MarkYs...)
+			if err := r.Check(ys); err != nil {
+				t.Errorf("%s: series %q on an axis in %s: %v", id, s.Name, c.YName, err)
+			}
+		}
+	}
+	return charts
+}
+
+// The report of a virtual run with `make run`'s workload (240 s trials):
+// every chart holds data in the trial and in its unit, and each of the
+// five time series has a point for every second of every trial.
+func TestReportChartsHoldEveryTrialSecond(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	sel, err := arms.Select([]string{"D", "E"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := workload.Builtin(workload.KindSpillToDisk)
+	length := spec.SpillToDisk.Phases.Total().Seconds()
+	if _, err := run.Execute(context.Background(), run.Config{Arms: sel, N: 2, Workload: spec, Dir: dir, Seed: 3, Clock: run.Virtual,
+		Sim: mongosim.SimOptions{CPUs: 8, BaselineMB: 6 << 10}, SimMemLimitMB: 32 << 10, ToolVersion: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	a := analyze(t, dir)
+	page, err := HTML(a, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "report.html"), page, 0o644)
+	charts := checkReportCharts(t, page, length)
+
+	var trials []string
+	for _, arm := range a.In.Arms {
+		for _, tr := range a.In.Valid(arm) {
+			trials = append(trials, fmt.Sprintf("%s#%d", arm, tr.Index))
+		}
+	}
+	if len(trials) != 4 {
+		t.Fatalf("valid trials %v, want D and E twice each", trials)
+	}
+	seconds := int(length)
+	for _, id := range []string{"ts-tickets", "ts-queue", "ts-rss", "ts-availability", "ts-sheds"} {
+		c, ok := charts[id]
+		if !ok {
+			t.Errorf("no chart %s", id)
+			continue
+		}
+		var names []string
+		for _, s := range c.Series {
+			names = append(names, s.Name)
+			got := map[int]bool{}
+			for _, p := range s.Present() {
+				x, _ := p.X.(float64)
+				if x != float64(int(x)) || got[int(x)] {
+					t.Errorf("%s %s: x = %g is not a new whole second", id, s.Name, x)
+				}
+				got[int(x)] = true
+			}
+			want := seconds
+			// A server's sheds are a rate: the first second of a trial on
+			// fresh members ends no sampling interval, so E (no actor)
+			// has none there; D's actor kills are known from the start.
+			if id == "ts-sheds" && strings.HasPrefix(s.Name, "E#") && !got[0] {
+				want--
+			}
+			if len(got) != want {
+				t.Errorf("%s %s: %d points, want one per second of the %d s trial", id, s.Name, len(got), seconds)
+			}
+		}
+		if !slices.Equal(names, trials) {
+			t.Errorf("%s: lines %v, want one per valid trial %v", id, names, trials)
+		}
+		if len(c.Series) > 0 && len(c.Series[0].MarkXs) != 6 {
+			t.Errorf("%s: phase bands %v, want warmup, storm and recovery", id, c.Series[0].MarkXs)
+		} else if len(c.Series) > 0 && c.Series[0].MarkXs[5] != length {
+			t.Errorf("%s: the recovery band ends at %g s, want the trial's end %g s", id, c.Series[0].MarkXs[5], length)
+		}
+	}
+	sva := charts["sheds-vs-admissions"]
+	var points int
+	for _, s := range sva.Series {
+		if s.Type == "scatter" {
+			points += len(s.Present())
+		}
+	}
+	if points != 2*len(trials) {
+		t.Errorf("sheds-vs-admissions: %d trial points, want %d (sheds and admissions of each valid trial)", points, 2*len(trials))
+	}
+}
