@@ -13,8 +13,9 @@ import (
 // Seconds count from start; a sample before start or at or after end is
 // outside the trial (the sampler runs a little before and after it) and
 // in no second, so the series has at most one point per second of the
-// trial and none beyond it. A rate is credited to the second its
-// interval ends in, which may begin with a sample before start. A second
+// trial and none beyond it. A rate is credited to the second that holds
+// the middle of its interval (Point.Mid): with samples each second at
+// 0, 1, …, end, the rate over (k, k+1] is second k's. A second
 // whose primary samples all came from diagnostic data (Sample.FromFTDC)
 // is marked FTDC.
 func PerSecond(samples []store.Sample, start, end time.Time) []store.Second {
@@ -23,11 +24,11 @@ func PerSecond(samples []store.Sample, start, end time.Time) []store.Second {
 	inTrial := func(t time.Time) bool { return !t.Before(start) && t.Before(end) }
 	set := func(ps []Point, field func(*store.Second) **float64) {
 		for _, p := range ps {
-			if !inTrial(p.At) {
+			if !inTrial(p.Mid()) {
 				continue
 			}
 			v := p.Value
-			*field(at(p.At)) = &v
+			*field(at(p.Mid())) = &v
 		}
 	}
 	set(PrimaryGauge(samples, "read.totalTickets"), func(s *store.Second) **float64 { return &s.ReadTix })

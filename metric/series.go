@@ -11,6 +11,19 @@ import (
 type Point struct {
 	At    time.Time
 	Value float64
+	// From is where a rate's interval began (the previous sample); zero
+	// for a gauge, which holds at At.
+	From time.Time
+}
+
+// Mid is the instant a point stands for: a gauge's sample, or the middle
+// of a rate's interval (a rate describes the whole interval, so crediting
+// it to the second of its end would draw it one interval late).
+func (p Point) Mid() time.Time {
+	if p.From.IsZero() {
+		return p.At
+	}
+	return p.From.Add(p.At.Sub(p.From) / 2)
 }
 
 // restarted reports whether cur is a new process compared with prev: a
@@ -46,7 +59,7 @@ func Rates(samples []store.Sample, field string) []Point {
 				delta = v
 			}
 			if dt > 0 {
-				out = append(out, Point{At: s.At, Value: delta / dt})
+				out = append(out, Point{At: s.At, Value: delta / dt, From: prev.At})
 			}
 		}
 		prev = s
@@ -117,8 +130,8 @@ func Departures(samples []store.Sample) (admissions, kills []Point) {
 	}
 	for _, p := range removed {
 		k := at[p.At]
-		admissions = append(admissions, Point{At: p.At, Value: p.Value - k})
-		kills = append(kills, Point{At: p.At, Value: k})
+		admissions = append(admissions, Point{At: p.At, Value: p.Value - k, From: p.From})
+		kills = append(kills, Point{At: p.At, Value: k, From: p.From})
 	}
 	return admissions, kills
 }

@@ -25,12 +25,12 @@ func TestRatesUseRealTimestampsAndSurviveRestarts(t *testing.T) {
 		{At: at(7), Member: "a", Up: true, ProcessID: "p2", Values: map[string]float64{"read.low.canceled": 19, "uptimeMillis": 1500}},
 	}
 	got := Rates(s, "read.low.canceled")
-	want := []Point{{at(1), 10}, {at(3), 20}, {at(6), 3}, {at(7), 10}}
+	want := []Point{{at(1), 10, at(0)}, {at(3), 20, at(1)}, {at(6), 3, at(3)}, {at(7), 10, at(6)}}
 	if len(got) != len(want) {
 		t.Fatalf("rates %v, want %v", got, want)
 	}
 	for i := range want {
-		if !got[i].At.Equal(want[i].At) || !near(got[i].Value, want[i].Value) {
+		if !got[i].At.Equal(want[i].At) || !got[i].From.Equal(want[i].From) || !near(got[i].Value, want[i].Value) {
 			t.Errorf("rate %d = %v, want %v", i, got[i], want[i])
 		}
 	}

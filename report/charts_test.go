@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/internal/chartcheck"
@@ -142,14 +143,9 @@ func TestReportChartsHoldEveryTrialSecond(t *testing.T) {
 				}
 				got[int(x)] = true
 			}
-			want := seconds
-			// A server's sheds are a rate: the first second of a trial on
-			// fresh members ends no sampling interval, so E (no actor)
-			// has none there; D's actor kills are known from the start.
-			if id == "ts-sheds" && strings.HasPrefix(s.Name, "E#") && !got[0] {
-				want--
-			}
-			if len(got) != want {
+			// Rates too: the rate over (k, k+1] is second k's, and the
+			// last sample is at the trial's end.
+			if len(got) != seconds {
 				t.Errorf("%s %s: %d points, want one per second of the %d s trial", id, s.Name, len(got), seconds)
 			}
 		}
@@ -171,5 +167,61 @@ func TestReportChartsHoldEveryTrialSecond(t *testing.T) {
 	}
 	if points != 2*len(trials) {
 		t.Errorf("sheds-vs-admissions: %d trial points, want %d (sheds and admissions of each valid trial)", points, 2*len(trials))
+	}
+}
+
+// The report of a wall-clock run: every chart holds data within the
+// trial and in its unit, and no time series runs past the trial's end
+// (the sampler runs a little before and after each trial).
+func TestReportChartsOfAWallClockRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time trials")
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	sel, err := arms.Select([]string{"D", "E"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := workload.Builtin(workload.KindSpillToDisk)
+	w := *spec.SpillToDisk
+	w.Phases = workload.Phases{Warmup: 2 * time.Second, Storm: 4 * time.Second, Recovery: 2 * time.Second}
+	w.StormRate, w.CanaryRate = 15, 10
+	w.ServerSelectionTimeout = 10 * time.Second
+	spec.SpillToDisk = &w
+	if _, err := run.Execute(context.Background(), run.Config{Arms: sel, N: 1, Workload: spec, Dir: dir, Seed: 3, Clock: run.Wall,
+		SampleInterval: 250 * time.Millisecond, Sim: mongosim.SimOptions{CPUs: 4, BaselineMB: 512, ScanScale: 100}, SimMemLimitMB: 4096,
+		ToolVersion: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	a := analyze(t, dir)
+	page, err := HTML(a, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	length := w.Phases.Total().Seconds()
+	charts := checkReportCharts(t, page, length)
+	// A trial the busy host left without answers is invalid and not drawn.
+	var valid []string
+	for _, arm := range a.In.Arms {
+		for _, tr := range a.In.Valid(arm) {
+			valid = append(valid, fmt.Sprintf("%s#%d", arm, tr.Index))
+		}
+	}
+	for _, id := range []string{"ts-tickets", "ts-queue", "ts-rss", "ts-availability", "ts-sheds"} {
+		c := charts[id] // a chart no trial has data for is left out, with a note
+		// One line per valid trial with data; a trial without says so in a
+		// note (D's server reports no sheds, and in a short trial its actor
+		// may kill nothing).
+		for _, trial := range valid {
+			if !slices.ContainsFunc(c.Series, func(s chartcheck.Series) bool { return s.Name == trial }) &&
+				!strings.Contains(string(page), "no data for "+trial) {
+				t.Errorf("%s: no line for %s and no note saying why", id, trial)
+			}
+		}
+		for _, s := range c.Series {
+			if n := len(s.Present()); n > int(length) {
+				t.Errorf("%s %s: %d points in a %g s trial: at most one per second", id, s.Name, n, length)
+			}
+		}
 	}
 }

@@ -321,6 +321,7 @@ func chartSections(a *Analysis, options map[string]json.RawMessage) ([]section, 
 		{"ts-sheds", "Sheds and killOp kills per second", unitOpsPerS, (*trialData).shedsPerSecond},
 	}
 	var refs []chartRef
+	var empty []string // charts, or trials of a chart, without data
 	for _, def := range ts {
 		line := charts.NewLine()
 		line.SetGlobalOptions(append(base(def.id, def.title),
@@ -328,8 +329,14 @@ func chartSections(a *Analysis, options map[string]json.RawMessage) ([]section, 
 			charts.WithYAxisOpts(opts.YAxis{Name: def.yName}),
 			charts.WithDataZoomOpts(opts.DataZoom{Type: "inside"}, opts.DataZoom{Type: "slider"}),
 		)...)
-		for i, d := range data {
+		var none []string
+		for _, d := range data {
 			pts := downsample(def.series(d), MaxPoints)
+			if len(pts) == 0 {
+				// Nothing reported: no line, rather than a line of zeros.
+				none = append(none, fmt.Sprintf("%s#%d", d.Arm, d.Index))
+				continue
+			}
 			ld := make([]opts.LineData, len(pts))
 			for j, p := range pts {
 				ld[j] = opts.LineData{Value: []float64{p[0], p[1]}}
@@ -352,11 +359,17 @@ func chartSections(a *Analysis, options map[string]json.RawMessage) ([]section, 
 					charts.WithMarkLineStyleOpts(opts.MarkLineStyle{Symbol: []string{"none", "none"},
 						LineStyle: &opts.LineStyle{Color: color(d.Arm), Type: "dashed"}, Label: &opts.Label{Show: opts.Bool(false)}}))
 			}
-			if i == 0 {
+			if len(line.MultiSeries) == 0 {
 				so = append(so, phaseAreas(d), charts.WithMarkAreaStyleOpts(opts.MarkAreaStyle{ItemStyle: &opts.ItemStyle{Color: "rgba(120,130,140,0.08)"},
 					Label: &opts.Label{Show: opts.Bool(true), Position: "insideTop"}}))
 			}
 			line.AddSeries(fmt.Sprintf("%s#%d", d.Arm, d.Index), ld, so...)
+		}
+		if len(none) > 0 {
+			empty = append(empty, fmt.Sprintf("%s: no data for %s (the server reported none of it%s)", def.title, strings.Join(none, ", "), noDataWhy(def.id)))
+		}
+		if len(line.MultiSeries) == 0 {
+			continue // no trial has data: no chart, and the note says so
 		}
 		if def.id == "ts-rss" {
 			addMemoryMarks(line, data)
@@ -364,9 +377,11 @@ func chartSections(a *Analysis, options map[string]json.RawMessage) ([]section, 
 		options[def.id] = option(line)
 		refs = append(refs, chartRef{def.id})
 	}
-	secs = append(secs, section{ID: "series", Title: "Over time (one line per trial)",
-		Note:   "Shaded: phases. Dashed vertical lines: failovers and member restarts of that trial's colour. Scroll or drag the slider to zoom.",
-		Charts: refs})
+	note := "Shaded: phases. Dashed vertical lines: failovers and member restarts of that trial's colour. Scroll or drag the slider to zoom."
+	if len(empty) > 0 {
+		note += " " + strings.Join(empty, "; ") + "."
+	}
+	secs = append(secs, section{ID: "series", Title: "Over time (one line per trial)", Note: note, Charts: refs})
 
 	// Victims: who the shedder or the actor killed.
 	hist := charts.NewBar()
@@ -466,13 +481,41 @@ func chartSections(a *Analysis, options map[string]json.RawMessage) ([]section, 
 		}
 		stages.AddSeries(st, bd, charts.WithBarChartOpts(opts.BarChart{Stack: "stages"}))
 	}
-	options["victims-tracked"] = option(hist)
-	options["victims-stages"] = option(stages)
+	vnote := "Tracked bytes are inUseTrackedMemBytes when the op was shed or killed. Over the wire a shed op's error carries no size, " +
+		"so there only the killOp actor's victims are sized; the model (virtual clock) sizes every victim."
+	var vcharts []chartRef
+	// A chart with nothing to draw is left out, and the note says why.
+	if binsUsed > 0 {
+		options["victims-tracked"] = option(hist)
+		vcharts = append(vcharts, chartRef{"victims-tracked"})
+	} else {
+		vnote += " No victim's size is known in these trials, so there is no size histogram."
+	}
+	if len(sn) > 0 {
+		options["victims-stages"] = option(stages)
+		vcharts = append(vcharts, chartRef{"victims-stages"})
+	} else {
+		vnote += " No storm op was shed or killed in these trials."
+	}
 	secs = append(secs, section{ID: "victims", Title: "Victims: what was shed or killed in the storm",
-		Note: "Tracked bytes are inUseTrackedMemBytes when the op was shed or killed. Over the wire a shed op's error carries no size, " +
-			"so there only the killOp actor's victims are sized; the model (virtual clock) sizes every victim.",
-		Charts: []chartRef{{"victims-tracked"}, {"victims-stages"}}, Table: template.HTML(vt.String())})
+		Note: vnote, Charts: vcharts, Table: template.HTML(vt.String())})
 	return secs, nil
+}
+
+// noDataWhy says, for a time series a trial had no point of, what its
+// absence means.
+func noDataWhy(id string) string {
+	switch id {
+	case "ts-sheds":
+		return ": no queryMemory.loadShedding counters, and no killOp kill"
+	case "ts-tickets", "ts-queue":
+		return ": no queues.execution section"
+	case "ts-rss":
+		return ": no mem section"
+	case "ts-availability":
+		return ": no canary"
+	}
+	return ""
 }
 
 // phaseArea is one shaded phase: the ends of its band on the x axis

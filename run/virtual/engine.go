@@ -283,6 +283,9 @@ func (s *sim) loop(ctx context.Context, total time.Duration) error {
 			s.observe()
 		}
 	}
+	// A last sample at the trial's end, as a wire sampler takes one just
+	// after it: the rates of the trial's last second need its end.
+	s.observe()
 	// What is still unanswered when the trial ends timed out: the wire
 	// driver bounds every operation by the trial's end the same way.
 	left := slices.SortedFunc(maps.Keys(s.inflight), func(a, b *opRecord) int { return cmp.Compare(a.scheduled, b.scheduled) })
