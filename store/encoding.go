@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,6 +54,7 @@ func (o *StormOp) UnmarshalJSON(b []byte) error {
 		LatencyNs    *int64   `json:"latencyNs"`
 		TrackedBytes *int64   `json:"trackedBytes"`
 	}
+	w.plain = plain(*o)
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
@@ -79,6 +81,7 @@ func (o *CanaryOp) UnmarshalJSON(b []byte) error {
 		Latency   *Seconds `json:"latency_s"`
 		LatencyNs *int64   `json:"latencyNs"`
 	}
+	w.plain = plain(*o)
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
@@ -106,6 +109,7 @@ func (o *MergeOp) UnmarshalJSON(b []byte) error {
 		LatencyNs      *int64   `json:"latencyNs"`
 		ReadPreference *string  `json:"readPreference"`
 	}
+	w.plain = plain(*o)
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
@@ -124,6 +128,7 @@ func (s *Sample) UnmarshalJSON(b []byte) error {
 		ProcessID *string `json:"ProcessID"`
 		FromFTDC  *bool   `json:"FromFTDC"`
 	}
+	w.plain = plain(*s)
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
@@ -148,6 +153,7 @@ func (s *Second) UnmarshalJSON(b []byte) error {
 		HighMark   *float64 `json:"highMarkBytes"`
 		MemLimit   *float64 `json:"memLimitBytes"`
 	}
+	w.plain = plain(*s)
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
@@ -174,6 +180,7 @@ func (k *Kill) UnmarshalJSON(b []byte) error {
 		TrackedBytes *int64  `json:"trackedBytes"`
 		ResidentMB   *int64  `json:"residentMB"`
 	}
+	w.plain = plain(*k)
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
@@ -193,6 +200,7 @@ func (s *OutcomeSecond) UnmarshalJSON(b []byte) error {
 		StormLatency  *[]int `json:"stormLatencyLog2Ms"`
 		CanaryLatency *[]int `json:"canaryLatencyLog2Ms"`
 	}
+	w.plain = plain(*s)
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
@@ -209,6 +217,7 @@ func (v *Victims) UnmarshalJSON(b []byte) error {
 		plain
 		Bins *[]int `json:"bins8MiB"`
 	}
+	w.plain = plain(*v)
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
@@ -226,7 +235,10 @@ func (h *Host) UnmarshalJSON(b []byte) error {
 		CPUModel    *string `json:"cpuModel"`
 		MemoryBytes *int64  `json:"memoryBytes"`
 	}
-	if err := json.Unmarshal(b, &w); err != nil {
+	w.plain = plain(*h) // a fingerprint overrides only the fields it names
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields() // a misspelt fingerprint field is an error, not ignored
+	if err := dec.Decode(&w); err != nil {
 		return err
 	}
 	*h = Host(w.plain)

@@ -303,6 +303,14 @@ func TestHostReadsEitherStyleAndKeepsItsID(t *testing.T) {
 	if old != cur || cur.CPUModel != "c" || cur.MemoryBytes != 5 || old.WithID().ID != cur.WithID().ID {
 		t.Errorf("v1 host %+v, v2 host %+v: want one host, one ID", old, cur)
 	}
+	// A fingerprint (QMLSAB_HOST_FINGERPRINT) overrides only what it names,
+	// and a misspelt field is an error.
+	if err := json.Unmarshal([]byte(`{"cores":4}`), &cur); err != nil || cur.Hostname != "h" || cur.CPUModel != "c" || cur.Cores != 4 {
+		t.Errorf("overriding cores gave %+v (%v)", cur, err)
+	}
+	if err := json.Unmarshal([]byte(`{"cpu":"x"}`), &cur); err == nil {
+		t.Errorf("an unknown host field was accepted: %+v", cur)
+	}
 }
 
 // copyTree copies a fixture folder, so a test may rewrite it.
