@@ -3,7 +3,9 @@
 // is written atomically (a temporary file, synced, then renamed), so an
 // interrupted run keeps every trial it finished and never leaves a torn
 // file; one writer at a time holds the folder's lock. The reader checks
-// schema versions and names any corrupt or truncated file.
+// schema versions and names any corrupt or truncated file. Files are
+// written in the v2 format (snake_case keys, durations in seconds,
+// encoding.go) and read in it or in the v1 format before it.
 package store
 
 import (
