@@ -52,7 +52,7 @@ func DetectHost(armList []arms.Arm) (store.Host, error) {
 		dec := json.NewDecoder(strings.NewReader(v))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&h); err != nil {
-			return store.Host{}, fmt.Errorf("%s: want a JSON object with any of hostname, cpuModel, cores, memoryBytes, kernel, target: %v", HostFingerprintEnv, err)
+			return store.Host{}, fmt.Errorf("%s: want a JSON object with any of hostname, cpu_model, cores, memory_bytes, kernel, target (cpuModel and memoryBytes are read too): %v", HostFingerprintEnv, err)
 		}
 	}
 	return h.WithID(), nil

@@ -41,6 +41,6 @@ func runMergeTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, see
 	}
 	trial := store.Trial{Schema: store.TrialSchema, Arm: arm.Name, Index: index, Started: start, Simulated: dep.Simulated(), Clock: Wall}
 	trial.Metadata, _ = json.Marshal(map[string]any{"target": dep.Describe(), "members": dep.Startup(), "seed": seed, "clock": Wall,
-		"forced": res.Forced, "forcedNote": res.ForcedNote})
+		"forced": res.Forced, "forced_note": res.ForcedNote})
 	return writeTrial(dir, trial, start, store.Records{Samples: sampler.Samples(), Merge: &res})
 }

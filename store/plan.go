@@ -61,9 +61,9 @@ func (s Shard) Units(n int) []int {
 type Host struct {
 	ID          string `json:"id"`
 	Hostname    string `json:"hostname"`
-	CPUModel    string `json:"cpuModel,omitempty"`
+	CPUModel    string `json:"cpu_model,omitempty"`
 	Cores       int    `json:"cores,omitempty"`
-	MemoryBytes int64  `json:"memoryBytes,omitempty"`
+	MemoryBytes int64  `json:"memory_bytes,omitempty"`
 	Kernel      string `json:"kernel,omitempty"`
 	// Target is the kind of deployment the trials ran on (embedded,
 	// local, uri; several joined by ",").
@@ -71,13 +71,27 @@ type Host struct {
 }
 
 // WithID returns h with its ID: the first 12 hex digits of the SHA-256
-// of its other fields.
+// of its other fields, in hostIdentity's form.
 func (h Host) WithID() Host {
-	h.ID = ""
-	b, _ := json.Marshal(h)
+	b, _ := json.Marshal(hostIdentity{Hostname: h.Hostname, CPUModel: h.CPUModel, Cores: h.Cores,
+		MemoryBytes: h.MemoryBytes, Kernel: h.Kernel, Target: h.Target})
 	sum := sha256.Sum256(b)
 	h.ID = hex.EncodeToString(sum[:6])
 	return h
+}
+
+// hostIdentity is the form a host's ID digests, frozen as the v1 format
+// wrote hosts (its keys and their order), so that a machine keeps its ID
+// across format versions: a run resumed or merged with a newer qmlsab
+// still sees one host, not two.
+type hostIdentity struct {
+	ID          string `json:"id"` // always empty: the ID is not part of itself
+	Hostname    string `json:"hostname"`
+	CPUModel    string `json:"cpuModel,omitempty"`
+	Cores       int    `json:"cores,omitempty"`
+	MemoryBytes int64  `json:"memoryBytes,omitempty"`
+	Kernel      string `json:"kernel,omitempty"`
+	Target      string `json:"target,omitempty"`
 }
 
 // ShardSource is one shard a merged run was made from.
@@ -203,8 +217,15 @@ func CheckShards(runs []*Run, expect int) (*ShardSet, error) {
 		} else if string(wl) != string(firstWL) {
 			return nil, fmt.Errorf("%s: workload %s differs from %s's (%s): it is a shard of another experiment",
 				r.Dir, m.WorkloadName, first.Dir, first.Manifest.WorkloadName)
+		} else if m.Plan.Digest != set.Plan.Digest && (m.SourceSchema() == ManifestSchemaV1) != (first.Manifest.SourceSchema() == ManifestSchemaV1) {
+			v1dir, v2dir := r.Dir, first.Dir
+			if first.Manifest.SourceSchema() == ManifestSchemaV1 {
+				v1dir, v2dir = first.Dir, r.Dir
+			}
+			return nil, fmt.Errorf("%s is a shard written in the v1 format (%s) and %s one begun in the v2 format: a plan's digest covers the workload as its format encodes it, so they cannot be checked to be one experiment; merge the v1 shards with each other, or run the v1 shard again with this qmlsab (same --seed and --shard)",
+				v1dir, ManifestSchemaV1, v2dir)
 		} else if m.Plan.Digest != set.Plan.Digest {
-			return nil, fmt.Errorf("%s: plan %.12s differs from %s's plan %.12s (another seed, n, arms or clock): it is a shard of another experiment",
+			return nil, fmt.Errorf("%s: plan %.12s differs from %s's plan %.12s (another seed, n, arms or clock, or a shard begun in the v1 format): it is a shard of another experiment",
 				r.Dir, m.Plan.Digest, first.Dir, set.Plan.Digest)
 		}
 		if fp := first.Manifest.Parallel; m.Clock == "wall" && m.Parallel != 0 && fp != 0 && m.Parallel != fp {

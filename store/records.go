@@ -51,17 +51,19 @@ const (
 // Sample is one member's serverStatus at one moment. A member that could
 // not be read is a sample with Up false: a gap, not an error.
 type Sample struct {
-	At        time.Time
-	Member    string
-	Up        bool
-	Primary   bool
-	ProcessID string // topologyVersion.processId: changes on every start
-	Values    map[string]float64
+	At        time.Time `json:"at"`
+	Member    string    `json:"member"`
+	Up        bool      `json:"up"`
+	Primary   bool      `json:"primary"`
+	ProcessID string    `json:"process_id"` // topologyVersion.processId: changes on every start
+	// Values are keyed by serverStatus field path (the server's names, as
+	// collect's extractor table gives them), not by this format's style.
+	Values map[string]float64 `json:"values"`
 	// FromFTDC marks a sample read from the member's own diagnostic data
 	// (diagnostic.data) instead of asked for over the wire: an imported
 	// trial's samples, or a second the sampler missed, filled after a
 	// local trial. It has no $currentOp census.
-	FromFTDC bool `json:",omitempty"`
+	FromFTDC bool `json:"from_ftdc,omitempty"`
 }
 
 // Second is the derived per-second series of a trial at one second: the
@@ -69,39 +71,41 @@ type Sample struct {
 type Second struct {
 	T          int      `json:"t"` // seconds since the trial's start
 	Primary    string   `json:"primary,omitempty"`
-	ReadTix    *float64 `json:"readTickets,omitempty"`
-	LowQueue   *float64 `json:"lowPriorityQueue,omitempty"`
-	Admissions *float64 `json:"admissionsPerS,omitempty"`
-	Kills      *float64 `json:"queueKillsPerS,omitempty"`
-	Sheds      *float64 `json:"serverShedsPerS,omitempty"`
-	ResidentMB *float64 `json:"residentMB,omitempty"`
+	ReadTix    *float64 `json:"read_tickets,omitempty"`
+	LowQueue   *float64 `json:"low_priority_queue,omitempty"`
+	Admissions *float64 `json:"admissions_per_s,omitempty"`
+	Kills      *float64 `json:"queue_kills_per_s,omitempty"`
+	Sheds      *float64 `json:"server_sheds_per_s,omitempty"`
+	ResidentMB *float64 `json:"resident_mb,omitempty"`
 	// The shedder's marks and memory limit, when the server reports them.
-	LowMark  *float64 `json:"lowMarkBytes,omitempty"`
-	HighMark *float64 `json:"highMarkBytes,omitempty"`
-	MemLimit *float64 `json:"memLimitBytes,omitempty"`
+	LowMark  *float64 `json:"low_mark_bytes,omitempty"`
+	HighMark *float64 `json:"high_mark_bytes,omitempty"`
+	MemLimit *float64 `json:"mem_limit_bytes,omitempty"`
 	// FTDC: the second's values came from the primary's diagnostic data,
 	// not from the sampler (Sample.FromFTDC).
 	FTDC bool `json:"ftdc,omitempty"`
 }
 
-// StormOp is one storm query's outcome.
+// StormOp is one storm query's outcome. Latency is written as seconds
+// (latency_s, through Seconds).
 type StormOp struct {
 	Scheduled time.Time     `json:"scheduled"`
-	Latency   time.Duration `json:"latencyNs"`
+	Latency   time.Duration `json:"latency_s"`
 	Stage     string        `json:"stage"`
 	Outcome   Outcome       `json:"outcome"`
 	Code      string        `json:"code,omitempty"`
 	// TrackedBytes is the tracked memory a shed or killed op held, when
 	// known (the virtual clock's model knows; over the wire only the
 	// killOp actor's kills carry it, in the events).
-	TrackedBytes int64 `json:"trackedBytes,omitempty"`
+	TrackedBytes int64 `json:"tracked_bytes,omitempty"`
 }
 
 // CanaryOp is one canary's outcome; OK means it succeeded within the
-// SLO, measured from its scheduled start.
+// SLO, measured from its scheduled start. Latency is written as seconds
+// (latency_s).
 type CanaryOp struct {
 	Scheduled time.Time     `json:"scheduled"`
-	Latency   time.Duration `json:"latencyNs"`
+	Latency   time.Duration `json:"latency_s"`
 	Write     bool          `json:"write"`
 	OK        bool          `json:"ok"`
 	Code      string        `json:"code,omitempty"`
@@ -140,12 +144,13 @@ func ClassifyCode(name string) Outcome {
 }
 
 // MergeOp is one $merge op: where it ran, how it ended, and the
-// documents it left in its own target collection.
+// documents it left in its own target collection. Latency is written as
+// seconds (latency_s).
 type MergeOp struct {
 	Op             int           `json:"op"`
-	ReadPreference string        `json:"readPreference"`
+	ReadPreference string        `json:"read_preference"`
 	Scheduled      time.Time     `json:"scheduled"`
-	Latency        time.Duration `json:"latencyNs"`
+	Latency        time.Duration `json:"latency_s"`
 	Outcome        Outcome       `json:"outcome"`
 	Code           string        `json:"code,omitempty"`
 	Written        int64         `json:"written"`
@@ -159,7 +164,7 @@ type MergeRun struct {
 	// target refused it (a real mongod without test commands), ForcedNote
 	// says why and the ops ran unforced.
 	Forced     bool      `json:"forced"`
-	ForcedNote string    `json:"forcedNote,omitempty"`
+	ForcedNote string    `json:"forced_note,omitempty"`
 	Ops        []MergeOp `json:"ops"`
 }
 
@@ -176,12 +181,12 @@ func (r MergeRun) UnsafeSheds() (n int) {
 // Kill records one kill of the killOp actor.
 type Kill struct {
 	At           time.Time `json:"at"`
-	OpID         int64     `json:"opid"`
-	AppName      string    `json:"appName"`
-	TrackedBytes int64     `json:"trackedBytes"`
+	OpID         int64     `json:"opid"` // as $currentOp names it
+	AppName      string    `json:"app_name"`
+	TrackedBytes int64     `json:"tracked_bytes"`
 	Queued       bool      `json:"queued"`
 	Stage        string    `json:"stage,omitempty"`
-	ResidentMB   int64     `json:"residentMB"`
+	ResidentMB   int64     `json:"resident_mb"`
 	Err          string    `json:"err,omitempty"`
 }
 
@@ -210,8 +215,8 @@ type OutcomeSecond struct {
 	Canary map[string]int `json:"canary,omitempty"` // ok, failed
 	// StormLatency and CanaryLatency count ops per latency bucket: bucket
 	// i holds latencies in (2^(i-1), 2^i] ms, bucket 0 those ≤ 1 ms.
-	StormLatency  []int `json:"stormLatencyLog2Ms,omitempty"`
-	CanaryLatency []int `json:"canaryLatencyLog2Ms,omitempty"`
+	StormLatency  []int `json:"storm_latency_log2_ms,omitempty"`
+	CanaryLatency []int `json:"canary_latency_log2_ms,omitempty"`
 }
 
 // File names of a run folder and of each trial's folder.
@@ -267,16 +272,20 @@ func WriteTrial(dir string, f TrialFiles) error {
 // WorkloadHead is what a reader of a run needs of its workload (the
 // manifest holds the whole resolved spec, which the workload package
 // owns): its name and kind, and the storm's phases and rates.
+// A manifest read by Open holds the v2 encoding whichever format its file
+// had.
 type WorkloadHead struct {
 	Name        string `json:"name"`
 	Kind        string `json:"kind"`
 	SpillToDisk *struct {
 		Phases struct {
-			Warmup, Storm, Recovery time.Duration
-		}
-		StormRate  float64
-		CanaryRate float64
-		CanarySLO  time.Duration
+			Warmup   Seconds `json:"warmup_s"`
+			Storm    Seconds `json:"storm_s"`
+			Recovery Seconds `json:"recovery_s"`
+		} `json:"phases"`
+		StormRate  float64 `json:"storm_rate"`
+		CanaryRate float64 `json:"canary_rate"`
+		CanarySLO  Seconds `json:"canary_slo_s"`
 	} `json:"spill_to_disk,omitempty"`
 	Merge json.RawMessage `json:"merge_partial_write,omitempty"`
 }

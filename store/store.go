@@ -3,7 +3,9 @@
 // is written atomically (a temporary file, synced, then renamed), so an
 // interrupted run keeps every trial it finished and never leaves a torn
 // file; one writer at a time holds the folder's lock. The reader checks
-// schema versions and names any corrupt or truncated file.
+// schema versions and names any corrupt or truncated file. Files are
+// written in the v2 format (snake_case keys, durations in seconds,
+// encoding.go) and read in it or in the v1 format before it.
 package store
 
 import (
@@ -23,10 +25,16 @@ import (
 	"time"
 )
 
-// Schema versions of the files this package writes.
+// Schema versions of the files this package writes. The v2 format has
+// snake_case keys and durations in seconds; the v1 format (Go field names
+// and camelCase keys, durations in nanoseconds) is still read. A trial's
+// jsonl files are in the format its trial.json names.
 const (
-	ManifestSchema = "qmlsab/run/v1"
-	TrialSchema    = "qmlsab/trial/v1"
+	ManifestSchema = "qmlsab/run/v2"
+	TrialSchema    = "qmlsab/trial/v2"
+
+	ManifestSchemaV1 = "qmlsab/run/v1"
+	TrialSchemaV1    = "qmlsab/trial/v1"
 )
 
 // Trial statuses.
@@ -40,16 +48,16 @@ const (
 // Manifest describes a run.
 type Manifest struct {
 	Schema      string    `json:"schema"`
-	ToolVersion string    `json:"toolVersion"`
+	ToolVersion string    `json:"tool_version"`
 	Created     time.Time `json:"created"`
 	Host        string    `json:"host"`
-	CommandLine []string  `json:"commandLine"`
+	CommandLine []string  `json:"command_line"`
 	// WorkloadName names the workload; Workload is its resolved spec.
-	WorkloadName string          `json:"workloadName,omitempty"`
+	WorkloadName string          `json:"workload_name,omitempty"`
 	Workload     json.RawMessage `json:"workload,omitempty"`
 	Arms         json.RawMessage `json:"arms,omitempty"` // redacted
 	// ArmList is each arm's name, build and parameters.
-	ArmList   []ArmInfo `json:"armList,omitempty"`
+	ArmList   []ArmInfo `json:"arm_list,omitempty"`
 	Seed      uint64    `json:"seed"`
 	Target    string    `json:"target"`
 	Simulated bool      `json:"simulated"`
@@ -78,7 +86,15 @@ type Manifest struct {
 	// Imported says the trials were not run by qmlsab but built from
 	// another record (qmlsab import ftdc); absent for a run.
 	Imported *Import `json:"imported,omitempty"`
+
+	// sourceSchema is the schema of the file the manifest was read from.
+	sourceSchema string
 }
+
+// SourceSchema is the schema of the file the manifest was read from
+// (ManifestSchemaV1 for a v1 manifest, which Open upgrades in memory to
+// the v2 form and Schema), or "" for a manifest built in memory.
+func (m Manifest) SourceSchema() string { return m.sourceSchema }
 
 // ArmNames are the run's arms, the baseline first: in the order the run
 // was given them (ArmList), or, for a manifest without that list, in the
@@ -134,7 +150,7 @@ const VictimBinBytes = 8 << 20
 type Victims struct {
 	Count  int            `json:"count"`
 	Sized  int            `json:"sized"`
-	Bins   []int          `json:"bins8MiB,omitempty"`
+	Bins   []int          `json:"bins_8mib,omitempty"`
 	Stages map[string]int `json:"stages,omitempty"`
 }
 
@@ -351,10 +367,12 @@ type Run struct {
 	Trials map[string][]Trial
 }
 
-// Open reads a run folder: the manifest (whose schema must be ours) and
-// every trial the manifest says finished. Trials still running or never
-// finished are not read, so a report of a run in progress sees only
-// finished trials.
+// Open reads a run folder: the manifest (of the v2 or the v1 format; a v1
+// manifest is upgraded in memory, so written back it is a v2 file) and
+// every trial the manifest says finished (trial.json of either format,
+// its Schema as the file had it). Trials still running or never finished
+// are not read, so a report of a run in progress sees only finished
+// trials.
 func Open(dir string) (*Run, error) {
 	mpath := filepath.Join(dir, "manifest.json")
 	b, err := os.ReadFile(mpath)
@@ -362,11 +380,11 @@ func Open(dir string) (*Run, error) {
 		return nil, fmt.Errorf("%s: %w", mpath, err)
 	}
 	r := &Run{Dir: dir, Trials: map[string][]Trial{}}
-	if err := decodeStrict(b, &r.Manifest); err != nil {
+	if r.Manifest, err = decodeManifest(b); err != nil {
+		if isSchemaError(err) {
+			return nil, fmt.Errorf("%s: %w", mpath, err)
+		}
 		return nil, fmt.Errorf("%s: corrupt or truncated: %w", mpath, err)
-	}
-	if r.Manifest.Schema != ManifestSchema {
-		return nil, fmt.Errorf("%s: schema %q, this qmlsab reads %q", mpath, r.Manifest.Schema, ManifestSchema)
 	}
 	for _, ts := range r.Manifest.Trials {
 		if ts.Status != Valid && ts.Status != Invalid {
@@ -380,12 +398,12 @@ func Open(dir string) (*Run, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", tpath, err)
 		}
-		var t Trial
-		if err := decodeStrict(tb, &t); err != nil {
+		t, err := decodeTrial(tb)
+		if err != nil {
+			if isSchemaError(err) {
+				return nil, fmt.Errorf("%s: %w", tpath, err)
+			}
 			return nil, fmt.Errorf("%s: corrupt or truncated: %w", tpath, err)
-		}
-		if t.Schema != TrialSchema {
-			return nil, fmt.Errorf("%s: schema %q, this qmlsab reads %q", tpath, t.Schema, TrialSchema)
 		}
 		r.Trials[ts.Arm] = append(r.Trials[ts.Arm], t)
 	}

@@ -9,19 +9,19 @@ package workload
 // the documents it left in the target. An op that failed shed or killed
 // with documents written is an unsafe shed.
 type MergePartialWrite struct {
-	AppName string `yaml:"appName"`
+	AppName string `yaml:"appName" json:"app_name"`
 	// Ops is the number of $merge ops; they alternate primary and
 	// secondary read preference.
-	Ops        int `yaml:"ops"`
-	SourceDocs int `yaml:"sourceDocs"`
+	Ops        int `yaml:"ops" json:"ops"`
+	SourceDocs int `yaml:"sourceDocs" json:"source_docs"`
 	// ShedAfter is the write batch from which the failpoint sheds (mongod
 	// flushes a $merge's writes in batches; mongosim's are 100 documents,
 	// so SourceDocs must exceed one batch for a shed to follow a write).
-	ShedAfter int64 `yaml:"shedAfterBatches"`
+	ShedAfter int64 `yaml:"shedAfterBatches" json:"shed_after_batches"`
 	// PressurePercent is the memory pressure queryMemoryPressureOverride
 	// reports, so the shedder is active (mongod sheds only above the low
 	// mark).
-	PressurePercent float64 `yaml:"pressurePercent"`
+	PressurePercent float64 `yaml:"pressurePercent" json:"pressure_percent"`
 }
 
 // DefaultMergePartialWrite is the partial-write investigation's setting: shed after one batch.

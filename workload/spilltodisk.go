@@ -13,10 +13,11 @@ import (
 
 // Phases are a trial's phases: canaries run through all three, the storm
 // only in the middle one.
+// In JSON (a run's manifest) they are seconds (encoding.go).
 type Phases struct {
-	Warmup   time.Duration `yaml:"warmup"`
-	Storm    time.Duration `yaml:"storm"`
-	Recovery time.Duration `yaml:"recovery"`
+	Warmup   time.Duration `yaml:"warmup" json:"warmup_s"`
+	Storm    time.Duration `yaml:"storm" json:"storm_s"`
+	Recovery time.Duration `yaml:"recovery" json:"recovery_s"`
 }
 
 // Total is the trial's length.
@@ -24,31 +25,34 @@ func (p Phases) Total() time.Duration { return p.Warmup + p.Storm + p.Recovery }
 
 // StageShare is one pipeline kind of the storm and its share of queries.
 type StageShare struct {
-	Stage  string  `yaml:"stage"`
-	Weight float64 `yaml:"weight"`
+	Stage  string  `yaml:"stage" json:"stage"`
+	Weight float64 `yaml:"weight" json:"weight"`
 }
 
 // SpillToDisk is the sweeper investigation's storm: an open-loop arrival of aggregations
 // with allowDiskUse, mostly $setWindowFields, whose blocking stages fill
 // their buffers, spill, and keep a buffer while their getMores drain them.
+//
+// Its YAML keys are camelCase (workload files); its JSON keys (the
+// manifest's resolved workload) are snake_case, durations in seconds.
 type SpillToDisk struct {
-	AppName       string        `yaml:"appName"`
-	CanaryAppName string        `yaml:"canaryAppName"`
-	Phases        Phases        `yaml:"phases"`
-	StormRate     float64       `yaml:"stormRate"` // queries per second, Poisson arrivals
-	Mix           []StageShare  `yaml:"mix"`
-	ScanDocs      int64         `yaml:"scanDocs"` // median documents a query scans (modelled)
-	ScanSpread    float64       `yaml:"scanSpread"`
-	DocBytes      int64         `yaml:"docBytes"`
-	HoldBytes     int64         `yaml:"holdBytes"` // what an idle cursor keeps (merge buffers)
-	LoadBytes     int64         `yaml:"loadBytes"` // median buffer a getMore loads (window partition)
-	LoadSpread    float64       `yaml:"loadSpread"`
-	BatchDocs     int64         `yaml:"batchDocs"`   // getMore batchSize
-	OutputShare   float64       `yaml:"outputShare"` // share of scanned documents the pipeline returns
-	CanaryRate    float64       `yaml:"canaryRate"`  // canaries per second (reads and writes alternate)
-	CanarySLO     time.Duration `yaml:"canarySLO"`
+	AppName       string        `yaml:"appName" json:"app_name"`
+	CanaryAppName string        `yaml:"canaryAppName" json:"canary_app_name"`
+	Phases        Phases        `yaml:"phases" json:"phases"`
+	StormRate     float64       `yaml:"stormRate" json:"storm_rate"` // queries per second, Poisson arrivals
+	Mix           []StageShare  `yaml:"mix" json:"mix"`
+	ScanDocs      int64         `yaml:"scanDocs" json:"scan_docs"` // median documents a query scans (modelled)
+	ScanSpread    float64       `yaml:"scanSpread" json:"scan_spread"`
+	DocBytes      int64         `yaml:"docBytes" json:"doc_bytes"`
+	HoldBytes     int64         `yaml:"holdBytes" json:"hold_bytes"` // what an idle cursor keeps (merge buffers)
+	LoadBytes     int64         `yaml:"loadBytes" json:"load_bytes"` // median buffer a getMore loads (window partition)
+	LoadSpread    float64       `yaml:"loadSpread" json:"load_spread"`
+	BatchDocs     int64         `yaml:"batchDocs" json:"batch_docs"`     // getMore batchSize
+	OutputShare   float64       `yaml:"outputShare" json:"output_share"` // share of scanned documents the pipeline returns
+	CanaryRate    float64       `yaml:"canaryRate" json:"canary_rate"`   // canaries per second (reads and writes alternate)
+	CanarySLO     time.Duration `yaml:"canarySLO" json:"canary_slo_s"`
 	// ServerSelectionTimeout is how long the client waits for a primary.
-	ServerSelectionTimeout time.Duration `yaml:"serverSelectionTimeout"`
+	ServerSelectionTimeout time.Duration `yaml:"serverSelectionTimeout" json:"server_selection_timeout_s"`
 }
 
 // DefaultSpillToDisk is the built-in storm, sized to overload an M50 as

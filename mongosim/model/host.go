@@ -13,57 +13,58 @@ type Host struct {
 	// OtherProcessBytes is resident memory of the other processes on the
 	// host (Atlas's automation, monitoring and backup agents, sshd, ...).
 	// Default 768 MiB; plausible 256 MiB - 2 GiB.
-	OtherProcessBytes int64
+	OtherProcessBytes int64 `json:"other_process_bytes"`
 	// KernelBytes is memory the kernel keeps for itself inside MemTotal
 	// (slab, page tables, socket buffers). Default 512 MiB; plausible
 	// 256 MiB - 1.5 GiB.
-	KernelBytes int64
+	KernelBytes int64 `json:"kernel_bytes"`
 
 	// DirtyRatio and DirtyBackgroundRatio are vm.dirty_ratio and
 	// vm.dirty_background_ratio, percent of dirtyable memory (free pages
 	// plus page cache). Linux defaults 20 and 10.
-	DirtyRatio, DirtyBackgroundRatio float64
+	DirtyRatio           float64 `json:"dirty_ratio"`
+	DirtyBackgroundRatio float64 `json:"dirty_background_ratio"`
 
 	// MongodBaseBytes is mongod's heap outside the WiredTiger cache and
 	// query memory with no load (code, catalog, replication buffers, idle
 	// connections). Default 1 GiB; plausible 0.5 - 2 GiB.
-	MongodBaseBytes int64
+	MongodBaseBytes int64 `json:"mongod_base_bytes"`
 	// WTCacheBytes is the WiredTiger cache size; 0 is mongod's rule,
 	// max(256 MiB, 50 % of (memory - 1 GiB)): 15.5 GiB on an M50.
-	WTCacheBytes int64
+	WTCacheBytes int64 `json:"wt_cache_bytes"`
 	// WTEvictionTarget is WiredTiger's eviction_target (percent of the
 	// cache): eviction keeps a cache under a read load near it. Default 80.
-	WTEvictionTarget float64
+	WTEvictionTarget float64 `json:"wt_eviction_target"`
 	// DataSetBytes is the in-cache size of the data the storm reads (its
 	// collection, uncompressed). The cache fills towards min(DataSetBytes,
 	// target) as reads miss. Default 12 GiB; plausible 2 - 64 GiB.
-	DataSetBytes int64
+	DataSetBytes int64 `json:"data_set_bytes"`
 	// WTInitialFill is the fraction of that fill the cache holds when the
 	// process starts the trial (after the data load and warm-up); the
 	// storm's reads fill the rest. Default 0.5; range 0 - 1.
-	WTInitialFill float64
+	WTInitialFill float64 `json:"wt_initial_fill"`
 
 	// ReleaseBytesPerSec is how fast the allocator returns free pages it
 	// holds to the OS (tcmallocReleaseRate as 8.0 defines it, bytes per
 	// second, by the background thread). Freed memory stays resident until
 	// then (or until it is reused). Default 64 MiB/s; plausible 0 - 1 GiB/s.
-	ReleaseBytesPerSec float64
+	ReleaseBytesPerSec float64 `json:"release_bytes_per_sec"`
 
 	// UntrackedPerOpBytes is resident memory of a live operation that no
 	// memory tracker counts (its thread's touched stack, OperationContext,
 	// CurOp, plan tree, storage cursor). Default 512 KiB; plausible
 	// 128 KiB - 2 MiB.
-	UntrackedPerOpBytes int64
+	UntrackedPerOpBytes int64 `json:"untracked_per_op_bytes"`
 	// UntrackedPerCursorBytes is the same for an idle cursor (ClientCursor,
 	// plan executor, storage session). Default 128 KiB; plausible
 	// 32 KiB - 1 MiB.
-	UntrackedPerCursorBytes int64
+	UntrackedPerCursorBytes int64 `json:"untracked_per_cursor_bytes"`
 	// SpillRunBufferBytes is the read buffer of one spilled run while a
 	// cursor merges its runs (the sorter's file iterator: 64 KiB blocks).
-	SpillRunBufferBytes int64
+	SpillRunBufferBytes int64 `json:"spill_run_buffer_bytes"`
 	// ReplyBufferUntracked counts a getMore's reply batch (the BSON it
 	// builds as it emits documents) as untracked memory until the op ends.
-	ReplyBufferUntracked bool
+	ReplyBufferUntracked bool `json:"reply_buffer_untracked"`
 }
 
 // DefaultHost is an Atlas M50's host.

@@ -15,30 +15,30 @@ import (
 
 // Hardware describes one member's machine. Defaults are an Atlas M50.
 type Hardware struct {
-	CPUs int
+	CPUs int `json:"cpus"`
 	// MemLimitBytes is the memory limit: above it the member is OOM-killed.
-	MemLimitBytes int64
+	MemLimitBytes int64 `json:"mem_limit_bytes"`
 	// BaselineBytes is resident memory with no query buffers (storage
 	// engine cache in use, connections, code).
-	BaselineBytes int64
+	BaselineBytes int64 `json:"baseline_bytes"`
 	// AllocOverhead multiplies tracked bytes into resident bytes (allocator
 	// fragmentation and untracked per-op memory).
-	AllocOverhead float64
+	AllocOverhead float64 `json:"alloc_overhead"`
 	// DiskBytesPerSec is the spill disk's bandwidth, shared by every running
 	// operation that reads or writes spill files.
-	DiskBytesPerSec float64
+	DiskBytesPerSec float64 `json:"disk_bytes_per_sec"`
 	// SpillBlockBytes is what one spill-read iteration reads; a yield can
 	// only happen between iterations, so disk-bound slices last at least
 	// one block's read.
-	SpillBlockBytes int64
+	SpillBlockBytes int64 `json:"spill_block_bytes"`
 	// SpillWriteBytesPerSec is how fast one CPU serialises a spilled run.
 	// Spill writes land in the page cache, so they cost CPU, not disk
 	// time; reading runs back goes to the device.
-	SpillWriteBytesPerSec float64
+	SpillWriteBytesPerSec float64 `json:"spill_write_bytes_per_sec"`
 	// Host, when set, models the machine around mongod (host.go): the OOM
 	// killer on host memory, the WiredTiger cache, the allocator, untracked
 	// memory and the page cache. Nil keeps the single-process model.
-	Host *Host
+	Host *Host `json:"host,omitempty"`
 }
 
 // DefaultHardware is an Atlas M50: 8 vCPUs and 32 GiB.

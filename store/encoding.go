@@ -1,0 +1,414 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// How the records are encoded: the v2 format (snake_case keys, durations
+// as seconds through Seconds) when written, and either format when read.
+//
+// A trial's JSON-lines files carry no schema of their own: the trial.json
+// beside them says which format the folder was written in. Every record
+// type below reads its v1 keys as well as its v2 ones, so a reader of a
+// jsonl file never needs to know which format it holds; where the two
+// formats' keys differ only in letter case (Sample's "At" and "at"),
+// encoding/json's case-insensitive match already reads both.
+
+// v1 is the v1 value of a key the v2 format renamed, when the record had it.
+func v1[T any](v2 *T, old *T) {
+	if old != nil {
+		*v2 = *old
+	}
+}
+
+// v1Latency is a v1 latency in nanoseconds, when the record had one.
+func v1Latency(d *time.Duration, v2 *Seconds, ns *int64) {
+	switch {
+	case v2 != nil:
+		*d = time.Duration(*v2)
+	case ns != nil:
+		*d = time.Duration(*ns)
+	}
+}
+
+// MarshalJSON writes the op with its latency as seconds.
+func (o StormOp) MarshalJSON() ([]byte, error) {
+	type plain StormOp
+	return json.Marshal(struct {
+		plain
+		Latency Seconds `json:"latency_s"`
+	}{plain(o), Seconds(o.Latency)})
+}
+
+// UnmarshalJSON reads a v2 op, or a v1 one (latencyNs, trackedBytes).
+func (o *StormOp) UnmarshalJSON(b []byte) error {
+	type plain StormOp
+	var w struct {
+		plain
+		Latency      *Seconds `json:"latency_s"`
+		LatencyNs    *int64   `json:"latencyNs"`
+		TrackedBytes *int64   `json:"trackedBytes"`
+	}
+	w.plain = plain(*o)
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*o = StormOp(w.plain)
+	v1Latency(&o.Latency, w.Latency, w.LatencyNs)
+	v1(&o.TrackedBytes, w.TrackedBytes)
+	return nil
+}
+
+// MarshalJSON writes the canary with its latency as seconds.
+func (o CanaryOp) MarshalJSON() ([]byte, error) {
+	type plain CanaryOp
+	return json.Marshal(struct {
+		plain
+		Latency Seconds `json:"latency_s"`
+	}{plain(o), Seconds(o.Latency)})
+}
+
+// UnmarshalJSON reads a v2 canary, or a v1 one (latencyNs).
+func (o *CanaryOp) UnmarshalJSON(b []byte) error {
+	type plain CanaryOp
+	var w struct {
+		plain
+		Latency   *Seconds `json:"latency_s"`
+		LatencyNs *int64   `json:"latencyNs"`
+	}
+	w.plain = plain(*o)
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*o = CanaryOp(w.plain)
+	v1Latency(&o.Latency, w.Latency, w.LatencyNs)
+	return nil
+}
+
+// MarshalJSON writes the $merge op with its latency as seconds.
+func (o MergeOp) MarshalJSON() ([]byte, error) {
+	type plain MergeOp
+	return json.Marshal(struct {
+		plain
+		Latency Seconds `json:"latency_s"`
+	}{plain(o), Seconds(o.Latency)})
+}
+
+// UnmarshalJSON reads a v2 $merge op, or a v1 one (readPreference,
+// latencyNs).
+func (o *MergeOp) UnmarshalJSON(b []byte) error {
+	type plain MergeOp
+	var w struct {
+		plain
+		Latency        *Seconds `json:"latency_s"`
+		LatencyNs      *int64   `json:"latencyNs"`
+		ReadPreference *string  `json:"readPreference"`
+	}
+	w.plain = plain(*o)
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*o = MergeOp(w.plain)
+	v1Latency(&o.Latency, w.Latency, w.LatencyNs)
+	v1(&o.ReadPreference, w.ReadPreference)
+	return nil
+}
+
+// UnmarshalJSON reads a v2 sample, or a v1 one (Go field names: ProcessID
+// and FromFTDC; the others match in any case).
+func (s *Sample) UnmarshalJSON(b []byte) error {
+	type plain Sample
+	var w struct {
+		plain
+		ProcessID *string `json:"ProcessID"`
+		FromFTDC  *bool   `json:"FromFTDC"`
+	}
+	w.plain = plain(*s)
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*s = Sample(w.plain)
+	v1(&s.ProcessID, w.ProcessID)
+	v1(&s.FromFTDC, w.FromFTDC)
+	return nil
+}
+
+// UnmarshalJSON reads a v2 second, or a v1 one (camelCase keys).
+func (s *Second) UnmarshalJSON(b []byte) error {
+	type plain Second
+	var w struct {
+		plain
+		ReadTix    *float64 `json:"readTickets"`
+		LowQueue   *float64 `json:"lowPriorityQueue"`
+		Admissions *float64 `json:"admissionsPerS"`
+		Kills      *float64 `json:"queueKillsPerS"`
+		Sheds      *float64 `json:"serverShedsPerS"`
+		ResidentMB *float64 `json:"residentMB"`
+		LowMark    *float64 `json:"lowMarkBytes"`
+		HighMark   *float64 `json:"highMarkBytes"`
+		MemLimit   *float64 `json:"memLimitBytes"`
+	}
+	w.plain = plain(*s)
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*s = Second(w.plain)
+	for _, f := range []struct{ v2, old **float64 }{
+		{&s.ReadTix, &w.ReadTix}, {&s.LowQueue, &w.LowQueue}, {&s.Admissions, &w.Admissions},
+		{&s.Kills, &w.Kills}, {&s.Sheds, &w.Sheds}, {&s.ResidentMB, &w.ResidentMB},
+		{&s.LowMark, &w.LowMark}, {&s.HighMark, &w.HighMark}, {&s.MemLimit, &w.MemLimit},
+	} {
+		if *f.v2 == nil {
+			*f.v2 = *f.old
+		}
+	}
+	return nil
+}
+
+// UnmarshalJSON reads a v2 kill, or a v1 one (appName, trackedBytes,
+// residentMB).
+func (k *Kill) UnmarshalJSON(b []byte) error {
+	type plain Kill
+	var w struct {
+		plain
+		AppName      *string `json:"appName"`
+		TrackedBytes *int64  `json:"trackedBytes"`
+		ResidentMB   *int64  `json:"residentMB"`
+	}
+	w.plain = plain(*k)
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*k = Kill(w.plain)
+	v1(&k.AppName, w.AppName)
+	v1(&k.TrackedBytes, w.TrackedBytes)
+	v1(&k.ResidentMB, w.ResidentMB)
+	return nil
+}
+
+// UnmarshalJSON reads a v2 second of outcomes, or a v1 one
+// (stormLatencyLog2Ms, canaryLatencyLog2Ms).
+func (s *OutcomeSecond) UnmarshalJSON(b []byte) error {
+	type plain OutcomeSecond
+	var w struct {
+		plain
+		StormLatency  *[]int `json:"stormLatencyLog2Ms"`
+		CanaryLatency *[]int `json:"canaryLatencyLog2Ms"`
+	}
+	w.plain = plain(*s)
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*s = OutcomeSecond(w.plain)
+	v1(&s.StormLatency, w.StormLatency)
+	v1(&s.CanaryLatency, w.CanaryLatency)
+	return nil
+}
+
+// UnmarshalJSON reads a v2 victim summary, or a v1 one (bins8MiB).
+func (v *Victims) UnmarshalJSON(b []byte) error {
+	type plain Victims
+	var w struct {
+		plain
+		Bins *[]int `json:"bins8MiB"`
+	}
+	w.plain = plain(*v)
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*v = Victims(w.plain)
+	v1(&v.Bins, w.Bins)
+	return nil
+}
+
+// UnmarshalJSON reads a v2 host, or a v1 one (cpuModel, memoryBytes): a
+// v1 manifest's hosts, or a host fingerprint given in either style.
+func (h *Host) UnmarshalJSON(b []byte) error {
+	type plain Host
+	var w struct {
+		plain
+		CPUModel    *string `json:"cpuModel"`
+		MemoryBytes *int64  `json:"memoryBytes"`
+	}
+	w.plain = plain(*h) // a fingerprint overrides only the fields it names
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields() // a misspelt fingerprint field is an error, not ignored
+	if err := dec.Decode(&w); err != nil {
+		return err
+	}
+	*h = Host(w.plain)
+	v1(&h.CPUModel, w.CPUModel)
+	v1(&h.MemoryBytes, w.MemoryBytes)
+	return nil
+}
+
+// decodeManifest reads a manifest of either format into the v2 form: a
+// v1 manifest's renamed keys and its workload's Go-named keys and
+// nanosecond durations are upgraded, its Schema becomes ManifestSchema
+// and SourceSchema remembers v1.
+func decodeManifest(b []byte) (Manifest, error) {
+	var head struct {
+		Schema string `json:"schema"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return Manifest{}, err
+	}
+	var m Manifest
+	switch head.Schema {
+	case ManifestSchema:
+		if err := decodeStrict(b, &m); err != nil {
+			return Manifest{}, err
+		}
+	case ManifestSchemaV1:
+		if err := decodeStrict(b, &m); err != nil {
+			return Manifest{}, err
+		}
+		var old struct {
+			ToolVersion  string    `json:"toolVersion"`
+			CommandLine  []string  `json:"commandLine"`
+			WorkloadName string    `json:"workloadName"`
+			ArmList      []ArmInfo `json:"armList"`
+		}
+		if err := json.Unmarshal(b, &old); err != nil {
+			return Manifest{}, err
+		}
+		m.ToolVersion, m.CommandLine, m.WorkloadName, m.ArmList = old.ToolVersion, old.CommandLine, old.WorkloadName, old.ArmList
+		if len(m.Workload) > 0 {
+			wl, err := upgradeWorkloadV1(m.Workload)
+			if err != nil {
+				return Manifest{}, fmt.Errorf("workload: %w", err)
+			}
+			m.Workload = wl
+		}
+		m.Schema = ManifestSchema
+	default:
+		return Manifest{}, &schemaError{got: head.Schema, want: []string{ManifestSchema, ManifestSchemaV1}}
+	}
+	m.sourceSchema = head.Schema
+	return m, nil
+}
+
+// decodeTrial reads a trial.json of either format. The formats differ only
+// in keys the record types read in both styles (Victims), so one decoding
+// serves; Schema stays as the file had it, since it also says how the
+// trial's jsonl files were written.
+func decodeTrial(b []byte) (Trial, error) {
+	var t Trial
+	if err := decodeStrict(b, &t); err != nil {
+		return Trial{}, err
+	}
+	if t.Schema != TrialSchema && t.Schema != TrialSchemaV1 {
+		return Trial{}, &schemaError{got: t.Schema, want: []string{TrialSchema, TrialSchemaV1}}
+	}
+	return t, nil
+}
+
+// schemaError is a file of a schema version this qmlsab does not read.
+type schemaError struct {
+	got  string
+	want []string
+}
+
+func (e *schemaError) Error() string {
+	return fmt.Sprintf("schema %q, this qmlsab reads %s", e.got, strings.Join(quoteAll(e.want), " or "))
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = fmt.Sprintf("%q", s)
+	}
+	return out
+}
+
+// isSchemaError reports whether err is a schemaError (not corruption).
+func isSchemaError(err error) bool {
+	var se *schemaError
+	return errors.As(err, &se)
+}
+
+// The v1 manifest held the resolved workload as encoding/json wrote the
+// workload package's types before they had JSON tags: Go field names and
+// nanosecond durations. v1WorkloadKeys renames each kind's v1 keys to the
+// v2 ones (the workload package's JSON tags); a key in v1DurationKeys also
+// becomes seconds. The v1 format is frozen, so this table is too; a test
+// holds it to the workload package's encoding.
+var v1WorkloadKeys = map[string]string{
+	"AppName": "app_name", "CanaryAppName": "canary_app_name", "Phases": "phases",
+	"Warmup": "warmup_s", "Storm": "storm_s", "Recovery": "recovery_s",
+	"StormRate": "storm_rate", "Mix": "mix", "Stage": "stage", "Weight": "weight",
+	"ScanDocs": "scan_docs", "ScanSpread": "scan_spread", "DocBytes": "doc_bytes",
+	"HoldBytes": "hold_bytes", "LoadBytes": "load_bytes", "LoadSpread": "load_spread",
+	"BatchDocs": "batch_docs", "OutputShare": "output_share", "CanaryRate": "canary_rate",
+	"CanarySLO": "canary_slo_s", "ServerSelectionTimeout": "server_selection_timeout_s",
+	"Ops": "ops", "SourceDocs": "source_docs", "ShedAfter": "shed_after_batches",
+	"PressurePercent": "pressure_percent",
+}
+
+var v1DurationKeys = map[string]bool{"Warmup": true, "Storm": true, "Recovery": true, "CanarySLO": true, "ServerSelectionTimeout": true}
+
+// upgradeWorkloadV1 rewrites a v1 manifest's workload in the v2 encoding.
+// The top level (name, kind, description and the kind's key) had JSON
+// tags already; below a kind's key every key is renamed, and keys the
+// table does not know are kept as they are.
+func upgradeWorkloadV1(raw json.RawMessage) (json.RawMessage, error) {
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.UseNumber() // nanoseconds and byte counts exactly
+	var top map[string]any
+	if err := dec.Decode(&top); err != nil {
+		return nil, err
+	}
+	for _, kind := range []string{"spill_to_disk", "merge_partial_write"} {
+		if settings, ok := top[kind]; ok {
+			up, err := upgradeV1Value(settings)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", kind, err)
+			}
+			top[kind] = up
+		}
+	}
+	return json.Marshal(top)
+}
+
+func upgradeV1Value(v any) (any, error) {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			if v1DurationKeys[k] {
+				n, ok := x.(json.Number)
+				ns, err := n.Int64()
+				if !ok || err != nil {
+					return nil, fmt.Errorf("%s: %v is not a duration in nanoseconds", k, x)
+				}
+				out[v1WorkloadKeys[k]] = Seconds(ns)
+				continue
+			}
+			up, err := upgradeV1Value(x)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", k, err)
+			}
+			if n, ok := v1WorkloadKeys[k]; ok {
+				k = n
+			}
+			out[k] = up
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			up, err := upgradeV1Value(x)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = up
+		}
+		return out, nil
+	}
+	return v, nil
+}

@@ -1,0 +1,59 @@
+package workload
+
+import (
+	"encoding/json"
+
+	"github.com/qmlsab/qmlsab/store"
+)
+
+// A spec's JSON is how a run's manifest records its resolved workload:
+// the JSON tags' snake_case keys, with every duration as seconds through
+// store.Seconds (the run folder's one conversion). The methods below only
+// swap the time.Duration fields for store.Seconds; the keys are the tags.
+
+// MarshalJSON writes the phases as seconds.
+func (p Phases) MarshalJSON() ([]byte, error) {
+	return json.Marshal(phasesJSON{store.Seconds(p.Warmup), store.Seconds(p.Storm), store.Seconds(p.Recovery)})
+}
+
+// UnmarshalJSON reads phases in seconds.
+func (p *Phases) UnmarshalJSON(b []byte) error {
+	var w phasesJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*p = Phases{Warmup: w.Warmup.Duration(), Storm: w.Storm.Duration(), Recovery: w.Recovery.Duration()}
+	return nil
+}
+
+type phasesJSON struct {
+	Warmup   store.Seconds `json:"warmup_s"`
+	Storm    store.Seconds `json:"storm_s"`
+	Recovery store.Seconds `json:"recovery_s"`
+}
+
+// MarshalJSON writes the storm's settings, its durations as seconds.
+func (w SpillToDisk) MarshalJSON() ([]byte, error) {
+	type plain SpillToDisk
+	return json.Marshal(struct {
+		plain
+		CanarySLO              store.Seconds `json:"canary_slo_s"`
+		ServerSelectionTimeout store.Seconds `json:"server_selection_timeout_s"`
+	}{plain(w), store.Seconds(w.CanarySLO), store.Seconds(w.ServerSelectionTimeout)})
+}
+
+// UnmarshalJSON reads the storm's settings, durations in seconds.
+func (w *SpillToDisk) UnmarshalJSON(b []byte) error {
+	type plain SpillToDisk
+	var v struct {
+		plain
+		CanarySLO              store.Seconds `json:"canary_slo_s"`
+		ServerSelectionTimeout store.Seconds `json:"server_selection_timeout_s"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*w = SpillToDisk(v.plain)
+	w.CanarySLO, w.ServerSelectionTimeout = v.CanarySLO.Duration(), v.ServerSelectionTimeout.Duration()
+	return nil
+}
