@@ -176,7 +176,7 @@ func downsample(pts [][2]float64, limit int) [][2]float64 {
 func trialLength(a *Analysis, t Trial) time.Duration {
 	var recovery time.Duration
 	if w := a.In.Workload.SpillToDisk; w != nil {
-		recovery = w.Phases.Recovery
+		recovery = time.Duration(w.Phases.Recovery)
 	}
 	return time.Duration(t.Phases["recovery"]*float64(time.Second)) + recovery
 }
