@@ -22,6 +22,7 @@ import (
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/arms/killop"
+	"github.com/qmlsab/qmlsab/internal/bsoncheck"
 )
 
 // Option adjusts how KillOp runs.
@@ -169,9 +170,11 @@ type Decision struct {
 // memory) and the $currentOp documents. A value the server did not report,
 // or reported as something other than a number, is absent: without a limit
 // or resident memory the actor kills nothing and Idle says why. It never
-// panics, whatever shape the documents have.
+// panics, whatever shape the documents have: a malformed one (the driver's
+// lookups panic on some the driver accepts) is read as empty.
 func Decide(cfg killop.Config, hostInfo, serverStatus bson.Raw, currentOp []bson.Raw) Decision {
 	var d Decision
+	serverStatus = readable(serverStatus)
 	limitMB, ok := MemoryLimitMB(hostInfo)
 	if !ok {
 		d.Idle = noLimit
@@ -198,12 +201,22 @@ func Decide(cfg killop.Config, hostInfo, serverStatus bson.Raw, currentOp []bson
 // memory, system.memSizeMB, when there is no such limit. ok is false when
 // neither is a positive number.
 func MemoryLimitMB(hostInfo bson.Raw) (mb int64, ok bool) {
+	hostInfo = readable(hostInfo)
 	for _, field := range []string{"memLimitMB", "memSizeMB"} {
 		if mb, ok := megabytes(hostInfo.Lookup("system", field)); ok && mb > 0 {
 			return mb, true
 		}
 	}
 	return 0, false
+}
+
+// readable is doc when it is well formed at every depth, else nil (a
+// document with nothing in it).
+func readable(doc bson.Raw) bson.Raw {
+	if bsoncheck.Document(doc) != nil {
+		return nil
+	}
+	return doc
 }
 
 // maxMB keeps a megabyte figure's byte count (mb << 20) within int64.
@@ -214,8 +227,9 @@ const maxMB = 1 << 43
 func megabytes(v bson.RawValue) (int64, bool) {
 	switch v.Type {
 	case bson.TypeInt32, bson.TypeInt64:
-		n, ok := v.AsInt64OK()
-		return n, ok && n >= 0 && n < maxMB
+		if n, ok := v.AsInt64OK(); ok && n >= 0 && n < maxMB {
+			return n, true
+		}
 	case bson.TypeDouble:
 		f, ok := v.DoubleOK()
 		if !ok || math.IsNaN(f) || f < 0 || f >= maxMB {
@@ -231,6 +245,9 @@ func megabytes(v bson.RawValue) (int64, bool) {
 // opids as "shard:id" strings).
 func OpOf(d bson.Raw) (killop.Op, bool) {
 	op := killop.Op{}
+	if d = readable(d); d == nil {
+		return op, false
+	}
 	switch id := d.Lookup("opid"); id.Type {
 	case bson.TypeInt32, bson.TypeInt64:
 		var ok bool
