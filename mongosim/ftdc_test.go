@@ -185,7 +185,8 @@ func TestReplicaSetMembersRecordReplSetGetStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := rs.Primary()
-	time.Sleep(400 * time.Millisecond)
+	dir := mongosim.DiagnosticDataDir(filepath.Join(root, "member"+string(rune('0'+p))))
+	waitForSamples(t, dir, 3)
 	// The same document the serverStatus command returns: every metric of
 	// a live reply is a metric of the sample.
 	c := &wire.Client{Addr: rs.Hosts()[p]}
@@ -195,7 +196,7 @@ func TestReplicaSetMembersRecordReplSetGetStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs.Close()
-	_, samples, chunks := readFTDC(t, mongosim.DiagnosticDataDir(filepath.Join(root, "member"+string(rune('0'+p)))))
+	_, samples, chunks := readFTDC(t, dir)
 	last := samples[len(samples)-1].values
 	if last["replSetGetStatus.myState"] != 1 || last["serverStatus.repl.isWritablePrimary"] != 1 {
 		t.Errorf("the primary's last sample: myState %d isWritablePrimary %d", last["replSetGetStatus.myState"], last["serverStatus.repl.isWritablePrimary"])
