@@ -1,6 +1,7 @@
 // Package actor runs an arm's client-side actors beside the workload: the
-// killOp actor (its decision is arms/killop's, shared with mongosim's
-// calibration) and the exec actor (an external program such as a real
+// killOp actor (its policy is arms/killop's, shared with mongosim's
+// calibration; Decide reads the server's documents into it, tolerating any
+// shape they have) and the exec actor (an external program such as a real
 // mongotune).
 package actor
 
