@@ -11,6 +11,7 @@ const (
 	Unauthorized                    = 13
 	FailedToParse                   = 9
 	TypeMismatch                    = 14
+	InvalidBSON                     = 22
 	IllegalOperation                = 20
 	NamespaceNotFound               = 26
 	InvalidNamespace                = 73
@@ -50,6 +51,7 @@ var names = map[int32]string{
 	Unauthorized:                    "Unauthorized",
 	FailedToParse:                   "FailedToParse",
 	TypeMismatch:                    "TypeMismatch",
+	InvalidBSON:                     "InvalidBSON",
 	IllegalOperation:                "IllegalOperation",
 	NamespaceNotFound:               "NamespaceNotFound",
 	InvalidNamespace:                "InvalidNamespace",
