@@ -495,7 +495,7 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 		if err == nil {
 			defer c.Disconnect(context.Background())
 			bg.Go(func() {
-				_ = actor.KillOp(tctx, c, *k, func(e store.Kill) { kmu.Lock(); kills = append(kills, e); kmu.Unlock() })
+				_ = actor.KillOp(tctx, c, *k, func(e store.Kill) { kmu.Lock(); kills = append(kills, e); kmu.Unlock() }, actor.WithLog(cfg.Log))
 			})
 		}
 	}
