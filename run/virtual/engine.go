@@ -278,11 +278,12 @@ func (s *sim) loop(ctx context.Context, total time.Duration) error {
 			s.observe()
 		}
 	}
-	// What is still unanswered when the trial ends timed out: the wire
-	// driver bounds every operation by the trial's end the same way.
+	// What is still unanswered when the trial ends is unfinished, not
+	// failed: the wire driver cuts every operation off at the trial's end
+	// (plus a drain) and records it the same way.
 	left := slices.SortedFunc(maps.Keys(s.inflight), func(a, b *opRecord) int { return cmp.Compare(a.scheduled, b.scheduled) })
 	for _, rec := range left {
-		rec.latency, rec.code = s.now-rec.scheduled, "Timeout"
+		rec.latency, rec.code = s.now-rec.scheduled, store.TrialEnded
 		s.report(rec)
 	}
 	return nil
@@ -321,7 +322,7 @@ func (s *sim) report(rec *opRecord) {
 		s.tally.StormShed++
 	case store.Killed:
 		s.tally.StormKilled++
-	default:
+	case store.Failed:
 		s.tally.StormFailed++
 	}
 	s.rec.Storm = append(s.rec.Storm, store.StormOp{Scheduled: s.at(rec.scheduled), Latency: rec.latency, Stage: rec.stage,
