@@ -80,7 +80,7 @@ var Registry = []Metric{
 		func(t *trial) (float64, string) { return float64(PrimaryChanges(t.Samples)), "" }, nil},
 	{Restarts, "restarts", "", -1, true, "member process restarts (crash or OOM kill), from processId changes or uptime going backwards", true,
 		func(t *trial) (float64, string) { return float64(RestartCount(t.Samples)), "" }, nil},
-	{ShedsPerS, "sheds/s", "/s", 0, false, "server sheds (Δ queryMemory.loadShedding.operationsShed on the primary) plus killOp actor kills, per second of storm; absent when the server reports no queryMemory.loadShedding", true,
+	{ShedsPerS, "sheds/s", "/s", 0, false, "server sheds (Δ queryMemory.loadShedding.operationsShed on the primary) plus killOp actor kills, per second of storm; absent when the server reports no queryMemory.loadShedding and no killOp actor ran", true,
 		storm(func(t *trial) (float64, string) { return t.shedsPerS() }), []string{store.KillRecords}},
 	{AdmissionsPerS, "admissions/s", "/s", 0, false, "low-priority read queue departures that got a ticket (Δ removedFromQueue − Δ canceled) per second of storm", true,
 		storm(func(t *trial) (float64, string) { return t.stormMean(t.admissions, fieldLowRemoved) }), nil},
@@ -411,8 +411,10 @@ func (t *trial) queueKillsPerS() (float64, string) {
 	return k, ""
 }
 
-// shedsPerS is absent when the server reports no shedding counter: the
-// actor's kills alone would read as a server that never sheds.
+// shedsPerS is absent when the server reports no shedding counter and no
+// killOp actor ran: a zero would read as a server that never sheds. With
+// the actor and no counter (a build without the in-server shedder), the
+// actor's kills are the trial's sheds.
 func (t *trial) shedsPerS() (float64, string) {
 	if t.stormSecs <= 0 {
 		return 0, noStorm
@@ -424,7 +426,7 @@ func (t *trial) shedsPerS() (float64, string) {
 		}
 	}
 	serverSheds, why := t.stormMean(PrimaryRates(t.Samples, fieldShed.name), fieldShed)
-	if why != "" {
+	if why != "" && !t.KillOpActor {
 		return 0, why
 	}
 	return serverSheds + float64(actorKills)/t.stormSecs, ""

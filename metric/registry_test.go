@@ -178,3 +178,20 @@ func TestClassifyCodeOutcomes(t *testing.T) {
 		}
 	}
 }
+
+func TestActorKillsAreShedsOnAServerWithoutShedding(t *testing.T) {
+	r := records(func(int) map[string]float64 { return map[string]float64{"residentMB": 1} })
+	storm := r.PhaseStarts["storm"]
+	r.KillOpActor = true
+	for i := range 20 {
+		r.Kills = append(r.Kills, store.Kill{At: storm.Add(time.Duration(i) * 400 * time.Millisecond), OpID: int64(i)})
+	}
+	values, absent := Explain(r)
+	if v, ok := values[ShedsPerS]; !ok || v != 2 {
+		t.Errorf("sheds/s = %v (present %v, %q): want the actor's 20 kills over the 10 s storm, 2/s", v, ok, absent[ShedsPerS])
+	}
+	r.KillOpActor, r.Kills = false, nil
+	if _, absent := Explain(r); absent[ShedsPerS] != "the server reported no queryMemory.loadShedding" {
+		t.Errorf("no actor, no server counter: sheds/s reason %q", absent[ShedsPerS])
+	}
+}

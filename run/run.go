@@ -473,7 +473,7 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 	trial := store.Trial{Schema: store.TrialSchema, Arm: arm.Name, Index: index, Started: start, Simulated: dep.Simulated(), Clock: Wall,
 		Phases: map[string]float64{"warmup": 0, "storm": res.PhaseStarts["storm"].Sub(start).Seconds(), "recovery": res.PhaseStarts["recovery"].Sub(start).Seconds()},
 	}
-	rec := store.Records{Results: res, Samples: samples, Kills: kills}
+	rec := store.Records{Results: res, Samples: samples, Kills: kills, KillOpActor: arm.KillOp() != nil}
 	// Failovers have two witnesses: the samples' hello (which also sees a
 	// primary restarted in place) and the driver's topology monitoring
 	// (which sees a flip between two samples). Both count the same

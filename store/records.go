@@ -17,6 +17,9 @@ type Records struct {
 	Merge   *MergeRun
 	Samples []Sample
 	Kills   []Kill
+	// KillOpActor says the killOp actor ran: its kills are the trial's
+	// sheds even on a server that reports no shedding of its own.
+	KillOpActor bool
 	// Missing names the kinds of record the trial could not record
 	// (Storm, Canaries, Kills): a trial imported from diagnostic data has
 	// no client-side outcomes unless a file gave them. A metric that rests

@@ -174,6 +174,7 @@ func Run(ctx context.Context, cfg Config, arm arms.Arm) (Trial, error) {
 	ph := cfg.Workload.Phases
 	s.stormStart, s.stormEnd = ph.Warmup, ph.Warmup+ph.Storm
 	s.rec.PhaseStarts = map[string]time.Time{"warmup": s.at(0), "storm": s.at(ph.Warmup), "recovery": s.at(ph.Warmup + ph.Storm)}
+	s.rec.KillOpActor = s.arm.KillOp() != nil
 	if err := s.loop(ctx, ph.Total()); err != nil {
 		return Trial{}, err
 	}
