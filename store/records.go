@@ -139,6 +139,9 @@ const (
 	Unfinished Outcome = "unfinished"
 )
 
+// Outcomes are every storm outcome, in the order they are listed.
+var Outcomes = []Outcome{Completed, Shed, Killed, Failed, Unsupported, Unfinished}
+
 // TrialEnded is the code of an operation cut off by the trial's end
 // (Unfinished), not by any timeout of its own.
 const TrialEnded = "TrialEnded"
