@@ -167,7 +167,8 @@ func Import(spec *Spec, dir string, opts Options) (*Result, error) {
 		if len(rec.Canaries) == 0 {
 			rec.Missing = append(rec.Missing, store.CanaryRecords)
 		}
-		if spec.killOp(tr.Arm) && (outcomes == nil || len(outcomes.Kills) == 0) {
+		rec.KillOpActor = spec.killOp(tr.Arm)
+		if rec.KillOpActor && (outcomes == nil || len(outcomes.Kills) == 0) {
 			rec.Missing = append(rec.Missing, store.KillRecords)
 		}
 		for _, k := range rec.Missing {
