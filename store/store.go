@@ -104,22 +104,22 @@ type TrialStatus struct {
 
 // Trial is a trial's metadata and summary metrics.
 type Trial struct {
-	Schema   string             `json:"schema"`
-	Arm      string             `json:"arm"`
-	Index    int                `json:"index"`
-	Started  time.Time          `json:"started"`
-	Phases   map[string]float64 `json:"phases,omitempty"` // phase -> start, seconds into the trial
-	Metadata json.RawMessage    `json:"metadata,omitempty"`
-	Metrics  map[string]float64 `json:"metrics"`
-	// Absent names, by metric, why a metric this trial should have is
-	// not in Metrics (the server never reported what it rests on, say):
-	// absent, never zero.
-	Absent    map[string]string `json:"absent,omitempty"`
-	Simulated bool              `json:"simulated"`
-	Clock     string            `json:"clock,omitempty"` // as Manifest.Clock
+	Schema    string             `json:"schema"`
+	Arm       string             `json:"arm"`
+	Index     int                `json:"index"`
+	Started   time.Time          `json:"started"`
+	Phases    map[string]float64 `json:"phases,omitempty"` // phase -> start, seconds into the trial
+	Metadata  json.RawMessage    `json:"metadata,omitempty"`
+	Metrics   map[string]float64 `json:"metrics"`
+	Simulated bool               `json:"simulated"`
+	Clock     string             `json:"clock,omitempty"` // as Manifest.Clock
 	// Victims summarizes the storm's shed and killed ops (the raw ops are
 	// in storm.jsonl.gz and events.jsonl.gz).
 	Victims *Victims `json:"victims,omitempty"`
+	// Absent names, by metric, why a metric this trial should have is
+	// not in Metrics (the server never reported what it rests on, say):
+	// absent, never zero.
+	Absent map[string]string `json:"absent,omitempty"`
 }
 
 // VictimBinBytes is the width of Victims.Bins.
