@@ -48,6 +48,9 @@ type page struct {
 type verdictCell struct {
 	Value, Delta, P string
 	Significant     bool
+	// Absent is why the value is "–" (the cell's title and its note).
+	Absent string
+	Note   int
 }
 
 type verdictRow struct {
@@ -56,8 +59,8 @@ type verdictRow struct {
 }
 
 type gateCell struct {
-	Pass   bool
-	Detail string
+	Pass, NoData    bool
+	Verdict, Detail string
 }
 
 type gateRow struct {
@@ -76,8 +79,11 @@ type chartRef struct{ ID string }
 type trialRow struct {
 	Arm, Status, Reason, Run string
 	Index                    int
-	Values                   []string
+	Values                   []trialCell
 }
+
+// trialCell is one trial's value, or "–" with why it is absent.
+type trialCell struct{ Value, Absent string }
 
 // HTML renders the report page: one self-contained file.
 func HTML(a *Analysis, toolVersion string) ([]byte, error) {
@@ -101,7 +107,8 @@ func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 		for _, arm := range a.Arms {
 			s, ok := arm.Metrics[name]
 			if !ok {
-				row.Cells = append(row.Cells, verdictCell{Value: "–"})
+				note, why := a.AbsentNote(arm.Name, name)
+				row.Cells = append(row.Cells, verdictCell{Value: "–", Absent: why, Note: note})
 				continue
 			}
 			cell := verdictCell{Value: cellValue(name, s)}
@@ -117,11 +124,7 @@ func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 			row := gateRow{Name: g.Name, Condition: g.String(), Why: g.Why}
 			for _, arm := range a.Arms {
 				r := arm.Gates[i]
-				detail := fmt.Sprintf("%s vs %s", Number(r.Value), Number(r.Threshold))
-				if r.Missing {
-					detail = "no data"
-				}
-				row.Cells = append(row.Cells, gateCell{Pass: r.Pass, Detail: detail})
+				row.Cells = append(row.Cells, gateCell{Pass: r.Pass, NoData: r.NoData, Verdict: r.Verdict(), Detail: r.Detail()})
 			}
 			p.Gates = append(p.Gates, row)
 		}
@@ -139,10 +142,14 @@ func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 			for _, m := range keyMetrics(a) {
 				v, ok := t.Metrics[m]
 				if !ok {
-					row.Values = append(row.Values, "–")
+					why := t.Absent[m]
+					if why == "" {
+						why = "not recorded"
+					}
+					row.Values = append(row.Values, trialCell{Value: "–", Absent: why})
 					continue
 				}
-				row.Values = append(row.Values, unitNumber(m, v))
+				row.Values = append(row.Values, trialCell{Value: unitNumber(m, v)})
 			}
 			p.TrialRows = append(p.TrialRows, row)
 		}

@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -102,6 +103,13 @@ func TestClassify(t *testing.T) {
 		{mongo.CommandError{Code: 11601, Name: "Interrupted"}, store.Killed, "Interrupted"},
 		{mongo.CommandError{Code: 10107, Name: "NotWritablePrimary"}, store.Failed, "NotWritablePrimary"},
 		{context.DeadlineExceeded, store.Failed, "Timeout"},
+		{mongo.CommandError{Code: 238, Name: "NotImplemented"}, store.Unsupported, "NotImplemented"},
+		{mongo.CommandError{Code: 238}, store.Unsupported, "NotImplemented"},
+		{mongo.CommandError{Code: 59, Name: "CommandNotFound"}, store.Unsupported, "CommandNotFound"},
+		{mongo.CommandError{Code: 168, Name: "InvalidPipelineOperator"}, store.Unsupported, "InvalidPipelineOperator"},
+		{mongo.CommandError{Code: 40324, Name: "Location40324"}, store.Unsupported, "Location40324"},
+		{trialEnded{context.DeadlineExceeded}, store.Unfinished, store.TrialEnded},
+		{fmt.Errorf("aggregate: %w", trialEnded{mongo.CommandError{Code: 50, Name: "MaxTimeMSExpired"}}), store.Unfinished, store.TrialEnded},
 		{errors.New("boom"), store.Failed, "ClientError"},
 	} {
 		got, name := Classify(tc.err)

@@ -24,6 +24,7 @@ const (
 	NotYetInitialized               = 94
 	NoSuchKey                       = 4
 	InvalidPipelineOperator         = 168
+	NotImplemented                  = 238
 	ExceededTimeLimit               = 262
 	ShutdownInProgress              = 91
 	PrimarySteppedDown              = 189
@@ -64,6 +65,7 @@ var names = map[int32]string{
 	NotYetInitialized:               "NotYetInitialized",
 	NoSuchKey:                       "NoSuchKey",
 	InvalidPipelineOperator:         "InvalidPipelineOperator",
+	NotImplemented:                  "NotImplemented",
 	ExceededTimeLimit:               "ExceededTimeLimit",
 	ShutdownInProgress:              "ShutdownInProgress",
 	PrimarySteppedDown:              "PrimarySteppedDown",

@@ -179,6 +179,7 @@ func Run(ctx context.Context, cfg Config, arm arms.Arm) (Trial, error) {
 	ph := cfg.Workload.Phases
 	s.stormStart, s.stormEnd = ph.Warmup, ph.Warmup+ph.Storm
 	s.rec.PhaseStarts = map[string]time.Time{"warmup": s.at(0), "storm": s.at(ph.Warmup), "recovery": s.at(ph.Warmup + ph.Storm), "end": s.at(ph.Total())}
+	s.rec.KillOpActor = s.arm.KillOp() != nil
 	if err := s.loop(ctx, ph.Total()); err != nil {
 		return Trial{}, err
 	}
@@ -286,11 +287,12 @@ func (s *sim) loop(ctx context.Context, total time.Duration) error {
 	// A last sample at the trial's end, as a wire sampler takes one just
 	// after it: the rates of the trial's last second need its end.
 	s.observe()
-	// What is still unanswered when the trial ends timed out: the wire
-	// driver bounds every operation by the trial's end the same way.
+	// What is still unanswered when the trial ends is unfinished, not
+	// failed: the wire driver cuts every operation off at the trial's end
+	// (plus a drain) and records it the same way.
 	left := slices.SortedFunc(maps.Keys(s.inflight), func(a, b *opRecord) int { return cmp.Compare(a.scheduled, b.scheduled) })
 	for _, rec := range left {
-		rec.latency, rec.code = s.now-rec.scheduled, "Timeout"
+		rec.latency, rec.code = s.now-rec.scheduled, store.TrialEnded
 		s.report(rec)
 	}
 	return nil
@@ -329,7 +331,7 @@ func (s *sim) report(rec *opRecord) {
 		s.tally.StormShed++
 	case store.Killed:
 		s.tally.StormKilled++
-	default:
+	case store.Failed:
 		s.tally.StormFailed++
 	}
 	s.rec.Storm = append(s.rec.Storm, store.StormOp{Scheduled: s.at(rec.scheduled), Latency: rec.latency, Stage: rec.stage,
