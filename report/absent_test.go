@@ -115,7 +115,7 @@ func TestAbsentMetricsAreDashWithTheReasonInEveryTable(t *testing.T) {
 	if strings.Count(string(perf), `"sheds_per_s"`) != 1 {
 		t.Errorf("perf.json should have sheds_per_s for New only:\n%s", perf)
 	}
-	if bench := string(BenchTxt(a)); strings.Contains(bench, "arm=Old 1 0 sheds_per_s") || strings.Count(bench, "sheds_per_s") != 3 {
+	if bench := string(BenchTxt(a)); strings.Contains(bench, "arm=Old/metric=sheds_per_s ") || strings.Count(bench, "/metric=sheds_per_s ") != 3 {
 		t.Errorf("bench.txt should have New's three sheds_per_s lines only:\n%s", bench)
 	}
 }

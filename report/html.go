@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -238,11 +239,14 @@ func base(id, title string) []charts.GlobalOpts {
 func chartSections(a *Analysis, options map[string]json.RawMessage) ([]section, error) {
 	var secs []section
 	color := func(arm string) string { return armColors[slices.Index(a.In.Arms, arm)%len(armColors)] }
-	median := func(arm *Arm, m string) float64 {
+	// median is an arm's median as the departures table shows it: "–",
+	// titled with why, when the trials did not report the metric.
+	median := func(arm *Arm, m string) (float64, string) {
 		if s, ok := arm.Metrics[m]; ok {
-			return s.Median
+			return s.Median, Number(s.Median)
 		}
-		return 0
+		_, why := a.AbsentNote(arm.Name, m)
+		return math.NaN(), `<span title="` + template.HTMLEscapeString(why) + `">–</span>`
 	}
 	// medianBar is an arm's median as a bar: a metric the arm's trials
 	// did not report is no bar (ECharts' "-"), never a bar of 0.
@@ -291,12 +295,14 @@ func chartSections(a *Analysis, options map[string]json.RawMessage) ([]section, 
 	tbl.WriteString(`<table class="data"><tr><th>arm</th><th>admissions/s</th><th>queue kills/s</th><th>kills share of departures</th><th>sheds/s</th></tr>`)
 	for i := range a.Arms {
 		arm := &a.Arms[i]
-		ad, ki, sh := median(arm, "admissions_per_s"), median(arm, "kills_per_s"), median(arm, "sheds_per_s")
+		ad, adCell := median(arm, "admissions_per_s")
+		ki, kiCell := median(arm, "kills_per_s")
+		_, shCell := median(arm, "sheds_per_s")
 		share := "–"
-		if ad+ki > 0 {
+		if ad+ki > 0 { // false for NaN too: no share of what was not reported
 			share = fmt.Sprintf("%.2f", ki/(ad+ki))
 		}
-		fmt.Fprintf(&tbl, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>", template.HTMLEscapeString(arm.Name), Number(ad), Number(ki), share, Number(sh))
+		fmt.Fprintf(&tbl, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>", template.HTMLEscapeString(arm.Name), adCell, kiCell, share, shCell)
 	}
 	tbl.WriteString("</table>")
 	secs = append(secs, section{ID: "departures", Title: "Why: queue departures and sheds",

@@ -198,7 +198,9 @@ func TestTwoByTwoSweep(t *testing.T) {
 				t.Errorf("cell %s %v has no %s", c.Arm, c.Index, m)
 			}
 		}
-		if c.Median[SheddingGap] != metric.Quantile([]float64{gap(c.Trials[0].Metrics), gap(c.Trials[1].Metrics)}, 0.5) {
+		g0, _ := gap(c.Trials[0].Metrics)
+		g1, _ := gap(c.Trials[1].Metrics)
+		if c.Median[SheddingGap] != metric.Quantile([]float64{g0, g1}, 0.5) {
 			t.Errorf("cell %s %v: %s is not the median of sheds/s − admissions/s", c.Arm, c.Index, SheddingGap)
 		}
 		if !c.Applied { // otherBytes applies to every arm
