@@ -138,6 +138,32 @@ func TestRunAgainstAServerWithoutSheddingQueuesOrMem(t *testing.T) {
 			t.Errorf("summary.json gate %+v", g)
 		}
 	}
+
+	// The killOp actor against the same server: without mem.resident it
+	// cannot tell the memory's level, so it kills nothing and the run
+	// goes on (it once panicked on the missing memLimitMB and took the
+	// whole process down, leaving run.lock behind).
+	actorArms := filepath.Join(tmp, "actor.yaml")
+	if err := os.WriteFile(actorArms, []byte("arms:\n  - name: OldD\n    target: local\n    mongod: "+wrapper+
+		"\n    setParameters: {}\n    actors:\n      - killop: {rssHighPercent: 70, interval: 100ms, appName: qmlsab-storm}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	actorDir := filepath.Join(tmp, "actor-run")
+	out, code = qmlsab(t, "run", "--arms", "OldD", "--arms-file", actorArms, "--workload", workloadFile, "--n", "1",
+		"--clock", "wall", "--parallel", "1", "--out", actorDir)
+	if code != 0 {
+		t.Fatalf("run with the killOp actor: exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(actorDir, "run.lock")); !os.IsNotExist(err) {
+		t.Errorf("run.lock left behind: %v", err)
+	}
+	ar, err := store.Open(actorDir)
+	if err != nil || len(ar.Trials["OldD"]) != 1 {
+		t.Fatalf("the actor's run: %v\n%s", err, out)
+	}
+	if k := ar.Trials["OldD"][0].Metrics["storm_killed"]; k != 0 {
+		t.Errorf("the actor killed %v ops without knowing the server's memory", k)
+	}
 }
 
 func readFile(t *testing.T, path string) string {
