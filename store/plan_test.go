@@ -80,6 +80,10 @@ func TestMergeShardsChecksBeforeWriting(t *testing.T) {
 		}, MergeOptions{Expect: 2, Out: filepath.Join(bad, "full")}, "is not empty"},
 		{"out inside a shard", func() []string { return []string{s1, s2} }, MergeOptions{Expect: 2, Out: filepath.Join(s1, "m")}, "is inside shard folder"},
 		{"a merged run", func() []string { return []string{out} }, MergeOptions{Expect: 2}, out + " is a merged run"},
+		{"wall-clock shards run at other parallelism", func() []string {
+			wall := func(par int) func(*Manifest) { return func(m *Manifest) { m.Clock, m.Parallel = "wall", par } }
+			return []string{writeShard(t, bad, 1, 2, 3, "p", wall(1)), writeShard(t, bad, 2, 2, 3, "p", wall(4))}
+		}, MergeOptions{Expect: 2}, "ran 4 wall-clock trials at once, but"},
 	}
 	for _, c := range cases {
 		o := c.opts
@@ -97,6 +101,7 @@ func TestMergeShardsChecksBeforeWriting(t *testing.T) {
 			t.Errorf("%s: the failed merge wrote beside --out", c.name)
 		}
 		os.RemoveAll(filepath.Join(bad, "shard-1"))
+		os.RemoveAll(filepath.Join(bad, "shard-2"))
 	}
 }
 
