@@ -3,6 +3,10 @@
 // operations to kill. The real actor (which reads serverStatus and
 // $currentOp over the wire) and mongosim's calibration both call Decide,
 // so the policy exists once.
+//
+// The sweeper investigation calls D's actor "mongotune-style" and gives no
+// rule, so the rule is an unknown: Policies names a few plausible ones,
+// and the calibration fit chooses among them by D's observed flows.
 package killop
 
 import (
@@ -26,11 +30,61 @@ type Config struct {
 	AnyApp bool `yaml:"anyApp"`
 	// MaxKillsPerRound caps kills per sample (0: 100).
 	MaxKillsPerRound int `yaml:"maxKillsPerRound"`
+	// Policy is which operations the actor considers, one of Policies
+	// ("": PolicyDefault).
+	Policy string `yaml:"policy"`
 }
+
+// The actor's policies: which in-scope operations it may kill, each time
+// largest tracked memory first until the bytes cover RSS's excess over
+// the high mark.
+const (
+	// PolicyLargestFirst considers every in-scope operation, running or
+	// queued.
+	PolicyLargestFirst = "largest-first"
+	// PolicyQueuedLargestFirst considers only operations waiting for a
+	// ticket (any priority): a running op is left to finish and free its
+	// memory.
+	PolicyQueuedLargestFirst = "queued-largest-first"
+	// PolicyLowPriorityLargestFirst considers only operations waiting in
+	// a low-priority queue: the deprioritized ones, which execution
+	// control already judged the heaviest.
+	PolicyLowPriorityLargestFirst = "lowpri-queued-largest-first"
+)
+
+// Policies are the actor's rules, in the order they are documented.
+var Policies = []string{PolicyLargestFirst, PolicyQueuedLargestFirst, PolicyLowPriorityLargestFirst}
+
+// PolicyDefault is arm D's rule when a configuration names none: the one
+// the calibration fit selects from D's observed flows (docs/model.md).
+const PolicyDefault = PolicyLowPriorityLargestFirst
 
 // Default is arm D's actor.
 func Default(appName string) Config {
-	return Config{RSSHighPercent: 70, Interval: 100 * time.Millisecond, AppName: appName, MaxKillsPerRound: 100}
+	return Config{RSSHighPercent: 70, Interval: 100 * time.Millisecond, AppName: appName, MaxKillsPerRound: 100, Policy: PolicyDefault}
+}
+
+// ValidPolicy reports whether name is one of Policies (or empty, the
+// default).
+func ValidPolicy(name string) bool { return name == "" || slices.Contains(Policies, name) }
+
+func (c Config) policy() string {
+	if c.Policy == "" {
+		return PolicyDefault
+	}
+	return c.Policy
+}
+
+// Considers reports whether the actor's policy lets it consider op at
+// all (before scope: InScope).
+func (c Config) Considers(op Op) bool {
+	switch c.policy() {
+	case PolicyQueuedLargestFirst:
+		return op.Queued
+	case PolicyLowPriorityLargestFirst:
+		return op.Queued && op.LowPriority
+	}
+	return true
 }
 
 // Op is what the actor sees of an operation in $currentOp.
@@ -39,6 +93,7 @@ type Op struct {
 	AppName      string
 	TrackedBytes int64 // inUseTrackedMemBytes
 	Queued       bool  // currentQueue is non-null
+	LowPriority  bool  // its queue (or ticket) is a lowPriority one
 	Stage        string
 	// Writes marks operations that took write locks; they are never
 	// killed (a kill after a write could leave partial effects).
@@ -65,9 +120,10 @@ func (c Config) high(limitBytes int64) int64 {
 func (c Config) Acts(residentBytes, limitBytes int64) bool { return residentBytes > c.high(limitBytes) }
 
 // Decide returns the operations to kill: when resident memory is above the
-// high mark, the in-scope operations holding the most tracked memory
-// (queued ones included, which is what the in-server inline shedder cannot
-// reach), until the bytes they hold cover the excess, at least one.
+// high mark, the in-scope operations the policy considers holding the most
+// tracked memory (queued ones included, which is what the in-server inline
+// shedder cannot reach), until the bytes they hold cover the excess, at
+// least one when there is any candidate.
 func Decide(c Config, residentBytes, limitBytes int64, ops []Op) []Op {
 	if !c.Acts(residentBytes, limitBytes) {
 		return nil
@@ -75,7 +131,7 @@ func Decide(c Config, residentBytes, limitBytes int64, ops []Op) []Op {
 	high := c.high(limitBytes)
 	var cand []Op
 	for _, op := range ops {
-		if c.InScope(op) {
+		if c.InScope(op) && c.Considers(op) {
 			cand = append(cand, op)
 		}
 	}

@@ -436,7 +436,7 @@ func (s *sim) actor(c killop.Config) {
 	}
 	ops := s.actorOps[:0] // reused: the queue can hold many thousands
 	n.Ops(func(op *model.Op) {
-		ops = append(ops, killop.Op{ID: op.ID, AppName: op.AppName, TrackedBytes: op.Tracked(), Queued: op.Queued(), Stage: op.Work.Stage, Writes: op.Write})
+		ops = append(ops, killop.Op{ID: op.ID, AppName: op.AppName, TrackedBytes: op.Tracked(), Queued: op.Queued(), LowPriority: op.LowPriority(), Stage: op.Work.Stage, Writes: op.Write})
 	})
 	s.actorOps = ops
 	rss := n.RSS()
