@@ -34,7 +34,7 @@ var baseParameters = map[string]string{
 // baseParameters.
 const (
 	FittedProbingFloor       = "10"
-	FittedLowPriorityTickets = "4"
+	FittedLowPriorityTickets = "3"
 )
 
 // FittedHazard is E's build variant: the shedder hazard form the joint fit

@@ -10,7 +10,6 @@
 package killop
 
 import (
-	"cmp"
 	"slices"
 	"strings"
 	"time"
@@ -57,7 +56,7 @@ var Policies = []string{PolicyLargestFirst, PolicyQueuedLargestFirst, PolicyLowP
 
 // PolicyDefault is arm D's rule when a configuration names none: the one
 // the calibration fit selects from D's observed flows (docs/model.md).
-const PolicyDefault = PolicyLowPriorityLargestFirst
+const PolicyDefault = PolicyQueuedLargestFirst
 
 // Default is arm D's actor.
 func Default(appName string) Config {
@@ -129,18 +128,42 @@ func Decide(c Config, residentBytes, limitBytes int64, ops []Op) []Op {
 		return nil
 	}
 	high := c.high(limitBytes)
-	var cand []Op
-	for _, op := range ops {
+	// The candidates' indices as a max-heap by tracked bytes (ties: the
+	// lower ID first): the queue can hold thousands of operations and a
+	// round kills few, so popping the largest beats sorting them all.
+	var cand []int
+	for i, op := range ops {
 		if c.InScope(op) && c.Considers(op) {
-			cand = append(cand, op)
+			cand = append(cand, i)
 		}
 	}
-	slices.SortFunc(cand, func(a, b Op) int {
-		if c := cmp.Compare(b.TrackedBytes, a.TrackedBytes); c != 0 {
-			return c
+	before := func(a, b int) bool {
+		x, y := ops[cand[a]], ops[cand[b]]
+		if x.TrackedBytes != y.TrackedBytes {
+			return x.TrackedBytes > y.TrackedBytes
 		}
-		return cmp.Compare(a.ID, b.ID)
-	})
+		return x.ID < y.ID
+	}
+	down := func(i, n int) {
+		for {
+			l := 2*i + 1
+			if l >= n {
+				return
+			}
+			m := l
+			if r := l + 1; r < n && before(r, l) {
+				m = r
+			}
+			if !before(m, i) {
+				return
+			}
+			cand[i], cand[m] = cand[m], cand[i]
+			i = m
+		}
+	}
+	for i := len(cand)/2 - 1; i >= 0; i-- {
+		down(i, len(cand))
+	}
 	limit := c.MaxKillsPerRound
 	if limit <= 0 {
 		limit = 100
@@ -148,12 +171,15 @@ func Decide(c Config, residentBytes, limitBytes int64, ops []Op) []Op {
 	excess := residentBytes - high
 	var kill []Op
 	var freed int64
-	for _, op := range cand {
+	for n := len(cand); n > 0; n-- {
 		if len(kill) >= limit || (len(kill) > 0 && freed >= excess) {
 			break
 		}
+		op := ops[cand[0]]
 		kill = append(kill, op)
 		freed += op.TrackedBytes
+		cand[0] = cand[n-1]
+		down(0, n-1)
 	}
 	return kill
 }

@@ -140,6 +140,7 @@ type sim struct {
 	inflight   map[*opRecord]bool
 	lastReport time.Duration
 	actorOps   []killop.Op
+	censusOps  []collect.CensusOp
 }
 
 // opRecord is one client operation's outcome as its client saw it,
@@ -436,7 +437,12 @@ func (s *sim) actor(c killop.Config) {
 	}
 	ops := s.actorOps[:0] // reused: the queue can hold many thousands
 	n.Ops(func(op *model.Op) {
-		ops = append(ops, killop.Op{ID: op.ID, AppName: op.AppName, TrackedBytes: op.Tracked(), Queued: op.Queued(), LowPriority: op.LowPriority(), Stage: op.Work.Stage, Writes: op.Write})
+		k := killop.Op{ID: op.ID, AppName: op.AppName, TrackedBytes: op.Tracked(), Queued: op.Queued(), LowPriority: op.LowPriority(), Stage: op.Work.Stage, Writes: op.Write}
+		// What the policy never considers cannot be chosen: leaving it out
+		// here only saves Decide the look.
+		if c.Considers(k) && c.InScope(k) {
+			ops = append(ops, k)
+		}
 	})
 	s.actorOps = ops
 	rss := n.RSS()
@@ -462,10 +468,11 @@ func (s *sim) observe() {
 			}
 			smp.Up, smp.Primary, smp.ProcessID = true, s.primary == i, fmt.Sprintf("process%d", mb.process)
 			smp.Values = collect.Extract(raw)
-			var ops []collect.CensusOp
+			ops := s.censusOps[:0] // reused sample to sample
 			n.Ops(func(op *model.Op) {
 				ops = append(ops, collect.CensusOp{Queued: op.Queued(), TrackedBytes: op.Tracked(), Stage: op.Work.Stage})
 			})
+			s.censusOps = ops
 			collect.AddCensus(smp.Values, ops)
 		}
 		s.rec.Samples = append(s.rec.Samples, smp)
