@@ -43,6 +43,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseGates$$' -fuzztime 12000x -fuzzminimizetime $(FUZZMINIMIZE) ./report
 	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime 8000x -fuzzminimizetime $(FUZZMINIMIZE) ./store
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 60000x -fuzzminimizetime $(FUZZMINIMIZE) ./ftdc
+	$(GO) test -run '^$$' -fuzz '^FuzzServerReplies$$' -fuzztime 25000x -fuzzminimizetime $(FUZZMINIMIZE) ./collect
 	$(GO) test -run '^$$' -fuzz '^FuzzDetect$$' -fuzztime 120000x -fuzzminimizetime $(FUZZMINIMIZE) ./changepoint
 
 # A real client nobody here wrote: mongosh against a 3-process mongosim set.

@@ -59,22 +59,45 @@ func censusOps(ctx context.Context, c *mongo.Client) ([]CensusOp, error) {
 	defer cur.Close(ctx)
 	var out []CensusOp
 	for cur.Next(ctx) {
-		d := cur.Current
-		if op, _ := d.Lookup("op").StringValueOK(); op != "command" && op != "getmore" && op != "query" {
-			continue
+		if o, ok := censusOp(cur.Current); ok {
+			out = append(out, o)
 		}
-		if cmd, ok := d.Lookup("command").DocumentOK(); ok {
-			if _, isCurrentOp := cmd.Lookup("aggregate").AsInt64OK(); isCurrentOp {
-				continue // the census's own $currentOp (aggregate: 1)
-			}
-		}
-		o := CensusOp{Stage: stringOf(d.Lookup("stage"))}
-		o.TrackedBytes, _ = d.Lookup("inUseTrackedMemBytes").AsInt64OK()
-		q := d.Lookup("currentQueue")
-		o.Queued = q.Type == bson.TypeEmbeddedDocument
-		out = append(out, o)
 	}
 	return out, cur.Err()
+}
+
+// censusOp reads one $currentOp document; ok is false for what the census
+// does not count (other kinds of operation, the census's own $currentOp).
+// A tracked-memory figure that is not a non-negative whole number is
+// absent, counted as no bytes.
+func censusOp(d bson.Raw) (CensusOp, bool) {
+	if d = readable(d); d == nil {
+		return CensusOp{}, false
+	}
+	if op, _ := d.Lookup("op").StringValueOK(); op != "command" && op != "getmore" && op != "query" {
+		return CensusOp{}, false
+	}
+	if cmd, ok := d.Lookup("command").DocumentOK(); ok {
+		if _, isCurrentOp := cmd.Lookup("aggregate").AsInt64OK(); isCurrentOp {
+			return CensusOp{}, false // the census's own $currentOp (aggregate: 1)
+		}
+	}
+	o := CensusOp{Stage: stringOf(d.Lookup("stage"))}
+	o.TrackedBytes, _ = wholeBytes(d.Lookup("inUseTrackedMemBytes"))
+	o.Queued = d.Lookup("currentQueue").Type == bson.TypeEmbeddedDocument
+	return o, true
+}
+
+// wholeBytes reads a byte count reported as an int32 or int64 (mongod's
+// types for it); anything else, or a negative count, is absent.
+func wholeBytes(v bson.RawValue) (int64, bool) {
+	switch v.Type {
+	case bson.TypeInt32, bson.TypeInt64:
+		if n, ok := v.AsInt64OK(); ok && n >= 0 {
+			return n, true
+		}
+	}
+	return 0, false
 }
 
 func stringOf(v bson.RawValue) string {

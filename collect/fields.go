@@ -5,9 +5,12 @@
 package collect
 
 import (
+	"math"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/qmlsab/qmlsab/internal/bsoncheck"
 )
 
 // Sources are the documents a field is read from. A live sample reads
@@ -114,10 +117,13 @@ func ExtractWith(get Lookup) map[string]float64 {
 // Extract reads every field present in a serverStatus document.
 func Extract(doc bson.Raw) map[string]float64 { return ExtractWith(DocLookup(ServerStatus, doc)) }
 
-// DocLookup reads the fields of source from a reply document: numbers as
-// they are, booleans as 1 or 0 (as FTDC flattens them); other sources are
-// absent.
+// DocLookup reads the fields of source from a reply document: finite
+// numbers as they are, booleans as 1 or 0 (as FTDC flattens them); other
+// sources, other types and NaN or infinite doubles are absent, and so is
+// everything in a document malformed at any depth (the driver's lookups
+// panic on some that its Validate accepts).
 func DocLookup(source string, doc bson.Raw) Lookup {
+	doc = readable(doc)
 	return func(src, path string) (float64, bool) {
 		if src != source {
 			return 0, false
@@ -132,8 +138,21 @@ func DocLookup(source string, doc bson.Raw) Lookup {
 			}
 			return 0, true
 		}
-		return v.AsFloat64OK()
+		x, ok := v.AsFloat64OK()
+		if !ok || math.IsNaN(x) || math.IsInf(x, 0) {
+			return 0, false
+		}
+		return x, true
 	}
+}
+
+// readable is doc when it is well formed at every depth, else nil (a
+// document with nothing in it).
+func readable(doc bson.Raw) bson.Raw {
+	if bsoncheck.Document(doc) != nil {
+		return nil
+	}
+	return doc
 }
 
 // IsCounter reports whether a field is cumulative.

@@ -134,6 +134,7 @@ func ftdcSample(c *ftdc.Chunk, s ftdc.Sample, at time.Time, pid string) store.Sa
 // member's name (named: as its replica set knows it), its process id and
 // whether it is mongosim.
 func chunkIdentity(ref bson.Raw) (name string, named bool, pid string, simulated bool) {
+	ref = readable(ref)
 	if members, ok := ref.Lookup(ReplSetGetStatus, "members").ArrayOK(); ok {
 		vals, _ := members.Values()
 		for _, v := range vals {

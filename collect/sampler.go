@@ -83,6 +83,18 @@ func (s *Sampler) Samples() []store.Sample {
 	return append([]store.Sample(nil), s.samples...)
 }
 
+// helloFacts reads a hello reply: whether the member is the writable
+// primary (a missing or non-boolean answer is not), and its process id
+// (empty when topologyVersion.processId is missing or not an ObjectId).
+func helloFacts(hello bson.Raw) (primary bool, processID string) {
+	hello = readable(hello)
+	primary, _ = hello.Lookup("isWritablePrimary").BooleanOK()
+	if pid, ok := hello.Lookup("topologyVersion", "processId").ObjectIDOK(); ok {
+		processID = pid.Hex()
+	}
+	return primary, processID
+}
+
 func sampleMember(ctx context.Context, c *mongo.Client, member string, timeout time.Duration, census bool) store.Sample {
 	smp := store.Sample{At: time.Now(), Member: member}
 	if c == nil {
@@ -100,10 +112,7 @@ func sampleMember(ctx context.Context, c *mongo.Client, member string, timeout t
 		return smp
 	}
 	smp.Up = true
-	smp.Primary, _ = hello.Lookup("isWritablePrimary").BooleanOK()
-	if pid, ok := hello.Lookup("topologyVersion", "processId").ObjectIDOK(); ok {
-		smp.ProcessID = pid.Hex()
-	}
+	smp.Primary, smp.ProcessID = helloFacts(hello)
 	smp.Values = Extract(ss)
 	if census {
 		if ops, err := censusOps(sctx, c); err == nil {

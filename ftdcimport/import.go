@@ -167,7 +167,8 @@ func Import(spec *Spec, dir string, opts Options) (*Result, error) {
 		if len(rec.Canaries) == 0 {
 			rec.Missing = append(rec.Missing, store.CanaryRecords)
 		}
-		if spec.killOp(tr.Arm) && (outcomes == nil || len(outcomes.Kills) == 0) {
+		rec.KillOpActor = spec.killOp(tr.Arm)
+		if rec.KillOpActor && (outcomes == nil || len(outcomes.Kills) == 0) {
 			rec.Missing = append(rec.Missing, store.KillRecords)
 		}
 		for _, k := range rec.Missing {
@@ -183,7 +184,8 @@ func Import(spec *Spec, dir string, opts Options) (*Result, error) {
 			"samples": len(samples), "missing": rec.Missing, "clock": "wall"})
 		t := store.Trial{Schema: store.TrialSchema, Arm: tr.Arm, Index: indexes[tr.Arm], Started: start, Clock: "wall", Simulated: simulated,
 			Phases:   map[string]float64{"warmup": 0, "storm": ph.Warmup.Seconds(), "recovery": (ph.Warmup + ph.Storm).Seconds()},
-			Metadata: meta, Metrics: metric.Summarize(rec)}
+			Metadata: meta}
+		t.Metrics, t.Absent = metric.Explain(rec)
 		if !slices.Contains(rec.Missing, store.StormRecords) {
 			t.Victims = metric.VictimSummary(rec.Results, rec.Kills)
 		}

@@ -206,8 +206,8 @@ func (o *Outcomes) add(r record, canarySLO time.Duration) error {
 		outcome := store.ClassifyCode(r.Code)
 		if r.Outcome != "" {
 			outcome = store.Outcome(r.Outcome)
-			if !slices.Contains([]store.Outcome{store.Completed, store.Shed, store.Killed, store.Failed}, outcome) {
-				return fmt.Errorf("outcome %q: want completed, shed, killed or failed", r.Outcome)
+			if !slices.Contains(store.Outcomes, outcome) {
+				return fmt.Errorf("outcome %q: want one of %v", r.Outcome, store.Outcomes)
 			}
 		}
 		o.Storm = append(o.Storm, store.StormOp{Scheduled: at, Latency: lat, Stage: r.Stage, Outcome: outcome, Code: r.Code, TrackedBytes: val(r.TrackedBytes)})

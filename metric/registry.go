@@ -11,8 +11,11 @@
 package metric
 
 import (
+	"fmt"
+	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/qmlsab/qmlsab/store"
@@ -31,9 +34,9 @@ type Metric struct {
 	Definition string
 	// Key metrics head the verdict table.
 	Key bool
-	// compute returns the metric of a trial, false when the records
-	// cannot give it (absent, not zero).
-	compute func(t *trial) (float64, bool)
+	// compute returns the metric of a trial, or why the records cannot
+	// give it (absent, not zero): a non-empty reason means absent.
+	compute func(t *trial) (float64, string)
 	// Needs are the kinds of record beyond the samples the metric rests
 	// on (store.StormRecords, CanaryRecords, KillRecords): it is absent
 	// from a trial that lacks one (store.Records.Missing), such as a
@@ -61,6 +64,8 @@ const (
 	StormShed        = "storm_shed"
 	StormKilled      = "storm_killed"
 	StormFailed      = "storm_failed"
+	StormUnsupported = "storm_unsupported"
+	StormUnfinished  = "storm_unfinished"
 	CanaryP50Ms      = "canary_p50_ms"
 	CanaryP99Ms      = "canary_p99_ms"
 	VictimTrackedP50 = "victim_tracked_bytes_p50"
@@ -69,70 +74,75 @@ const (
 
 // Registry is every known metric, in report order.
 var Registry = []Metric{
-	{Availability, "availability", "", +1, false, "canary ops that succeeded within the SLO ÷ canary ops scheduled, over all three phases; a canary that found no primary counts as failed", true,
-		storm(func(t *trial) (float64, bool) { return availability(t.Results), true }), []string{store.CanaryRecords}},
+	{Availability, "availability", "", +1, false, "canary ops that succeeded within the SLO ÷ canary ops scheduled, over all three phases; a canary that found no primary counts as failed (one the server does not implement, or one still running at the trial's end, counts in neither)", true,
+		storm(func(t *trial) (float64, string) { return availability(t.Results) }), []string{store.CanaryRecords}},
 	{Failovers, "failovers", "", -1, true, "primary changes observed in the samples (a new member, or a restarted process, as primary)", true,
-		func(t *trial) (float64, bool) { return float64(PrimaryChanges(t.Samples)), true }, nil},
+		func(t *trial) (float64, string) { return float64(PrimaryChanges(t.Samples)), "" }, nil},
 	{Restarts, "restarts", "", -1, true, "member process restarts (crash or OOM kill), from processId changes or uptime going backwards", true,
-		func(t *trial) (float64, bool) { return float64(RestartCount(t.Samples)), true }, nil},
-	{ShedsPerS, "sheds/s", "/s", 0, false, "server sheds (Δ queryMemory.loadShedding.operationsShed on the primary) plus killOp actor kills, per second of storm", true,
-		storm(func(t *trial) (float64, bool) { return t.shedsPerS() }), []string{store.KillRecords}},
+		func(t *trial) (float64, string) { return float64(RestartCount(t.Samples)), "" }, nil},
+	{ShedsPerS, "sheds/s", "/s", 0, false, "server sheds (Δ queryMemory.loadShedding.operationsShed on the primary) plus killOp actor kills, per second of storm; absent when the server reports no queryMemory.loadShedding and no killOp actor ran", true,
+		storm(func(t *trial) (float64, string) { return t.shedsPerS() }), []string{store.KillRecords}},
 	{AdmissionsPerS, "admissions/s", "/s", 0, false, "low-priority read queue departures that got a ticket (Δ removedFromQueue − Δ canceled) per second of storm", true,
-		storm(func(t *trial) (float64, bool) { return t.stormMean(t.admissions) }), nil},
+		storm(func(t *trial) (float64, string) { return t.stormMean(t.admissions, fieldLowRemoved) }), nil},
 	{KillsPerS, "queue kills/s", "/s", 0, false, "low-priority read queue departures without a ticket (Δ canceled) per second of storm", true,
-		storm(func(t *trial) (float64, bool) { return t.queueKillsPerS() }), nil},
+		storm(func(t *trial) (float64, string) { return t.queueKillsPerS() }), nil},
 	{DeparturesPerS, "departures/s", "/s", 0, false, "Δ removedFromQueue of the low-priority read queue per second of storm (admissions + kills)", false,
-		storm(func(t *trial) (float64, bool) {
-			a, ok := t.stormMean(t.admissions)
+		storm(func(t *trial) (float64, string) {
+			a, why := t.stormMean(t.admissions, fieldLowRemoved)
 			k, _ := t.queueKillsPerS()
-			return a + k, ok
+			return a + k, why
 		}), nil},
 	{ReadTicketsMed, "read tickets (median)", "", 0, false, "queues.execution.read.totalTickets on the primary during the storm, median", true,
-		storm(func(t *trial) (float64, bool) { return t.stormGauge("read.totalTickets", median) }), nil},
+		storm(func(t *trial) (float64, string) { return t.stormGauge(fieldTickets, median) }), nil},
 	{ReadTicketsMin, "read tickets (min)", "", 0, false, "queues.execution.read.totalTickets on the primary during the storm, minimum", false,
-		storm(func(t *trial) (float64, bool) { return t.stormGauge("read.totalTickets", slices.Min) }), nil},
+		storm(func(t *trial) (float64, string) { return t.stormGauge(fieldTickets, slices.Min) }), nil},
 	{LowQueueP95, "low-pri queue p95", "", -1, false, "queues.execution.read.lowPriority.queueLength on the primary during the storm, 95th percentile", true,
-		storm(func(t *trial) (float64, bool) {
-			return t.stormGauge("read.low.queueLength", func(v []float64) float64 { return Quantile(v, 0.95) })
+		storm(func(t *trial) (float64, string) {
+			return t.stormGauge(fieldLowQueue, func(v []float64) float64 { return Quantile(v, 0.95) })
 		}), nil},
 	{LowQueueMax, "low-pri queue max", "", -1, false, "the same queue's maximum during the storm", false,
-		storm(func(t *trial) (float64, bool) { return t.stormGauge("read.low.queueLength", slices.Max) }), nil},
+		storm(func(t *trial) (float64, string) { return t.stormGauge(fieldLowQueue, slices.Max) }), nil},
 	{LowQueueSlope, "low-pri queue slope", "/s", -1, false, "least-squares growth of the low-priority queue over the storm, ops per second", false,
-		storm(func(t *trial) (float64, bool) {
-			slope, _, ok := t.queueSlope()
-			return slope, ok
+		storm(func(t *trial) (float64, string) {
+			slope, _, why := t.queueSlope()
+			return slope, why
 		}), nil},
 	{LowQueueGrowth, "sustained queue growth", "", -1, true, "1 when the storm's queue slope is above zero at one-sided p < 0.01 and added at least 10 ops, else 0", false,
-		storm(func(t *trial) (float64, bool) {
-			slope, p, ok := t.queueSlope()
-			if !ok {
-				return 0, false
+		storm(func(t *trial) (float64, string) {
+			slope, p, why := t.queueSlope()
+			if why != "" {
+				return 0, why
 			}
 			if p < 0.01 && slope*t.stormSecs >= 10 {
-				return 1, true
+				return 1, ""
 			}
-			return 0, true
+			return 0, ""
 		}), nil},
 	{RSSPeakBytes, "peak RSS", "B", -1, false, "peak mem.resident over all members", true,
-		storm(func(t *trial) (float64, bool) {
-			peak := 0.0
+		storm(func(t *trial) (float64, string) {
+			peak, seen := 0.0, false
 			for _, s := range t.Samples {
-				if v, ok := s.Values["residentMB"]; s.Up && ok {
-					peak = math.Max(peak, v*(1<<20))
+				if v, ok := s.Values[fieldResident.name]; s.Up && ok {
+					peak, seen = math.Max(peak, v*(1<<20)), true
 				}
 			}
-			return peak, peak > 0
+			if !seen {
+				return 0, t.unreported(fieldResident)
+			}
+			return peak, ""
 		}), nil},
 	{StormCompleted, "storm completed", "", 0, true, "storm ops that completed", false, stormCount(store.Completed), []string{store.StormRecords}},
 	{StormShed, "storm shed", "", 0, true, "storm ops that failed QueryMemoryLimitExceeded", false, stormCount(store.Shed), []string{store.StormRecords}},
 	{StormKilled, "storm killed", "", 0, true, "storm ops that failed Interrupted (killOp)", false, stormCount(store.Killed), []string{store.StormRecords}},
-	{StormFailed, "storm failed", "", -1, true, "storm ops that failed otherwise (timeouts, network errors, no primary)", false, stormCount(store.Failed), []string{store.StormRecords}},
-	{CanaryP50Ms, "canary p50", "ms", -1, false, "canary latency from its scheduled start, median", false,
-		storm(func(t *trial) (float64, bool) { return t.canaryLatency(0.5) }), []string{store.CanaryRecords}},
-	{CanaryP99Ms, "canary p99", "ms", -1, false, "canary latency from its scheduled start, 99th percentile", true,
-		storm(func(t *trial) (float64, bool) { return t.canaryLatency(0.99) }), []string{store.CanaryRecords}},
+	{StormFailed, "storm failed", "", -1, true, "storm ops that failed otherwise (timeouts, network errors, no primary); not those the server does not implement, nor those still running at the trial's end", false, stormCount(store.Failed), []string{store.StormRecords}},
+	{StormUnsupported, "storm unsupported", "", 0, true, "storm ops the server does not implement (NotImplemented, CommandNotFound, InvalidPipelineOperator, an unrecognized stage): neither completed nor failed; more than 10 % of the storm makes the trial invalid", false, stormCount(store.Unsupported), []string{store.StormRecords}},
+	{StormUnfinished, "storm unfinished", "", 0, true, "storm ops still running when the trial ended (TrialEnded): neither completed nor failed", false, stormCount(store.Unfinished), []string{store.StormRecords}},
+	{CanaryP50Ms, "canary p50", "ms", -1, false, "canary latency from its scheduled start, median (canaries the server answered or failed)", false,
+		storm(func(t *trial) (float64, string) { return t.canaryLatency(0.5) }), []string{store.CanaryRecords}},
+	{CanaryP99Ms, "canary p99", "ms", -1, false, "canary latency from its scheduled start, 99th percentile (canaries the server answered or failed)", true,
+		storm(func(t *trial) (float64, string) { return t.canaryLatency(0.99) }), []string{store.CanaryRecords}},
 	{VictimTrackedP50, "victim tracked bytes p50", "B", 0, false, "median inUseTrackedMemBytes of the storm's shed or killed ops, during the storm", false,
-		storm(func(t *trial) (float64, bool) {
+		storm(func(t *trial) (float64, string) {
 			var v []float64
 			for _, x := range stormVictims(t.Results, t.Kills) {
 				if x.bytes > 0 {
@@ -140,9 +150,9 @@ var Registry = []Metric{
 				}
 			}
 			if len(v) == 0 {
-				return 0, false
+				return 0, "no shed or killed storm op had a known tracked size"
 			}
-			return median(v), true
+			return median(v), ""
 		}), []string{store.StormRecords, store.KillRecords}},
 	{UnsafeSheds, "unsafe sheds", "", -1, true, "merge workload: ops that failed shed or killed after their $merge wrote documents", true,
 		mergeOps(func(o store.MergeOp) bool { return o.Unsafe }), nil},
@@ -180,19 +190,87 @@ func AbsentWithout(missing []string) []Metric {
 
 // Summarize computes every metric a trial's records can give. Storm-window
 // metrics use what happened between the storm's start and the recovery's;
-// a metric the records cannot give is absent, not zero.
+// a metric the records cannot give is absent, not zero (Explain says why).
 func Summarize(r store.Records) map[string]float64 {
+	values, _ := Explain(r)
+	return values
+}
+
+// Explain is Summarize with the reason for each metric the trial should
+// have but cannot ("the server reported no queryMemory.loadShedding"):
+// what trial.json's absent map holds and the report shows beside "–".
+// Metrics that do not apply to the trial's workload (the merge workload's
+// for a storm trial, and the other way round) are in neither map.
+func Explain(r store.Records) (values map[string]float64, absent map[string]string) {
 	t := newTrial(r)
-	out := map[string]float64{}
+	values, absent = map[string]float64{}, map[string]string{}
 	for _, m := range Registry {
-		if slices.ContainsFunc(m.Needs, func(k string) bool { return slices.Contains(r.Missing, k) }) {
+		if i := slices.IndexFunc(m.Needs, func(k string) bool { return slices.Contains(r.Missing, k) }); i >= 0 {
+			if !m.appliesTo(t) {
+				continue
+			}
+			absent[m.Name] = "the trial has no " + m.Needs[i] + " records (imported without client-side outcomes)"
 			continue
 		}
-		if v, ok := m.compute(t); ok {
-			out[m.Name] = v
+		switch v, why := m.compute(t); why {
+		case "":
+			values[m.Name] = v
+		case notApplicable:
+		default:
+			absent[m.Name] = why
 		}
 	}
-	return out
+	return values, absent
+}
+
+// notApplicable is compute's reason for a metric of another workload: it
+// is left out of the trial rather than shown absent.
+const notApplicable = "not applicable to this workload"
+
+func (m Metric) appliesTo(t *trial) bool {
+	_, why := m.compute(t)
+	return why != notApplicable
+}
+
+// MaxUnsupportedShare is the share of a trial's storm the server may fail
+// as not implemented (store.Unsupported) before the trial is invalid: past
+// it, the trial measured a server that cannot run the workload.
+const MaxUnsupportedShare = 0.10
+
+// Validity is why a trial's records make it invalid, or "": more than
+// MaxUnsupportedShare of its storm queries failed as not implemented. The
+// reason names the stage and the error, as in "the server does not
+// implement $setWindowFields: 1566 of 2237 storm queries failed
+// NotImplemented".
+func Validity(r store.Records) string {
+	type key struct{ stage, code string }
+	counts := map[key]int{}
+	unsupported := 0
+	for _, s := range r.Storm {
+		if s.Outcome == store.Unsupported {
+			counts[key{s.Stage, s.Code}]++
+			unsupported++
+		}
+	}
+	if len(r.Storm) == 0 || float64(unsupported) <= MaxUnsupportedShare*float64(len(r.Storm)) {
+		return ""
+	}
+	keys := slices.SortedFunc(maps.Keys(counts), func(a, b key) int {
+		if c := counts[b] - counts[a]; c != 0 {
+			return c
+		}
+		return strings.Compare(a.stage+a.code, b.stage+b.code)
+	})
+	var parts []string
+	for _, k := range keys {
+		stage := k.stage
+		if stage == "" {
+			stage = "the storm's query"
+		}
+		parts = append(parts, fmt.Sprintf("%s: %d of %d storm queries failed %s", stage, counts[k], len(r.Storm), k.code))
+	}
+	return fmt.Sprintf("the server does not implement %s (more than %.0f %% of the storm is unsupported)",
+		strings.Join(parts, "; "), 100*MaxUnsupportedShare)
 }
 
 // trial is one trial's records with what several metrics share, derived
@@ -213,35 +291,58 @@ func newTrial(r store.Records) *trial {
 	return t
 }
 
-// storm marks a metric of the spill_to_disk storm (absent for the merge
-// workload).
-func storm(f func(t *trial) (float64, bool)) func(t *trial) (float64, bool) {
-	return func(t *trial) (float64, bool) {
+// serverField is a sample field (collect's name) and where the server
+// reports it, for the reason a metric resting on it is absent.
+type serverField struct{ name, path string }
+
+var (
+	fieldLowRemoved = serverField{"read.low.removedFromQueue", "queues.execution.read.lowPriority"}
+	fieldLowQueue   = serverField{"read.low.queueLength", "queues.execution.read.lowPriority.queueLength"}
+	fieldTickets    = serverField{"read.totalTickets", "queues.execution.read.totalTickets"}
+	fieldShed       = serverField{"queryMemory.operationsShed", "queryMemory.loadShedding"}
+	fieldResident   = serverField{"residentMB", "mem.resident"}
+)
+
+// unreported is why a metric resting on f has no value: the server never
+// reported f, or reported it only outside the storm or off the primary.
+func (t *trial) unreported(f serverField) string {
+	for _, s := range t.Samples {
+		if _, ok := s.Values[f.name]; s.Up && ok {
+			return "no sample of the primary during the storm had " + f.path
+		}
+	}
+	return "the server reported no " + f.path
+}
+
+// storm marks a metric of the spill_to_disk storm (not applicable to the
+// merge workload).
+func storm(f func(t *trial) (float64, string)) func(t *trial) (float64, string) {
+	return func(t *trial) (float64, string) {
 		if t.Merge != nil {
-			return 0, false
+			return 0, notApplicable
 		}
 		return f(t)
 	}
 }
 
-func stormCount(o store.Outcome) func(t *trial) (float64, bool) {
-	return storm(func(t *trial) (float64, bool) {
+func stormCount(o store.Outcome) func(t *trial) (float64, string) {
+	return storm(func(t *trial) (float64, string) {
 		n := 0
 		for _, s := range t.Storm {
 			if s.Outcome == o {
 				n++
 			}
 		}
-		return float64(n), true
+		return float64(n), ""
 	})
 }
 
 // mergeOps counts the merge workload's ops that match (present as zero:
 // counts, not missing measurements).
-func mergeOps(match func(store.MergeOp) bool) func(t *trial) (float64, bool) {
-	return func(t *trial) (float64, bool) {
+func mergeOps(match func(store.MergeOp) bool) func(t *trial) (float64, string) {
+	return func(t *trial) (float64, string) {
 		if t.Merge == nil {
-			return 0, false
+			return 0, notApplicable
 		}
 		n := 0
 		for _, o := range t.Merge.Ops {
@@ -249,27 +350,35 @@ func mergeOps(match func(store.MergeOp) bool) func(t *trial) (float64, bool) {
 				n++
 			}
 		}
-		return float64(n), true
+		return float64(n), ""
 	}
 }
 
-func mergeOutcome(o store.Outcome) func(t *trial) (float64, bool) {
+func mergeOutcome(o store.Outcome) func(t *trial) (float64, string) {
 	return mergeOps(func(m store.MergeOp) bool { return m.Outcome == o })
 }
 
 func (t *trial) inStorm(p Point) bool { return !p.At.Before(t.stormStart) && p.At.Before(t.stormEnd) }
 
-func (t *trial) stormMean(ps []Point) (float64, bool) {
+// stormMean is the mean of a series over the storm, or why there is none
+// (f is the server field the series comes from).
+func (t *trial) stormMean(ps []Point, f serverField) (float64, string) {
+	if t.stormSecs <= 0 {
+		return 0, noStorm
+	}
 	v := t.stormValues(ps)
 	if len(v) == 0 {
-		return 0, false
+		return 0, t.unreported(f)
 	}
 	s := 0.0
 	for _, x := range v {
 		s += x
 	}
-	return s / float64(len(v)), true
+	return s / float64(len(v)), ""
 }
+
+// noStorm is the reason of a storm metric in a trial without a storm.
+const noStorm = "the trial has no storm phase"
 
 func (t *trial) stormValues(ps []Point) []float64 {
 	var out []float64
@@ -281,27 +390,34 @@ func (t *trial) stormValues(ps []Point) []float64 {
 	return out
 }
 
-func (t *trial) stormGauge(field string, f func([]float64) float64) (float64, bool) {
-	v := t.stormValues(PrimaryGauge(t.Samples, field))
-	if len(v) == 0 {
-		return 0, false
+func (t *trial) stormGauge(f serverField, agg func([]float64) float64) (float64, string) {
+	if t.stormSecs <= 0 {
+		return 0, noStorm
 	}
-	return f(v), true
+	v := t.stormValues(PrimaryGauge(t.Samples, f.name))
+	if len(v) == 0 {
+		return 0, t.unreported(f)
+	}
+	return agg(v), ""
 }
 
 // queueKillsPerS is present whenever admissions are (a server without
 // queue kills has zero of them).
-func (t *trial) queueKillsPerS() (float64, bool) {
-	if _, ok := t.stormMean(t.admissions); !ok {
-		return 0, false
+func (t *trial) queueKillsPerS() (float64, string) {
+	if _, why := t.stormMean(t.admissions, fieldLowRemoved); why != "" {
+		return 0, why
 	}
-	k, _ := t.stormMean(t.kills)
-	return k, true
+	k, _ := t.stormMean(t.kills, fieldLowRemoved)
+	return k, ""
 }
 
-func (t *trial) shedsPerS() (float64, bool) {
+// shedsPerS is absent when the server reports no shedding counter and no
+// killOp actor ran: a zero would read as a server that never sheds. With
+// the actor and no counter (a build without the in-server shedder), the
+// actor's kills are the trial's sheds.
+func (t *trial) shedsPerS() (float64, string) {
 	if t.stormSecs <= 0 {
-		return 0, false
+		return 0, noStorm
 	}
 	actorKills := 0
 	for _, k := range t.Kills {
@@ -309,44 +425,78 @@ func (t *trial) shedsPerS() (float64, bool) {
 			actorKills++
 		}
 	}
-	serverSheds, _ := t.stormMean(PrimaryRates(t.Samples, "queryMemory.operationsShed"))
-	return serverSheds + float64(actorKills)/t.stormSecs, true
+	serverSheds, why := t.stormMean(PrimaryRates(t.Samples, fieldShed.name), fieldShed)
+	if why != "" && !t.KillOpActor {
+		return 0, why
+	}
+	return serverSheds + float64(actorKills)/t.stormSecs, ""
 }
 
-func (t *trial) queueSlope() (slope, p float64, ok bool) {
+func (t *trial) queueSlope() (slope, p float64, why string) {
+	if t.stormSecs <= 0 {
+		return 0, 1, noStorm
+	}
 	var pts [][2]float64
-	for _, q := range PrimaryGauge(t.Samples, "read.low.queueLength") {
+	for _, q := range PrimaryGauge(t.Samples, fieldLowQueue.name) {
 		if t.inStorm(q) {
 			pts = append(pts, [2]float64{q.At.Sub(t.stormStart).Seconds(), q.Value})
 		}
 	}
-	return SlopeTest(pts)
+	if len(pts) == 0 {
+		return 0, 1, t.unreported(fieldLowQueue)
+	}
+	slope, p, ok := SlopeTest(pts)
+	if !ok {
+		return 0, 1, fmt.Sprintf("%d samples of %s in the storm, too few (or all at one time) for a slope", len(pts), fieldLowQueue.path)
+	}
+	return slope, p, ""
 }
 
-func (t *trial) canaryLatency(q float64) (float64, bool) {
+// answered reports whether a canary counts: the server answered or failed
+// it (not one it does not implement, nor one the trial's end cut off).
+func answered(c store.CanaryOp) bool {
+	o := store.ClassifyCode(c.Code)
+	return o != store.Unsupported && o != store.Unfinished
+}
+
+func (t *trial) canaryLatency(q float64) (float64, string) {
 	var lat []float64
 	for _, c := range t.Canaries {
-		lat = append(lat, float64(c.Latency)/float64(time.Millisecond))
+		if answered(c) {
+			lat = append(lat, float64(c.Latency)/float64(time.Millisecond))
+		}
 	}
 	if len(lat) == 0 {
-		return 0, false
+		return 0, noCanaries(t.Canaries)
 	}
-	return Quantile(lat, q), true
+	return Quantile(lat, q), ""
+}
+
+// noCanaries is why a canary metric is absent.
+func noCanaries(cs []store.CanaryOp) string {
+	if len(cs) == 0 {
+		return "no canary ran"
+	}
+	return fmt.Sprintf("none of the %d canaries was answered (unsupported, or still running at the trial's end)", len(cs))
 }
 
 // availability is canaries that succeeded within the SLO over canaries
-// scheduled.
-func availability(r store.Results) float64 {
-	if len(r.Canaries) == 0 {
-		return 0
-	}
-	ok := 0
+// scheduled (those the server answered or failed).
+func availability(r store.Results) (float64, string) {
+	ok, n := 0, 0
 	for _, c := range r.Canaries {
+		if !answered(c) {
+			continue
+		}
+		n++
 		if c.OK {
 			ok++
 		}
 	}
-	return float64(ok) / float64(len(r.Canaries))
+	if n == 0 {
+		return 0, noCanaries(r.Canaries)
+	}
+	return float64(ok) / float64(n), ""
 }
 
 // Ordered returns the names in registry order, then unknown names sorted.

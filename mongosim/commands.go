@@ -275,7 +275,7 @@ func (s *Server) portNumber() int {
 func (s *Server) cmdHostInfo(*request) (bson.D, error) {
 	host, _ := os.Hostname()
 	return bson.D{
-		{Key: "system", Value: bson.D{
+		{Key: "system", Value: omit(bson.D{
 			{Key: "currentTime", Value: time.Now()},
 			{Key: "hostname", Value: host},
 			{Key: "cpuAddrSize", Value: int32(64)},
@@ -283,7 +283,7 @@ func (s *Server) cmdHostInfo(*request) (bson.D, error) {
 			{Key: "memLimitMB", Value: int64(s.opts.MemLimitMB)},
 			{Key: "numCores", Value: int32(runtime.NumCPU())},
 			{Key: "cpuArch", Value: runtime.GOARCH},
-		}},
+		}, s.opts.Sim.OmitHostInfo)},
 		{Key: "os", Value: bson.D{{Key: "type", Value: "Linux"}, {Key: "name", Value: "mongosim"}}},
 		{Key: "extra", Value: bson.D{}},
 	}, nil

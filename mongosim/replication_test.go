@@ -170,7 +170,7 @@ func TestQuicklyRestartedPrimaryStillGetsReplaced(t *testing.T) {
 	}
 	t0 := time.Now()
 	for rs.Primary() < 0 {
-		if time.Since(t0) > 3*1500*time.Millisecond {
+		if time.Since(t0) > time.Minute { // generous: a busy machine slows elections
 			t.Fatalf("no primary %v after the old one came back as a secondary", time.Since(t0).Round(time.Millisecond))
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -2,6 +2,7 @@ package mongosim
 
 import (
 	"github.com/qmlsab/qmlsab/mongosim/query"
+	"slices"
 	"sync"
 	"time"
 
@@ -47,6 +48,29 @@ type SimOptions struct {
 	// getMore loads (default 20 MiB, the sweeper investigation's victims' 20-30 MB).
 	PartitionMB int64
 	Seed        uint64
+	// OmitStatusSections are top-level serverStatus sections the member
+	// leaves out of its reply (and its diagnostic data), such as
+	// "queryMemory", "queues" or "mem": a server without them, as a 7.0
+	// mongod has no queryMemory.loadShedding, for seeing how a client
+	// treats what a server does not report.
+	OmitStatusSections []string
+	// OmitHostInfo are hostInfo.system fields the member leaves out, such
+	// as "memLimitMB".
+	OmitHostInfo []string
+}
+
+// omit drops the named fields of a document.
+func omit(d bson.D, names []string) bson.D {
+	if len(names) == 0 {
+		return d
+	}
+	out := d[:0:0]
+	for _, e := range d {
+		if !slices.Contains(names, e.Key) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func init() {

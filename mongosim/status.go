@@ -68,7 +68,7 @@ func (s *Server) cmdServerStatus(r *request) (bson.D, error) {
 		d = setOrAppend(d, sec.Name, sec.Fn())
 	}
 	d = append(d, bson.E{Key: "mongosim", Value: simulatedSection()})
-	return d, nil
+	return omit(d, s.opts.Sim.OmitStatusSections), nil
 }
 
 func setOrAppend(d bson.D, key string, v any) bson.D {

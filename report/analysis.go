@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/qmlsab/qmlsab/metric"
 )
@@ -22,7 +23,11 @@ type Arm struct {
 	N       int // valid trials
 	Invalid int
 	Metrics map[string]Summary
-	Gates   []GateResult
+	// Absent says, by metric, why the arm has no value of a metric the
+	// report shows (its trials' reasons, metric.Explain): shown as "–"
+	// with the reason, never as zero.
+	Absent map[string]string
+	Gates  []GateResult
 }
 
 // Analysis is a report's content, before rendering.
@@ -42,17 +47,38 @@ type Analysis struct {
 	Stratified []StratifiedComparison
 }
 
-// GatesPass reports whether every gate passed for every arm.
+// GatesPass reports whether no gate failed for any arm. A gate with no
+// data (its metric absent) neither passes nor fails: it is shown as "no
+// data" with the reason and a warning, and does not fail the set.
 func (a *Analysis) GatesPass() bool {
 	for _, arm := range a.Arms {
 		for _, g := range arm.Gates {
-			if !g.Pass {
+			if !g.Pass && !g.NoData {
 				return false
 			}
 		}
 	}
 	return true
 }
+
+// AbsentNote is the 1-based number of the warning that says why an arm
+// has no value of a metric, and the reason; 0 and "" when it has one.
+func (a *Analysis) AbsentNote(arm, metric string) (int, string) {
+	ar := a.Arm(arm)
+	if ar == nil || ar.Absent[metric] == "" {
+		return 0, ""
+	}
+	why := ar.Absent[metric]
+	for i, w := range a.Warnings {
+		if w.Arm == arm && w.Metric == absentMetrics && strings.HasSuffix(w.Text, ": "+why) {
+			return i + 1, why
+		}
+	}
+	return 0, why
+}
+
+// absentMetrics marks the warnings that list an arm's absent metrics.
+const absentMetrics = "(absent)"
 
 // Arm finds an arm's statistics.
 func (a *Analysis) Arm(name string) *Arm {
@@ -99,11 +125,15 @@ func Analyze(in *Input, opts Options) (*Analysis, error) {
 	}
 	for _, name := range in.Arms {
 		arm := Arm{Name: name, N: len(in.Valid(name)), Invalid: len(in.Trials[name]) - len(in.Valid(name)), Metrics: map[string]Summary{}}
+		arm.Absent = map[string]string{}
 		for _, m := range a.MetricNames {
 			if v := values(name, m); len(v) > 0 {
 				arm.Metrics[m] = Summarize(v, 0.95)
+			} else {
+				arm.Absent[m] = absentReason(in.Valid(name), m)
 			}
 		}
+		a.Warnings = append(a.Warnings, absentWarnings(name, arm.Absent)...)
 		if arm.Invalid > 0 {
 			a.Warnings = append(a.Warnings, Warning{Arm: name, Text: fmt.Sprintf("%d invalid trial(s) left out (harness faults; reasons in the appendix)", arm.Invalid)})
 		}
@@ -121,7 +151,13 @@ func Analyze(in *Input, opts Options) (*Analysis, error) {
 		}
 		if opts.Gates != nil {
 			for _, g := range opts.Gates.Gates {
-				arm.Gates = append(arm.Gates, g.Evaluate(name, arm.Metrics))
+				r := g.Evaluate(name, arm.Metrics)
+				if r.NoData {
+					r.Reason = noDataReason(g, arm)
+					a.Warnings = append(a.Warnings, Warning{Arm: name, Metric: g.Metric,
+						Text: fmt.Sprintf("gate %q has no data (%s): it neither passes nor fails the gate set", g.Name, r.Reason)})
+				}
+				arm.Gates = append(arm.Gates, r)
 			}
 		}
 		a.Arms = append(a.Arms, arm)
@@ -159,8 +195,10 @@ func Analyze(in *Input, opts Options) (*Analysis, error) {
 	return a, nil
 }
 
-// metricNames are the metrics present in any trial, in the registry's
-// order, then unknown ones sorted.
+// metricNames are the metrics present in any trial, or absent from one
+// with a reason (a metric the server never reported is shown as "–" with
+// the reason, not left out), in the registry's order, then unknown ones
+// sorted.
 func metricNames(in *Input) []string {
 	present := map[string]bool{}
 	for _, ts := range in.Trials {
@@ -168,7 +206,75 @@ func metricNames(in *Input) []string {
 			for k := range t.Metrics {
 				present[k] = true
 			}
+			for k := range t.Absent {
+				present[k] = true
+			}
 		}
 	}
 	return metric.Ordered(present)
+}
+
+// absentReason is why none of an arm's valid trials has a metric: their
+// reasons, each once, or that there is no valid trial.
+func absentReason(trials []Trial, m string) string {
+	if len(trials) == 0 {
+		return "no valid trials"
+	}
+	var reasons []string
+	for _, t := range trials {
+		if why := t.Absent[m]; why != "" && !slices.Contains(reasons, why) {
+			reasons = append(reasons, why)
+		}
+	}
+	if len(reasons) == 0 {
+		return "no trial recorded it"
+	}
+	return strings.Join(reasons, "; ")
+}
+
+// absentWarnings are an arm's absent metrics as footnotes, one per reason
+// ("E: absent, sheds/s, …: the server reported no queryMemory.loadShedding").
+func absentWarnings(arm string, absent map[string]string) []Warning {
+	byReason := map[string][]string{}
+	var order []string
+	for _, m := range metric.Ordered(boolKeys(absent)) {
+		why := absent[m]
+		if why == "no valid trials" {
+			continue // the arm's own warning says so
+		}
+		if byReason[why] == nil {
+			order = append(order, why)
+		}
+		byReason[why] = append(byReason[why], metric.Lookup(m).Title)
+	}
+	var out []Warning
+	for _, why := range order {
+		out = append(out, Warning{Arm: arm, Metric: absentMetrics,
+			Text: fmt.Sprintf("absent (shown –), %s: %s", strings.Join(byReason[why], ", "), why)})
+	}
+	return out
+}
+
+func boolKeys(m map[string]string) map[string]bool {
+	out := map[string]bool{}
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
+// noDataReason is why a gate has no data for an arm.
+func noDataReason(g Gate, arm Arm) string {
+	for _, m := range []string{g.Metric, g.Than} {
+		if m == "" {
+			continue
+		}
+		if _, ok := arm.Metrics[m]; !ok {
+			if why := arm.Absent[m]; why != "" {
+				return m + ": " + why
+			}
+			return m + ": no valid trial has it"
+		}
+	}
+	return ""
 }

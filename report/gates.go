@@ -53,9 +53,41 @@ type GateResult struct {
 	// Threshold is the value compared with (Than's statistic when set).
 	Threshold float64
 	Pass      bool
-	// Missing: the arm has no trials with the metric; the gate fails.
-	Missing bool
+	// NoData: the arm has no valid trial with the metric (or with Than's),
+	// so the gate can be judged neither way: it does not pass, and it does
+	// not fail the gate set either (Analysis.GatesPass); the report says
+	// "no data" with Reason and a warning. A metric the server never
+	// reported is not a zero that fails a gate.
+	NoData bool
+	Reason string
 }
+
+// Verdict is the gate's result as people read it: pass, FAIL or no data.
+func (r GateResult) Verdict() string {
+	switch {
+	case r.NoData:
+		return "no data"
+	case r.Pass:
+		return "pass"
+	}
+	return "FAIL"
+}
+
+// Detail is what the verdict rests on: "value vs threshold", or why
+// there is no data.
+func (r GateResult) Detail() string {
+	if r.NoData {
+		if r.Reason == "" {
+			return "no valid trial has " + r.Gate.Metric
+		}
+		return r.Reason
+	}
+	return fmt.Sprintf("%s vs %s", Number(r.Value), Number(r.Threshold))
+}
+
+// Line is the gate's one-line result: "pass (0.98 vs 0.9)", "FAIL (…)"
+// or "no data (the server reported no …)".
+func (r GateResult) Line() string { return r.Verdict() + " (" + r.Detail() + ")" }
 
 func statOf(s Summary, of string) float64 {
 	switch of {
@@ -74,14 +106,14 @@ func (g Gate) Evaluate(arm string, sums map[string]Summary) GateResult {
 	r := GateResult{Gate: g, Arm: arm}
 	s, ok := sums[g.Metric]
 	if !ok || s.N == 0 {
-		r.Missing = true
+		r.NoData = true
 		return r
 	}
 	r.Value, r.Threshold = statOf(s, g.Of), g.Value
 	if g.Than != "" {
 		t, ok := sums[g.Than]
 		if !ok || t.N == 0 {
-			r.Missing = true
+			r.NoData = true
 			return r
 		}
 		r.Threshold = statOf(t, g.Of)

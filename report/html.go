@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -48,6 +49,9 @@ type page struct {
 type verdictCell struct {
 	Value, Delta, P string
 	Significant     bool
+	// Absent is why the value is "–" (the cell's title and its note).
+	Absent string
+	Note   int
 }
 
 type verdictRow struct {
@@ -56,8 +60,8 @@ type verdictRow struct {
 }
 
 type gateCell struct {
-	Pass   bool
-	Detail string
+	Pass, NoData    bool
+	Verdict, Detail string
 }
 
 type gateRow struct {
@@ -76,8 +80,11 @@ type chartRef struct{ ID string }
 type trialRow struct {
 	Arm, Status, Reason, Run string
 	Index                    int
-	Values                   []string
+	Values                   []trialCell
 }
+
+// trialCell is one trial's value, or "–" with why it is absent.
+type trialCell struct{ Value, Absent string }
 
 // HTML renders the report page: one self-contained file.
 func HTML(a *Analysis, toolVersion string) ([]byte, error) {
@@ -101,7 +108,8 @@ func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 		for _, arm := range a.Arms {
 			s, ok := arm.Metrics[name]
 			if !ok {
-				row.Cells = append(row.Cells, verdictCell{Value: "–"})
+				note, why := a.AbsentNote(arm.Name, name)
+				row.Cells = append(row.Cells, verdictCell{Value: "–", Absent: why, Note: note})
 				continue
 			}
 			cell := verdictCell{Value: cellValue(name, s)}
@@ -117,11 +125,7 @@ func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 			row := gateRow{Name: g.Name, Condition: g.String(), Why: g.Why}
 			for _, arm := range a.Arms {
 				r := arm.Gates[i]
-				detail := fmt.Sprintf("%s vs %s", Number(r.Value), Number(r.Threshold))
-				if r.Missing {
-					detail = "no data"
-				}
-				row.Cells = append(row.Cells, gateCell{Pass: r.Pass, Detail: detail})
+				row.Cells = append(row.Cells, gateCell{Pass: r.Pass, NoData: r.NoData, Verdict: r.Verdict(), Detail: r.Detail()})
 			}
 			p.Gates = append(p.Gates, row)
 		}
@@ -139,10 +143,14 @@ func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 			for _, m := range keyMetrics(a) {
 				v, ok := t.Metrics[m]
 				if !ok {
-					row.Values = append(row.Values, "–")
+					why := t.Absent[m]
+					if why == "" {
+						why = "not recorded"
+					}
+					row.Values = append(row.Values, trialCell{Value: "–", Absent: why})
 					continue
 				}
-				row.Values = append(row.Values, unitNumber(m, v))
+				row.Values = append(row.Values, trialCell{Value: unitNumber(m, v)})
 			}
 			p.TrialRows = append(p.TrialRows, row)
 		}
@@ -231,11 +239,14 @@ func base(id, title string) []charts.GlobalOpts {
 func chartSections(a *Analysis, options map[string]json.RawMessage) ([]section, error) {
 	var secs []section
 	color := func(arm string) string { return armColors[slices.Index(a.In.Arms, arm)%len(armColors)] }
-	median := func(arm *Arm, m string) float64 {
+	// median is an arm's median as the departures table shows it: "–",
+	// titled with why, when the trials did not report the metric.
+	median := func(arm *Arm, m string) (float64, string) {
 		if s, ok := arm.Metrics[m]; ok {
-			return s.Median
+			return s.Median, Number(s.Median)
 		}
-		return 0
+		_, why := a.AbsentNote(arm.Name, m)
+		return math.NaN(), `<span title="` + template.HTMLEscapeString(why) + `">–</span>`
 	}
 	// medianBar is an arm's median as a bar: a metric the arm's trials
 	// did not report is no bar (ECharts' "-"), never a bar of 0.
@@ -284,12 +295,14 @@ func chartSections(a *Analysis, options map[string]json.RawMessage) ([]section, 
 	tbl.WriteString(`<table class="data"><tr><th>arm</th><th>admissions/s</th><th>queue kills/s</th><th>kills share of departures</th><th>sheds/s</th></tr>`)
 	for i := range a.Arms {
 		arm := &a.Arms[i]
-		ad, ki, sh := median(arm, "admissions_per_s"), median(arm, "kills_per_s"), median(arm, "sheds_per_s")
+		ad, adCell := median(arm, "admissions_per_s")
+		ki, kiCell := median(arm, "kills_per_s")
+		_, shCell := median(arm, "sheds_per_s")
 		share := "–"
-		if ad+ki > 0 {
+		if ad+ki > 0 { // false for NaN too: no share of what was not reported
 			share = fmt.Sprintf("%.2f", ki/(ad+ki))
 		}
-		fmt.Fprintf(&tbl, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>", template.HTMLEscapeString(arm.Name), Number(ad), Number(ki), share, Number(sh))
+		fmt.Fprintf(&tbl, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>", template.HTMLEscapeString(arm.Name), adCell, kiCell, share, shCell)
 	}
 	tbl.WriteString("</table>")
 	secs = append(secs, section{ID: "departures", Title: "Why: queue departures and sheds",

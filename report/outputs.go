@@ -43,19 +43,26 @@ type summaryMetric struct {
 	Values []jsonNumber `json:"values"`
 }
 
+// summaryGate is a gate's result; a gate with no data has status
+// "no data", pass false, value and threshold null, and the reason.
 type summaryGate struct {
 	Name      string     `json:"name"`
 	Condition string     `json:"condition"`
 	Pass      bool       `json:"pass"`
+	Status    string     `json:"status"` // pass, fail or no data
+	Reason    string     `json:"reason,omitempty"`
 	Value     jsonNumber `json:"value"`
 	Threshold jsonNumber `json:"threshold"`
 }
 
+// summaryArm is an arm's statistics. A metric the arm has no value of is
+// not in metrics (never a zero) but in absent, with the reason.
 type summaryArm struct {
 	Name    string                   `json:"name"`
 	N       int                      `json:"n"`
 	Invalid int                      `json:"invalid"`
 	Metrics map[string]summaryMetric `json:"metrics"`
+	Absent  map[string]string        `json:"absent,omitempty"`
 	Gates   []summaryGate            `json:"gates"`
 }
 
@@ -101,13 +108,20 @@ func SummaryJSON(a *Analysis, toolVersion string) ([]byte, error) {
 	var arms []summaryArm
 	for _, arm := range a.Arms {
 		sa := summaryArm{Name: arm.Name, N: arm.N, Invalid: arm.Invalid, Metrics: map[string]summaryMetric{}, Gates: []summaryGate{}}
+		if len(arm.Absent) > 0 {
+			sa.Absent = arm.Absent
+		}
 		for name, s := range arm.Metrics {
 			sa.Metrics[name] = summaryMetric{Median: jsonNumber(s.Median), Min: jsonNumber(s.Min), Max: jsonNumber(s.Max),
 				Mean: jsonNumber(s.Mean), MeanLo: jsonNumber(s.MeanLo), MeanHi: jsonNumber(s.MeanHi), Values: numbers(s.Values)}
 		}
 		for _, g := range arm.Gates {
-			sa.Gates = append(sa.Gates, summaryGate{Name: g.Gate.Name, Condition: g.Gate.String(), Pass: g.Pass,
-				Value: jsonNumber(g.Value), Threshold: jsonNumber(g.Threshold)})
+			sg := summaryGate{Name: g.Gate.Name, Condition: g.Gate.String(), Pass: g.Pass, Status: strings.ToLower(g.Verdict()),
+				Value: jsonNumber(g.Value), Threshold: jsonNumber(g.Threshold)}
+			if g.NoData {
+				sg.Reason, sg.Value, sg.Threshold = g.Reason, jsonNumber(math.NaN()), jsonNumber(math.NaN())
+			}
+			sa.Gates = append(sa.Gates, sg)
 		}
 		arms = append(arms, sa)
 	}
@@ -278,7 +292,11 @@ func Markdown(a *Analysis) []byte {
 		for _, arm := range a.Arms {
 			s, ok := arm.Metrics[name]
 			if !ok {
-				fmt.Fprint(&b, " – |")
+				if note, _ := a.AbsentNote(arm.Name, name); note > 0 {
+					fmt.Fprintf(&b, " – (note %d) |", note)
+				} else {
+					fmt.Fprint(&b, " – |")
+				}
 				continue
 			}
 			cell := cellValue(name, s)
@@ -293,17 +311,23 @@ func Markdown(a *Analysis) []byte {
 		fmt.Fprintf(&b, "\n**Gates (%s):**", md(a.GateSet.Name))
 		for _, arm := range a.Arms {
 			pass, total := 0, len(arm.Gates)
-			var failed []string
+			var failed, noData []string
 			for _, g := range arm.Gates {
-				if g.Pass {
+				switch {
+				case g.Pass:
 					pass++
-				} else {
+				case g.NoData:
+					noData = append(noData, g.Gate.Name+": "+g.Reason)
+				default:
 					failed = append(failed, g.Gate.Name)
 				}
 			}
 			fmt.Fprintf(&b, " %s %d/%d", md(arm.Name), pass, total)
 			if len(failed) > 0 {
 				fmt.Fprintf(&b, " (failed: %s)", md(strings.Join(failed, ", ")))
+			}
+			if len(noData) > 0 {
+				fmt.Fprintf(&b, " (no data, neither pass nor fail: %s)", md(strings.Join(noData, "; ")))
 			}
 			fmt.Fprint(&b, ";")
 		}

@@ -306,8 +306,8 @@ func TestGates(t *testing.T) {
 			t.Errorf("%s (%s): value %v threshold %v pass %v", g.Name, g, r.Value, r.Threshold, r.Pass)
 		}
 	}
-	if r := SweeperAcceptance.Gates[0].Evaluate("X", map[string]Summary{}); r.Pass || !r.Missing {
-		t.Errorf("a gate over a missing metric must fail: %+v", r)
+	if r := SweeperAcceptance.Gates[0].Evaluate("X", map[string]Summary{}); r.Pass || !r.NoData {
+		t.Errorf("a gate over a missing metric must say no data, not pass: %+v", r)
 	}
 	gs, err := ParseGates("g.yaml", []byte("name: mine\ngates:\n  - metric: canary_p99_ms\n    op: \"<\"\n    value: 500\n"))
 	if err != nil || gs.Gates[0].Name != "canary_p99_ms < 500" {

@@ -495,7 +495,7 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 		if err == nil {
 			defer c.Disconnect(context.Background())
 			bg.Go(func() {
-				_ = actor.KillOp(tctx, c, *k, func(e store.Kill) { kmu.Lock(); kills = append(kills, e); kmu.Unlock() })
+				_ = actor.KillOp(tctx, c, *k, func(e store.Kill) { kmu.Lock(); kills = append(kills, e); kmu.Unlock() }, actor.WithLog(cfg.Log))
 			})
 		}
 	}
@@ -544,7 +544,7 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 	trial := store.Trial{Schema: store.TrialSchema, Arm: arm.Name, Index: index, Started: start, Simulated: dep.Simulated(), Clock: Wall,
 		Phases: map[string]float64{"warmup": 0, "storm": res.PhaseStarts["storm"].Sub(start).Seconds(), "recovery": res.PhaseStarts["recovery"].Sub(start).Seconds()},
 	}
-	rec := store.Records{Results: res, Samples: samples, Kills: kills}
+	rec := store.Records{Results: res, Samples: samples, Kills: kills, KillOpActor: arm.KillOp() != nil}
 	// Failovers have two witnesses: the samples' hello (which also sees a
 	// primary restarted in place) and the driver's topology monitoring
 	// (which sees a flip between two samples). Both count the same
@@ -616,12 +616,13 @@ func trialSimulated(dir, arm string, index int) bool {
 // written: the results disk failed, and the run stops.
 const writingResults = "writing results: "
 
-// writeTrial computes a finished trial's metrics from its records and
-// writes its files, trial.json last: a trial folder without trial.json is
-// unfinished. Extra events are those the records do not hold (injected
+// writeTrial computes a finished trial's metrics (and why any is absent)
+// from its records and writes its files, trial.json last: a trial folder
+// without trial.json is unfinished. A trial whose records measured a
+// server that cannot run the workload is invalid (metric.Validity). Extra events are those the records do not hold (injected
 // faults, the driver's topology changes).
 func writeTrial(dir string, trial store.Trial, start time.Time, rec store.Records, extra ...store.Event) (status, reason string) {
-	trial.Metrics = metric.Summarize(rec)
+	trial.Metrics, trial.Absent = metric.Explain(rec)
 	files := store.TrialFiles{Trial: trial, Samples: rec.Samples, Merge: rec.Merge}
 	if rec.Merge == nil {
 		// The per-second series cover the trial's window and nothing of
@@ -650,6 +651,9 @@ func writeTrial(dir string, trial store.Trial, start time.Time, rec store.Record
 	}
 	if err := store.WriteTrial(dir, files); err != nil {
 		return store.Invalid, writingResults + err.Error()
+	}
+	if why := metric.Validity(rec); why != "" {
+		return store.Invalid, why
 	}
 	return store.Valid, ""
 }

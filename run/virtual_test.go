@@ -129,7 +129,7 @@ func TestVirtualTrialRecordsWhatTheModelDid(t *testing.T) {
 		}
 	}
 	dm := r.Trials["D"][0].Metrics
-	if total := int(dm["storm_completed"] + dm["storm_shed"] + dm["storm_killed"] + dm["storm_failed"]); ops != total || hist != total {
+	if total := int(dm["storm_completed"] + dm["storm_shed"] + dm["storm_killed"] + dm["storm_failed"] + dm["storm_unsupported"] + dm["storm_unfinished"]); ops != total || hist != total {
 		t.Errorf("outcomes per second count %d ops (histograms %d), the trial %d", ops, hist, total)
 	}
 	d, e := r.Trials["D"][0].Metrics, r.Trials["E"][0].Metrics

@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -16,6 +17,9 @@ type Records struct {
 	Merge   *MergeRun
 	Samples []Sample
 	Kills   []Kill
+	// KillOpActor says the killOp actor ran: its kills are the trial's
+	// sheds even on a server that reports no shedding of its own.
+	KillOpActor bool
 	// Missing names the kinds of record the trial could not record
 	// (Storm, Canaries, Kills): a trial imported from diagnostic data has
 	// no client-side outcomes unless a file gave them. A metric that rests
@@ -126,11 +130,34 @@ const (
 	Completed Outcome = "completed"
 	Shed      Outcome = "shed"   // QueryMemoryLimitExceeded
 	Killed    Outcome = "killed" // Interrupted (killOp)
-	Failed    Outcome = "failed" // anything else
+	Failed    Outcome = "failed" // anything else the server or the client failed with
+	// Unsupported: the server does not implement the query (a stage, an
+	// operator or a command it does not know). It is neither completed
+	// nor a failure of the server's availability; a trial where many
+	// storm queries ended so measured a server that cannot run the
+	// workload (metric.Validity).
+	Unsupported Outcome = "unsupported"
+	// Unfinished: the query was still running when the trial ended (code
+	// TrialEnded). The server neither answered nor failed it; it is
+	// counted apart from failures.
+	Unfinished Outcome = "unfinished"
 )
 
+// Outcomes are every storm outcome, in the order they are listed.
+var Outcomes = []Outcome{Completed, Shed, Killed, Failed, Unsupported, Unfinished}
+
+// TrialEnded is the code of an operation cut off by the trial's end
+// (Unfinished), not by any timeout of its own.
+const TrialEnded = "TrialEnded"
+
+// UnsupportedCodes are the server errors that mean "this server does not
+// implement what was asked": NotImplemented (238), CommandNotFound (59),
+// InvalidPipelineOperator (168), and the location codes of an unknown
+// aggregation stage (40324 on current servers, 16436 on older ones).
+var UnsupportedCodes = []string{"NotImplemented", "CommandNotFound", "InvalidPipelineOperator", "Location40324", "Location16436"}
+
 // ClassifyCode is the outcome of an operation that failed with the named
-// server error.
+// server error (or a client-side kind such as Timeout or TrialEnded).
 func ClassifyCode(name string) Outcome {
 	switch name {
 	case "":
@@ -139,6 +166,11 @@ func ClassifyCode(name string) Outcome {
 		return Shed
 	case "Interrupted":
 		return Killed
+	case TrialEnded:
+		return Unfinished
+	}
+	if slices.Contains(UnsupportedCodes, name) {
+		return Unsupported
 	}
 	return Failed
 }

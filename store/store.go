@@ -139,6 +139,10 @@ type Trial struct {
 	// Victims summarizes the storm's shed and killed ops (the raw ops are
 	// in storm.jsonl.gz and events.jsonl.gz).
 	Victims *Victims `json:"victims,omitempty"`
+	// Absent names, by metric, why a metric this trial should have is
+	// not in Metrics (the server never reported what it rests on, say):
+	// absent, never zero.
+	Absent map[string]string `json:"absent,omitempty"`
 }
 
 // VictimBinBytes is the width of Victims.Bins.

@@ -437,7 +437,9 @@ func runJobs(ctx context.Context, jobs []job, parallel int, progress func(done, 
 					return
 				}
 				out[i] = virtual.Summarize(j.arm.Name, j.seed, t)
-				out[i].Metrics[SheddingGap] = gap(out[i].Metrics)
+				if g, ok := gap(out[i].Metrics); ok {
+					out[i].Metrics[SheddingGap] = g
+				}
 				if progress != nil {
 					progress(int(done.Add(1)), len(jobs))
 				}
@@ -454,9 +456,11 @@ func runJobs(ctx context.Context, jobs []job, parallel int, progress func(done, 
 	return out, nil
 }
 
-// gap is sheds/s − admissions/s (0 when either is absent).
-func gap(m map[string]float64) float64 {
-	return m[metric.ShedsPerS] - m[metric.AdmissionsPerS]
+// gap is sheds/s − admissions/s, absent when either is.
+func gap(m map[string]float64) (float64, bool) {
+	sh, ok1 := m[metric.ShedsPerS]
+	ad, ok2 := m[metric.AdmissionsPerS]
+	return sh - ad, ok1 && ok2
 }
 
 func aggregate(c *Cell) {

@@ -167,10 +167,18 @@ func (d *Driver) Run(ctx context.Context, start time.Time, seed uint64) (store.R
 			stages[at] = q.Stage
 			rmu.Unlock()
 			// An op may drain for stormDrain after the trial ends; one still
-			// running then is counted as failed (Timeout). This bounds a
-			// trial's length when the server queues ops for minutes.
+			// running then is unfinished (store.TrialEnded), not failed: the
+			// server neither answered nor failed it. This bounds a trial's
+			// length when the server queues ops for minutes.
+			parent := ctx
 			ctx, cancel := context.WithDeadline(ctx, end.Add(stormDrain))
 			defer cancel()
+			cutOff := func(err error) error {
+				if err != nil && parent.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+					return trialEnded{err}
+				}
+				return err
+			}
 			// The comment tells mongosim which modelled query this one
 			// stands for (a real mongod ignores it); real batches are sized
 			// so that the cursor takes as many getMores as the model's.
@@ -183,12 +191,12 @@ func (d *Driver) Run(ctx context.Context, start time.Time, seed uint64) (store.R
 				SetComment(bson.D{{Key: mongosim.ShapeHintKey, Value: q}})
 			cur, err := events.Aggregate(ctx, pipeline(q.Stage), opts)
 			if err != nil {
-				return err
+				return cutOff(err)
 			}
 			defer cur.Close(context.Background())
 			for cur.Next(ctx) {
 			}
-			return cur.Err()
+			return cutOff(cur.Err())
 		})
 	}()
 	canaries := canary.Database(d.DB).Collection("canary", options.Collection().SetWriteConcern(&writeconcern.WriteConcern{W: 1}))

@@ -146,17 +146,37 @@ func (o OpenLoop) pooled(start, end time.Time, gap func() time.Duration, sleepUn
 	return results
 }
 
+// unsupportedByCode names the "not implemented" codes (store.UnsupportedCodes)
+// for a server that sends a code without its codeName.
+var unsupportedByCode = map[int32]string{238: "NotImplemented", 59: "CommandNotFound", 168: "InvalidPipelineOperator",
+	40324: "Location40324", 16436: "Location16436"}
+
+// trialEnded marks the error of an operation the trial's end cut off.
+type trialEnded struct{ err error }
+
+func (e trialEnded) Error() string { return "still running at the trial's end: " + e.err.Error() }
+func (e trialEnded) Unwrap() error { return e.err }
+
 // Classify returns an operation's outcome and, for failures, the server's
 // code name (or the client-side error's kind). QueryMemoryLimitExceeded is
-// matched by name: its number is not settled across builds.
+// matched by name: its number is not settled across builds. A query the
+// server does not implement (NotImplemented, CommandNotFound, an unknown
+// stage or operator) is store.Unsupported; one the trial's end cut off is
+// store.Unfinished with code store.TrialEnded.
 func Classify(err error) (store.Outcome, string) {
 	if err == nil {
 		return store.Completed, ""
+	}
+	if errors.As(err, new(trialEnded)) {
+		return store.Unfinished, store.TrialEnded
 	}
 	var ce mongo.CommandError
 	if errors.As(err, &ce) {
 		if ce.Code == 11601 {
 			ce.Name = "Interrupted"
+		}
+		if n, ok := unsupportedByCode[ce.Code]; ok && ce.Name == "" {
+			ce.Name = n // a server that sends no codeName
 		}
 		if ce.Name != "" {
 			return store.ClassifyCode(ce.Name), ce.Name

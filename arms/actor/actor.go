@@ -1,12 +1,16 @@
 // Package actor runs an arm's client-side actors beside the workload: the
-// killOp actor (its decision is arms/killop's, shared with mongosim's
-// calibration) and the exec actor (an external program such as a real
+// killOp actor (its policy is arms/killop's, shared with mongosim's
+// calibration; Decide reads the server's documents into it, tolerating any
+// shape they have) and the exec actor (an external program such as a real
 // mongotune).
 package actor
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"syscall"
@@ -19,55 +23,91 @@ import (
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/arms/killop"
+	"github.com/qmlsab/qmlsab/internal/bsoncheck"
 )
+
+// Option adjusts how KillOp runs.
+type Option func(*killOpOptions)
+
+type killOpOptions struct{ log *slog.Logger }
+
+// WithLog sends what the actor has to say (why it does nothing, for one) to
+// log instead of slog's default logger.
+func WithLog(log *slog.Logger) Option { return func(o *killOpOptions) { o.log = log } }
 
 // KillOp runs the killOp actor until ctx ends: every interval it reads the
 // primary's resident memory (serverStatus) and its operations ($currentOp),
-// asks killop.Decide which to kill, and kills them with killOp. A failed
-// sample (the primary is down, say) is skipped, not fatal: the system
-// under test failing is an outcome, not an error of the actor.
-func KillOp(ctx context.Context, c *mongo.Client, cfg killop.Config, onKill func(store.Kill)) error {
+// asks Decide which to kill, and kills them with killOp. A failed sample
+// (the primary is down, say) is skipped, not fatal: the system under test
+// failing is an outcome, not an error of the actor. A server that reports
+// no memory limit or no resident memory leaves the actor idle, which it
+// says once in its log.
+func KillOp(ctx context.Context, c *mongo.Client, cfg killop.Config, onKill func(store.Kill), opts ...Option) error {
 	if cfg.Interval <= 0 {
 		return fmt.Errorf("killop actor: interval must be positive")
 	}
 	if cfg.AppName == "" && !cfg.AnyApp {
 		return fmt.Errorf("killop actor: appName is required unless anyApp is set")
 	}
-	admin := c.Database("admin")
+	o := killOpOptions{log: slog.Default()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return runKillOp(ctx, wireServer{c.Database("admin")}, cfg, onKill, o.log)
+}
+
+// server is what the killOp actor asks of the member it watches.
+type server interface {
+	hostInfo(ctx context.Context) (bson.Raw, error)
+	serverStatus(ctx context.Context) (bson.Raw, error)
+	currentOp(ctx context.Context) ([]bson.Raw, error)
+	killOp(ctx context.Context, opID int64) error
+}
+
+// runKillOp is KillOp's loop over any server.
+func runKillOp(ctx context.Context, srv server, cfg killop.Config, onKill func(store.Kill), log *slog.Logger) error {
+	said := map[string]bool{}
+	idle := func(reason string) {
+		if !said[reason] {
+			said[reason] = true
+			log.Warn("killop actor: doing nothing", "reason", reason)
+		}
+	}
 	t := time.NewTicker(cfg.Interval)
 	defer t.Stop()
-	var limitMB int64
+	var hostInfo bson.Raw // the first answer: a member's memory limit does not change
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
 		}
-		if limitMB == 0 {
-			hi, err := admin.RunCommand(ctx, bson.D{{Key: "hostInfo", Value: 1}}).Raw()
+		if hostInfo == nil {
+			hi, err := srv.hostInfo(ctx)
 			if err != nil {
 				continue
 			}
-			limitMB = hi.Lookup("system", "memLimitMB").AsInt64()
-			if limitMB <= 0 {
-				limitMB = hi.Lookup("system", "memSizeMB").AsInt64()
-			}
-			if limitMB <= 0 {
-				continue
-			}
+			hostInfo = hi
 		}
-		ss, err := admin.RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Raw()
+		if _, ok := MemoryLimitMB(hostInfo); !ok {
+			idle(noLimit)
+			continue
+		}
+		ss, err := srv.serverStatus(ctx)
 		if err != nil {
 			continue
 		}
-		residentMB := ss.Lookup("mem", "resident").AsInt64()
-		ops, err := currentOps(ctx, admin)
+		ops, err := srv.currentOp(ctx)
 		if err != nil {
 			continue
 		}
-		for _, k := range killop.Decide(cfg, residentMB<<20, limitMB<<20, ops) {
-			ev := store.Kill{At: time.Now(), OpID: k.ID, AppName: k.AppName, TrackedBytes: k.TrackedBytes, Queued: k.Queued, Stage: k.Stage, ResidentMB: residentMB}
-			if err := admin.RunCommand(ctx, bson.D{{Key: "killOp", Value: 1}, {Key: "op", Value: k.ID}}).Err(); err != nil {
+		d := Decide(cfg, hostInfo, ss, ops)
+		if d.Idle != "" {
+			idle(d.Idle)
+		}
+		for _, k := range d.Kills {
+			ev := store.Kill{At: time.Now(), OpID: k.ID, AppName: k.AppName, TrackedBytes: k.TrackedBytes, Queued: k.Queued, Stage: k.Stage, ResidentMB: d.ResidentMB}
+			if err := srv.killOp(ctx, k.ID); err != nil {
 				ev.Err = err.Error()
 			}
 			if onKill != nil {
@@ -77,50 +117,177 @@ func KillOp(ctx context.Context, c *mongo.Client, cfg killop.Config, onKill func
 	}
 }
 
-// currentOps reads $currentOp into what the decision sees.
-func currentOps(ctx context.Context, admin *mongo.Database) ([]killop.Op, error) {
-	cur, err := admin.Aggregate(ctx, mongo.Pipeline{{{Key: "$currentOp", Value: bson.D{{Key: "allUsers", Value: true}, {Key: "idleConnections", Value: false}}}}})
+// wireServer asks a member over the driver.
+type wireServer struct{ admin *mongo.Database }
+
+func (w wireServer) hostInfo(ctx context.Context) (bson.Raw, error) {
+	return w.admin.RunCommand(ctx, bson.D{{Key: "hostInfo", Value: 1}}).Raw()
+}
+
+func (w wireServer) serverStatus(ctx context.Context) (bson.Raw, error) {
+	return w.admin.RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Raw()
+}
+
+func (w wireServer) killOp(ctx context.Context, opID int64) error {
+	return w.admin.RunCommand(ctx, bson.D{{Key: "killOp", Value: 1}, {Key: "op", Value: opID}}).Err()
+}
+
+// currentOp reads the $currentOp documents.
+func (w wireServer) currentOp(ctx context.Context) ([]bson.Raw, error) {
+	cur, err := w.admin.Aggregate(ctx, mongo.Pipeline{{{Key: "$currentOp", Value: bson.D{{Key: "allUsers", Value: true}, {Key: "idleConnections", Value: false}}}}})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("$currentOp: %w", err)
 	}
 	defer cur.Close(ctx)
-	var ops []killop.Op
+	var docs []bson.Raw
 	for cur.Next(ctx) {
-		d := cur.Current
-		op := killop.Op{}
-		op.ID = d.Lookup("opid").AsInt64()
-		op.AppName, _ = d.Lookup("appName").StringValueOK()
-		op.TrackedBytes, _ = d.Lookup("inUseTrackedMemBytes").AsInt64OK()
-		op.Queued = d.Lookup("currentQueue").Type == bson.TypeEmbeddedDocument
-		op.LowPriority, _ = d.Lookup("priorityLowered").BooleanOK()
-		op.Stage, _ = d.Lookup("stage").StringValueOK()
-		if op.Stage == "" {
-			if p, ok := d.Lookup("command", "pipeline").ArrayOK(); ok {
-				if first, err := p.IndexErr(0); err == nil {
-					if doc, ok := first.DocumentOK(); ok {
-						if e, err := doc.IndexErr(0); err == nil {
-							op.Stage = e.Key()
-						}
+		docs = append(docs, bytes.Clone(cur.Current))
+	}
+	if err := cur.Err(); err != nil {
+		return nil, fmt.Errorf("$currentOp: %w", err)
+	}
+	return docs, nil
+}
+
+// Why a tick decides nothing.
+const (
+	noLimit    = "hostInfo reports no memory limit (neither system.memLimitMB nor system.memSizeMB is a positive number)"
+	noResident = "serverStatus reports no resident memory (mem.resident is not a number)"
+)
+
+// Decision is what one tick of the actor decided from the server's answers.
+type Decision struct {
+	// LimitMB and ResidentMB are the memory limit and resident memory the
+	// decision used; 0 when Idle says the server did not report them.
+	LimitMB, ResidentMB int64
+	// Kills are the operations to kill (killop.Decide's choice).
+	Kills []killop.Op
+	// Idle says why the actor could not decide; empty when it did.
+	Idle string
+}
+
+// Decide is one tick of the killOp actor from the documents the server
+// answered: hostInfo (for the memory limit), serverStatus (for resident
+// memory) and the $currentOp documents. A value the server did not report,
+// or reported as something other than a number, is absent: without a limit
+// or resident memory the actor kills nothing and Idle says why. It never
+// panics, whatever shape the documents have: a malformed one (the driver's
+// lookups panic on some the driver accepts) is read as empty.
+func Decide(cfg killop.Config, hostInfo, serverStatus bson.Raw, currentOp []bson.Raw) Decision {
+	var d Decision
+	serverStatus = readable(serverStatus)
+	limitMB, ok := MemoryLimitMB(hostInfo)
+	if !ok {
+		d.Idle = noLimit
+		return d
+	}
+	residentMB, ok := megabytes(serverStatus.Lookup("mem", "resident"))
+	if !ok {
+		d.Idle = noResident
+		return d
+	}
+	d.LimitMB, d.ResidentMB = limitMB, residentMB
+	ops := make([]killop.Op, 0, len(currentOp))
+	for _, doc := range currentOp {
+		if op, ok := OpOf(doc); ok {
+			ops = append(ops, op)
+		}
+	}
+	d.Kills = killop.Decide(cfg, residentMB<<20, limitMB<<20, ops)
+	return d
+}
+
+// MemoryLimitMB is the member's memory limit as hostInfo reports it:
+// system.memLimitMB (a container's or cgroup's limit), or the machine's
+// memory, system.memSizeMB, when there is no such limit. ok is false when
+// neither is a positive number.
+func MemoryLimitMB(hostInfo bson.Raw) (mb int64, ok bool) {
+	hostInfo = readable(hostInfo)
+	for _, field := range []string{"memLimitMB", "memSizeMB"} {
+		if mb, ok := megabytes(hostInfo.Lookup("system", field)); ok && mb > 0 {
+			return mb, true
+		}
+	}
+	return 0, false
+}
+
+// readable is doc when it is well formed at every depth, else nil (a
+// document with nothing in it).
+func readable(doc bson.Raw) bson.Raw {
+	if bsoncheck.Document(doc) != nil {
+		return nil
+	}
+	return doc
+}
+
+// maxMB keeps a megabyte figure's byte count (mb << 20) within int64.
+const maxMB = 1 << 43
+
+// megabytes reads a non-negative count of megabytes that mongod may report
+// as an int32, an int64 or a double; anything else is absent.
+func megabytes(v bson.RawValue) (int64, bool) {
+	switch v.Type {
+	case bson.TypeInt32, bson.TypeInt64:
+		if n, ok := v.AsInt64OK(); ok && n >= 0 && n < maxMB {
+			return n, true
+		}
+	case bson.TypeDouble:
+		f, ok := v.DoubleOK()
+		if !ok || math.IsNaN(f) || f < 0 || f >= maxMB {
+			return 0, false
+		}
+		return int64(f), true
+	}
+	return 0, false
+}
+
+// OpOf reads what the decision sees of one $currentOp document. ok is false
+// when it has no integer opid, so killOp could not name it (mongos reports
+// opids as "shard:id" strings).
+func OpOf(d bson.Raw) (killop.Op, bool) {
+	op := killop.Op{}
+	if d = readable(d); d == nil {
+		return op, false
+	}
+	switch id := d.Lookup("opid"); id.Type {
+	case bson.TypeInt32, bson.TypeInt64:
+		var ok bool
+		if op.ID, ok = id.AsInt64OK(); !ok {
+			return op, false
+		}
+	default:
+		return op, false
+	}
+	op.AppName, _ = d.Lookup("appName").StringValueOK()
+	op.TrackedBytes, _ = d.Lookup("inUseTrackedMemBytes").AsInt64OK()
+	op.Queued = d.Lookup("currentQueue").Type == bson.TypeEmbeddedDocument
+	op.LowPriority, _ = d.Lookup("priorityLowered").BooleanOK()
+	op.Stage, _ = d.Lookup("stage").StringValueOK()
+	if op.Stage == "" {
+		if p, ok := d.Lookup("command", "pipeline").ArrayOK(); ok {
+			if first, err := p.IndexErr(0); err == nil {
+				if doc, ok := first.DocumentOK(); ok {
+					if e, err := doc.IndexErr(0); err == nil {
+						op.Stage = e.Key()
 					}
 				}
 			}
 		}
-		kind, _ := d.Lookup("op").StringValueOK()
-		cmd, _ := d.Lookup("command").DocumentOK()
-		first := ""
-		if e, err := cmd.IndexErr(0); err == nil {
-			first = e.Key()
-		}
-		switch first {
-		case "insert", "update", "delete", "findAndModify":
-			op.Writes = true
-		}
-		if kind == "insert" || kind == "update" || kind == "remove" {
-			op.Writes = true
-		}
-		ops = append(ops, op)
 	}
-	return ops, cur.Err()
+	kind, _ := d.Lookup("op").StringValueOK()
+	cmd, _ := d.Lookup("command").DocumentOK()
+	first := ""
+	if e, err := cmd.IndexErr(0); err == nil {
+		first = e.Key()
+	}
+	switch first {
+	case "insert", "update", "delete", "findAndModify":
+		op.Writes = true
+	}
+	if kind == "insert" || kind == "update" || kind == "remove" {
+		op.Writes = true
+	}
+	return op, true
 }
 
 // Exec starts an exec actor's program with the deployment's URI in

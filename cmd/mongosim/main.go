@@ -53,6 +53,8 @@ func run(args []string) int {
 	scanScale := fs.Float64("simScanScale", 1, "modelled documents per real document a query scans")
 	partition := fs.Int64("simPartitionMB", 20, "modelled $setWindowFields partition a getMore loads, MiB")
 	simSeed := fs.Uint64("simSeed", 1, "seed of the member's model")
+	omitStatus := fs.String("simOmitStatusSections", "", "comma-separated top-level serverStatus sections to leave out, e.g. queryMemory,queues,mem (a server that does not report them, as a 7.0 mongod has no queryMemory.loadShedding)")
+	omitHostInfo := fs.String("simOmitHostInfo", "", "comma-separated hostInfo.system fields to leave out, e.g. memLimitMB")
 	params := setParams{}
 	fs.Var(params, "setParameter", "server parameter name=value (repeatable)")
 	fs.Bool("fork", false, "ignored (mongosim never forks)")
@@ -84,7 +86,8 @@ func run(args []string) int {
 	}
 	opts := mongosim.Options{BindIP: *bindIP, Port: *port, ReplSet: *replSet, Storage: store,
 		Parameters: params, MemLimitMB: *memLimit, Logger: logger,
-		Sim: mongosim.SimOptions{CPUs: *cpus, BaselineMB: *baseline, DiskMBps: *disk, ScanScale: *scanScale, PartitionMB: *partition, Seed: *simSeed}}
+		Sim: mongosim.SimOptions{CPUs: *cpus, BaselineMB: *baseline, DiskMBps: *disk, ScanScale: *scanScale, PartitionMB: *partition, Seed: *simSeed,
+			OmitStatusSections: list(*omitStatus), OmitHostInfo: list(*omitHostInfo)}}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	for {
@@ -121,6 +124,17 @@ func run(args []string) int {
 			opts.Storage = store
 		}
 	}
+}
+
+// list splits a comma-separated flag value, dropping empty items.
+func list(v string) []string {
+	var out []string
+	for _, x := range strings.Split(v, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // normalizeArgs accepts mongod's "--setParameter=k=v" and "--flag value"

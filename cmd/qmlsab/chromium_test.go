@@ -27,7 +27,8 @@ func chromium(t *testing.T) string {
 
 // probe is put at the top of a copy of the report: it records script
 // errors and console errors, and once the charts have drawn, whether each
-// chart container holds a canvas with painted pixels.
+// chart container holds a canvas with painted pixels, and how many series
+// and data points its ECharts instance holds.
 const probe = `<script>
 window.__errors = [];
 window.alert = function (m) { window.__errors.push("alert(" + m + ") ran: a user string became script"); };
@@ -41,7 +42,10 @@ window.addEventListener("load", function () { setTimeout(function () {
       var px = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
       for (var i = 3; i < px.length; i += 4) { if (px[i] !== 0) { painted++; } }
     }
-    out.push(el.id + "=" + (c ? c.width + "x" + c.height : "none") + ":" + painted);
+    // What the browser's ECharts holds: series, and data points over them.
+    var inst = window.echarts && window.echarts.getInstanceByDom(el), opt = inst ? inst.getOption() : null, series = 0, points = 0;
+    ((opt && opt.series) || []).forEach(function (s) { series++; points += (s.data || []).length; });
+    out.push(el.id + "=" + (c ? c.width + "x" + c.height : "none") + ":" + painted + ":" + series + ":" + points);
   });
   var pre = document.createElement("pre");
   pre.id = "probe";
@@ -142,13 +146,19 @@ func probePage(t *testing.T, browser, path string, height, want int) string {
 		t.Errorf("script or console errors: %s", m[2])
 	}
 	charts := strings.Fields(m[1])
-	t.Logf("charts drawn (id=canvas:painted pixels): %v", charts)
+	t.Logf("charts drawn (id=canvas:painted pixels:series:points): %v", charts)
 	if (want >= 0 && len(charts) != want) || (want < 0 && len(charts) < -want) {
 		t.Errorf("%d chart containers, want %d (negative: at least): %v", len(charts), want, charts)
 	}
 	for _, c := range charts {
-		if strings.Contains(c, "=none") || strings.HasSuffix(c, ":0") {
+		f := strings.Split(c, ":")
+		switch {
+		case strings.Contains(c, "=none") || len(f) != 4 || f[1] == "0":
 			t.Errorf("chart %s did not draw (canvas missing or blank)", c)
+		case f[2] == "0" || f[3] == "0":
+			// A chart that draws axes but holds no data is as wrong as
+			// one that does not draw.
+			t.Errorf("chart %s holds no series or no data points in the browser", c)
 		}
 	}
 	return string(dom)

@@ -143,8 +143,10 @@ func TestLargestVirtualTrialIsBoundedAndInterruptible(t *testing.T) {
 		if sent.IsZero() {
 			t.Fatalf("%v: the run ended before D's storm:\n%s", sig, out.String())
 		}
-		if err == nil || stopped > time.Second {
-			t.Errorf("%v: exit %v %v after the signal; want a non-zero exit within 1 s", sig, err, stopped)
+		// Generous, for a busy machine, yet short of the trial's remaining
+		// storm and recovery: the run stopped rather than finishing.
+		if err == nil || stopped > 10*time.Second {
+			t.Errorf("%v: exit %v %v after the signal; want a non-zero exit, promptly", sig, err, stopped)
 		}
 		if !strings.Contains(stderr.String(), "qmlsab run --resume "+dir) {
 			t.Errorf("%v: the output does not name the resume command:\n%s%s", sig, out.String(), stderr.String())

@@ -130,11 +130,7 @@ func reportAction(c *cli.Context) error {
 	if opts.Gates != nil {
 		for _, arm := range a.Arms {
 			for _, g := range arm.Gates {
-				mark := "pass"
-				if !g.Pass {
-					mark = "FAIL"
-				}
-				fmt.Fprintf(c.App.Writer, "gate %-26s %-4s %s (%s vs %s)\n", g.Gate.Name, arm.Name, mark, report.Number(g.Value), report.Number(g.Threshold))
+				fmt.Fprintf(c.App.Writer, "gate %-26s %-4s %s\n", g.Gate.Name, arm.Name, g.Line())
 			}
 		}
 		if !a.GatesPass() {

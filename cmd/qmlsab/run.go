@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -37,7 +38,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "clock", Value: run.Virtual, Usage: "embedded target only: virtual (the model in model time, no wire; seconds per trial) or wall (real time over the wire protocol)"},
 			&cli.StringFlag{Name: "out", Usage: "run folder (default results/<timestamp>-<id>)"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of every random draw (arrivals, query shapes, the model)"},
-			&cli.IntFlag{Name: "parallel", Usage: "trials at once (default: two per CPU on the embedded target, one elsewhere)"},
+			&cli.IntFlag{Name: "parallel", Usage: "trials at once on this host (default: one per CPU for virtual-clock trials, one at a time on the wall clock, where trials at once share the CPUs they measure)"},
 			&cli.StringFlag{Name: "resume", Usage: "complete the interrupted run (or shard) in `DIR`"},
 			&cli.StringFlag{Name: "shard", Usage: "run shard `i/N` (1-based) of the plan: its repetition blocks k with k mod N = i−1, into its own folder (qmlsab merge puts the shards together; docs/distributed.md)"},
 			&cli.IntFlag{Name: "shards", Usage: "run one of `N` shards, the one $JOB_COMPLETION_INDEX (0-based, as a Kubernetes Indexed Job sets it) names"},
@@ -175,20 +176,36 @@ func runAction(c *cli.Context) error {
 			w.Name, len(selected), cfg.N, part, length, dir)
 	}
 	out, runErr := run.Execute(ctx, cfg)
+	var allInvalid error
 	if r, err := store.Open(out); err == nil {
 		printTrials(c, r)
-		invalid := 0
+		var reasons []string
+		invalid, finished := 0, 0
 		for _, ts := range r.Manifest.Trials {
-			if ts.Status == store.Invalid {
+			switch ts.Status {
+			case store.Invalid:
 				invalid++
+				if why := ts.Arm + "#" + strconv.Itoa(ts.Index) + ": " + ts.Reason; ts.Reason != "" && len(reasons) < 10 {
+					reasons = append(reasons, why)
+				}
+				finished++
+			case store.Valid:
+				finished++
 			}
 		}
 		if invalid > 0 {
-			fmt.Fprintf(c.App.Writer, "warning: %d of %d trials are invalid (harness faults; reasons in the lines above and in manifest.json)\n", invalid, len(r.Manifest.Trials))
+			fmt.Fprintf(c.App.Writer, "warning: %d of %d trials are invalid (reasons in the lines above and in manifest.json)\n", invalid, len(r.Manifest.Trials))
+		}
+		if invalid > 0 && invalid == finished && runErr == nil && ctx.Err() == nil {
+			// A run that measured nothing is a failure, not a result.
+			allInvalid = fail("every trial of the run is invalid, so it measured nothing:\n  %s", strings.Join(reasons, "\n  "))
 		}
 	}
 	if runErr != nil {
 		return fail("%v", runErr)
+	}
+	if allInvalid != nil {
+		return allInvalid
 	}
 	if r, err := store.Open(out); err == nil && r.Manifest.Shard != nil {
 		fmt.Fprintf(c.App.Writer, "shard %s in %s; next: qmlsab merge --expect %d --out DIR <every shard's folder>\n", r.Manifest.Shard, out, r.Manifest.Shard.Count)
@@ -275,7 +292,8 @@ type column struct {
 var trialColumns = []column{
 	{"availability", "availability", "%.3f", 1}, {"failovers", "failovers", "%.0f", 1}, {"restarts", "restarts", "%.0f", 1},
 	{"completed", "storm_completed", "%.0f", 1}, {"shed", "storm_shed", "%.0f", 1}, {"killed", "storm_killed", "%.0f", 1},
-	{"failed", "storm_failed", "%.0f", 1}, {"canary p99 ms", "canary_p99_ms", "%.0f", 1}, {"rss peak GiB", "rss_peak_bytes", "%.2f", 1 << 30},
+	{"failed", "storm_failed", "%.0f", 1}, {"unsupported", "storm_unsupported", "%.0f", 1}, {"unfinished", "storm_unfinished", "%.0f", 1},
+	{"canary p99 ms", "canary_p99_ms", "%.0f", 1}, {"rss peak GiB", "rss_peak_bytes", "%.2f", 1 << 30},
 }
 
 var mergeColumns = []column{
@@ -307,14 +325,34 @@ func printTrials(c *cli.Context, r *store.Run) {
 		fmt.Fprint(tw, "\t", col.title)
 	}
 	fmt.Fprintln(tw)
+	// An absent value is "–" with a numbered note saying why, never 0.
+	var notes []string
+	note := func(why string) int {
+		if i := slices.Index(notes, why); i >= 0 {
+			return i + 1
+		}
+		notes = append(notes, why)
+		return len(notes)
+	}
 	for _, name := range r.Manifest.ArmNames() {
 		for _, t := range r.Trials[name] {
 			fmt.Fprintf(tw, "%s\t%d\t%s", name, t.Index, status[fmt.Sprint(name, "#", t.Index)])
 			for _, col := range cols {
-				fmt.Fprintf(tw, "\t"+col.format, t.Metrics[col.metric]/col.unit)
+				v, ok := t.Metrics[col.metric]
+				switch why := t.Absent[col.metric]; {
+				case ok:
+					fmt.Fprintf(tw, "\t"+col.format, v/col.unit)
+				case why != "":
+					fmt.Fprintf(tw, "\t–[%d]", note(why))
+				default:
+					fmt.Fprint(tw, "\t–")
+				}
 			}
 			fmt.Fprintln(tw)
 		}
 	}
 	tw.Flush()
+	for i, why := range notes {
+		fmt.Fprintf(c.App.Writer, "[%d] absent: %s\n", i+1, why)
+	}
 }

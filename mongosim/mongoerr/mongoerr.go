@@ -11,6 +11,7 @@ const (
 	Unauthorized                    = 13
 	FailedToParse                   = 9
 	TypeMismatch                    = 14
+	InvalidBSON                     = 22
 	IllegalOperation                = 20
 	NamespaceNotFound               = 26
 	InvalidNamespace                = 73
@@ -23,6 +24,7 @@ const (
 	NotYetInitialized               = 94
 	NoSuchKey                       = 4
 	InvalidPipelineOperator         = 168
+	NotImplemented                  = 238
 	ExceededTimeLimit               = 262
 	ShutdownInProgress              = 91
 	PrimarySteppedDown              = 189
@@ -50,6 +52,7 @@ var names = map[int32]string{
 	Unauthorized:                    "Unauthorized",
 	FailedToParse:                   "FailedToParse",
 	TypeMismatch:                    "TypeMismatch",
+	InvalidBSON:                     "InvalidBSON",
 	IllegalOperation:                "IllegalOperation",
 	NamespaceNotFound:               "NamespaceNotFound",
 	InvalidNamespace:                "InvalidNamespace",
@@ -62,6 +65,7 @@ var names = map[int32]string{
 	NotYetInitialized:               "NotYetInitialized",
 	NoSuchKey:                       "NoSuchKey",
 	InvalidPipelineOperator:         "InvalidPipelineOperator",
+	NotImplemented:                  "NotImplemented",
 	ExceededTimeLimit:               "ExceededTimeLimit",
 	ShutdownInProgress:              "ShutdownInProgress",
 	PrimarySteppedDown:              "PrimarySteppedDown",

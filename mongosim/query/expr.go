@@ -76,7 +76,10 @@ func (a arithExpr) Eval(doc bson.Raw) bson.RawValue {
 func CompileExpr(v bson.RawValue) (Expr, error) {
 	switch v.Type {
 	case bson.TypeString:
-		s := v.StringValue()
+		s, ok := v.StringValueOK()
+		if !ok {
+			return nil, mongoerr.New(mongoerr.InvalidBSON, "malformed string in an expression")
+		}
 		if strings.HasPrefix(s, "$$") {
 			return nil, mongoerr.New(17276, "Use of undefined variable: %s", strings.TrimPrefix(s, "$$"))
 		}
@@ -88,7 +91,14 @@ func CompileExpr(v bson.RawValue) (Expr, error) {
 		}
 		return literalExpr(v), nil
 	case bson.TypeEmbeddedDocument:
-		elems, _ := v.Document().Elements()
+		d, ok := v.DocumentOK()
+		if !ok {
+			return nil, mongoerr.New(mongoerr.InvalidBSON, "malformed object in an expression")
+		}
+		elems, err := d.Elements()
+		if err != nil {
+			return nil, mongoerr.New(mongoerr.InvalidBSON, "malformed object in an expression: %v", err)
+		}
 		if len(elems) == 1 && strings.HasPrefix(elems[0].Key(), "$") {
 			op, arg := elems[0].Key(), elems[0].Value()
 			switch op {

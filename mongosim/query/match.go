@@ -16,13 +16,16 @@ type predicate func(doc bson.Raw) bool
 // IDEquality returns the _id value when the filter is exactly {_id: <scalar>},
 // the shape a point read takes, so callers can use the _id index.
 func IDEquality(filter bson.Raw) (bson.RawValue, bool) {
+	if checked(filter, "filter") != nil {
+		return Missing, false
+	}
 	elems, err := filter.Elements()
 	if err != nil || len(elems) != 1 || elems[0].Key() != "_id" {
 		return Missing, false
 	}
 	v := elems[0].Value()
-	if v.Type == bson.TypeEmbeddedDocument {
-		first, err := v.Document().IndexErr(0)
+	if d, ok := v.DocumentOK(); ok {
+		first, err := d.IndexErr(0)
 		if err == nil && len(first.Key()) > 0 && first.Key()[0] == '$' {
 			if first.Key() == "$eq" {
 				return first.Value(), true
@@ -40,6 +43,9 @@ func CompileFilter(filter bson.Raw) (*Filter, error) {
 	f := &Filter{}
 	if len(filter) == 0 {
 		return f, nil
+	}
+	if err := checked(filter, "filter"); err != nil {
+		return nil, err
 	}
 	elems, err := filter.Elements()
 	if err != nil {

@@ -59,6 +59,9 @@ func (p *Pipeline) HasWriteStage() bool {
 func Compile(db string, stages []bson.Raw) (*Pipeline, error) {
 	p := &Pipeline{}
 	for i, raw := range stages {
+		if err := checked(raw, "pipeline stage"); err != nil {
+			return nil, err
+		}
 		elems, err := raw.Elements()
 		if err != nil || len(elems) != 1 {
 			return nil, mongoerr.New(40323, "A pipeline stage specification object must contain exactly one field.")

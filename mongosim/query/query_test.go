@@ -186,3 +186,41 @@ func TestCompileRefusesWhatMongodRefuses(t *testing.T) {
 		}
 	}
 }
+
+// Documents that pass the driver's Validate but hold a value whose own bytes
+// are malformed (here a string declaring length 0, one level down) are
+// refused as mongod refuses them, never read: a fuzzer found this one
+// panicking the $project compiler.
+func TestMalformedValuesBelowTheTopAreRefusedNotRead(t *testing.T) {
+	project := bson.Raw("%\x00\x00\x00\x03$project\x00\x16\x00\x00\x00\x10v\x00\x00\x00\x00\x00\x02v$\x03w\x00\x00\x00\x00\x00\x00\x00")
+	inner := project.Lookup("$project").Document()
+	if project.Validate() != nil || inner.Validate() != nil {
+		t.Fatal("the driver's Validate refuses the case: it tests nothing")
+	}
+	wantInvalid := func(what string, err error) {
+		t.Helper()
+		var me *mongoerr.Error
+		if !errors.As(err, &me) || me.Code != mongoerr.InvalidBSON {
+			t.Errorf("%s: got %v, want InvalidBSON", what, err)
+		}
+	}
+	_, err := Compile("db", []bson.Raw{project})
+	wantInvalid("pipeline", err)
+	_, err = CompileProjection(inner)
+	wantInvalid("projection", err)
+	_, err = CompileFilter(inner)
+	wantInvalid("filter", err)
+	_, err = CompileSort(inner)
+	wantInvalid("sort", err)
+	if _, ok := IDEquality(inner); ok {
+		t.Error("IDEquality read a malformed filter")
+	}
+}
+
+func TestMergeOnRefusesNonStringFields(t *testing.T) {
+	_, err := Compile("db", []bson.Raw{raw(t, bson.D{{Key: "$merge", Value: bson.D{{Key: "into", Value: "c"}, {Key: "on", Value: bson.A{"_id", 7}}}}})})
+	var me *mongoerr.Error
+	if !errors.As(err, &me) || me.Code != mongoerr.FailedToParse {
+		t.Errorf("$merge on: [\"_id\", 7]: got %v, want FailedToParse", err)
+	}
+}

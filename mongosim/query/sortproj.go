@@ -16,6 +16,9 @@ type SortKey struct {
 
 // CompileSort parses a sort specification such as {a: 1, b: -1}.
 func CompileSort(spec bson.Raw) ([]SortKey, error) {
+	if err := checked(spec, "sort specification"); err != nil {
+		return nil, err
+	}
 	elems, err := spec.Elements()
 	if err != nil {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "bad sort specification: %v", err)
@@ -64,6 +67,9 @@ type Projection struct {
 // CompileProjection parses an inclusion ({a:1, b:"$c"}) or exclusion ({a:0})
 // projection. _id is kept unless excluded explicitly.
 func CompileProjection(spec bson.Raw) (*Projection, error) {
+	if err := checked(spec, "projection"); err != nil {
+		return nil, err
+	}
 	p := &Projection{}
 	elems, err := spec.Elements()
 	if err != nil {

@@ -78,7 +78,8 @@ func compileWindowOutput(field string, spec bson.RawValue) (windowOutput, error)
 		return windowOutput{}, err
 	}
 	wo := windowOutput{field: field, acc: acc, loInf: true, hiInf: true}
-	win, err := bson.Raw(spec.Document()).LookupErr("window")
+	sd, _ := spec.DocumentOK() // compileAccumulator refused anything else
+	win, err := bson.Raw(sd).LookupErr("window")
 	if err != nil {
 		return wo, nil
 	}
@@ -222,7 +223,11 @@ func compileMerge(db string, spec bson.RawValue) (Stage, error) {
 				vals, _ := arr.Values()
 				m.On = nil
 				for _, x := range vals {
-					m.On = append(m.On, x.StringValue())
+					s, ok := x.StringValueOK()
+					if !ok {
+						return nil, mongoerr.New(mongoerr.FailedToParse, "$merge 'on' array elements must be strings, but found %s", x.Type)
+					}
+					m.On = append(m.On, s)
 				}
 			}
 		case "whenMatched":

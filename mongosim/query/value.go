@@ -7,6 +7,14 @@
 // process (FerretDB needs a SQL backend and lacks $setWindowFields, $merge
 // and $out); only the subset mongosim serves is implemented, and anything
 // else is refused with the error mongod gives.
+//
+// Every entry point that takes a client's document (Compile, CompileFilter,
+// CompileSort, CompileProjection, IDEquality) first checks it at every depth
+// (checked): a document that passes the driver's Validate can still hold a
+// value whose own bytes are malformed, and reading it would panic. Malformed
+// input is refused with InvalidBSON, as mongod refuses it. Documents the
+// compiled filters and pipelines then run over must be checked ones too (the
+// wire layer checks every document it receives).
 package query
 
 import (
@@ -16,7 +24,19 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/qmlsab/qmlsab/internal/bsoncheck"
+	"github.com/qmlsab/qmlsab/mongosim/mongoerr"
 )
+
+// checked refuses a client's document unless every value in it, at every
+// depth, is well formed.
+func checked(doc bson.Raw, what string) error {
+	if err := bsoncheck.Document(doc); err != nil {
+		return mongoerr.New(mongoerr.InvalidBSON, "%s is not valid BSON: %v", what, err)
+	}
+	return nil
+}
 
 // Missing is the zero RawValue: a field that is absent.
 var Missing bson.RawValue

@@ -3,8 +3,10 @@
 // the simulator's members a small client to talk to each other.
 //
 // Framing uses the Go driver's x/mongo/driver/wiremessage helpers (pinned with
-// the driver version); every document is validated before it is handed on, so
-// a malformed or hostile message yields an error, never a panic.
+// the driver version); every document is checked at every depth before it is
+// handed on (internal/bsoncheck: the driver's Validate looks only at top-level
+// lengths), so a malformed or hostile message yields an error, never a panic,
+// and the commands reading it may trust each value's form.
 package wire
 
 import (
@@ -12,6 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/qmlsab/qmlsab/internal/bsoncheck"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/wiremessage"
@@ -150,7 +154,7 @@ func parseMsg(m *Message, rem []byte) error {
 				return fmt.Errorf("%w: two body sections", ErrMalformed)
 			}
 			doc, r2, ok := wiremessage.ReadMsgSectionSingleDocument(r)
-			if !ok || doc.Validate() != nil {
+			if !ok || bsoncheck.Document(doc) != nil {
 				return fmt.Errorf("%w: body document", ErrMalformed)
 			}
 			m.Body, rem = doc, r2
@@ -189,7 +193,7 @@ func readSequence(src []byte) (Sequence, []byte, error) {
 	seq := Sequence{Identifier: id}
 	for len(body) > 0 {
 		doc, r, ok := bsoncore.ReadDocument(body)
-		if !ok || doc.Validate() != nil {
+		if !ok || bsoncheck.Document(doc) != nil {
 			return Sequence{}, nil, fmt.Errorf("%w: document in sequence %q", ErrMalformed, id)
 		}
 		seq.Docs = append(seq.Docs, doc)
@@ -220,13 +224,13 @@ func parseQuery(m *Message, rem []byte) error {
 	}
 	rem = rem[8:]
 	doc, rest, ok := bsoncore.ReadDocument(rem)
-	if !ok || doc.Validate() != nil {
+	if !ok || bsoncheck.Document(doc) != nil {
 		return fmt.Errorf("%w: OP_QUERY query document", ErrMalformed)
 	}
 	m.Query = doc
 	if len(rest) > 0 { // optional returnFieldsSelector
 		sel, _, ok := bsoncore.ReadDocument(rest)
-		if !ok || sel.Validate() != nil {
+		if !ok || bsoncheck.Document(sel) != nil {
 			return fmt.Errorf("%w: OP_QUERY field selector", ErrMalformed)
 		}
 	}
@@ -240,7 +244,7 @@ func parseReply(m *Message, rem []byte) error {
 	rem = rem[20:]
 	for len(rem) > 0 {
 		doc, r, ok := bsoncore.ReadDocument(rem)
-		if !ok || doc.Validate() != nil {
+		if !ok || bsoncheck.Document(doc) != nil {
 			return fmt.Errorf("%w: OP_REPLY document", ErrMalformed)
 		}
 		m.Documents = append(m.Documents, doc)

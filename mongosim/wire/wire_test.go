@@ -6,6 +6,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/qmlsab/qmlsab/internal/bsoncheck"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/wiremessage"
@@ -104,6 +106,10 @@ func TestParseRejectsMalformedMessages(t *testing.T) {
 	b = msgWithSequence(t, 0, body, "documents", mustDoc(t, bson.D{{Key: "x", Value: 1}}))
 	binary.LittleEndian.PutUint32(b[16+4+1+len(body)+1:], 1<<30) // sequence size past the end
 	bad["sequence size past end"] = b
+	// A body the driver's own Validate passes: {$project: {v: 0, "v$\x03w":
+	// <string declaring length 0>}}; a command reading it would panic.
+	bad["malformed value one level down"] = AppendMsg(nil, 1, 0, 0,
+		[]byte("%\x00\x00\x00\x03$project\x00\x16\x00\x00\x00\x10v\x00\x00\x00\x00\x00\x02v$\x03w\x00\x00\x00\x00\x00\x00\x00"))
 	idx, nb := wiremessage.AppendHeaderStart(nil, 1, 0, OpMsg)
 	nb = wiremessage.AppendMsgFlags(nb, 0)
 	bad["no body section"] = bsoncore.UpdateLength(nb, idx, int32(len(nb)))
@@ -120,7 +126,8 @@ func TestParseRejectsMalformedMessages(t *testing.T) {
 }
 
 // FuzzParse feeds arbitrary bytes to the codec: it must return a message or
-// an error, never panic, and every document it returns must be valid BSON.
+// an error, never panic, and every document it returns must be valid BSON
+// in every value at every depth.
 func FuzzParse(f *testing.F) {
 	body := mustDoc(f, bson.D{{Key: "insert", Value: "c"}, {Key: "$db", Value: "d"}})
 	f.Add(AppendMsg(nil, 1, 0, 0, body))
@@ -134,7 +141,7 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		check := func(d []byte) {
-			if err := bsoncore.Document(d).Validate(); err != nil {
+			if err := bsoncheck.Document(d); err != nil {
 				t.Fatalf("accepted invalid document: %v", err)
 			}
 		}

@@ -180,6 +180,7 @@ func Run(ctx context.Context, cfg Config, arm arms.Arm) (Trial, error) {
 	ph := cfg.Workload.Phases
 	s.stormStart, s.stormEnd = ph.Warmup, ph.Warmup+ph.Storm
 	s.rec.PhaseStarts = map[string]time.Time{"warmup": s.at(0), "storm": s.at(ph.Warmup), "recovery": s.at(ph.Warmup + ph.Storm), "end": s.at(ph.Total())}
+	s.rec.KillOpActor = s.arm.KillOp() != nil
 	if err := s.loop(ctx, ph.Total()); err != nil {
 		return Trial{}, err
 	}
@@ -240,6 +241,10 @@ func (s *sim) loop(ctx context.Context, total time.Duration) error {
 		if tick%checkEvery == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
+		// The members work up to now first: an operation that arrives now
+		// is served from now on, so even the quickest takes a tick (served
+		// in the tick before it arrived, every canary took 0 ms).
+		s.advance()
 		// Restarts and elections.
 		for i, mb := range s.members {
 			if !mb.up && s.now >= mb.restartAt {
@@ -274,11 +279,6 @@ func (s *sim) loop(ctx context.Context, total time.Duration) error {
 			nextActor = s.now + k.Interval
 			s.actor(*k)
 		}
-		for _, mb := range s.members {
-			if mb.up {
-				mb.node.AdvanceTo(s.now)
-			}
-		}
 		if s.now >= nextObserve {
 			nextObserve = s.now + s.cfg.SampleInterval
 			s.observe()
@@ -286,15 +286,26 @@ func (s *sim) loop(ctx context.Context, total time.Duration) error {
 	}
 	// A last sample at the trial's end, as a wire sampler takes one just
 	// after it: the rates of the trial's last second need its end.
+	s.advance()
 	s.observe()
-	// What is still unanswered when the trial ends timed out: the wire
-	// driver bounds every operation by the trial's end the same way.
+	// What is still unanswered when the trial ends is unfinished, not
+	// failed: the wire driver cuts every operation off at the trial's end
+	// (plus a drain) and records it the same way.
 	left := slices.SortedFunc(maps.Keys(s.inflight), func(a, b *opRecord) int { return cmp.Compare(a.scheduled, b.scheduled) })
 	for _, rec := range left {
-		rec.latency, rec.code = s.now-rec.scheduled, "Timeout"
+		rec.latency, rec.code = s.now-rec.scheduled, store.TrialEnded
 		s.report(rec)
 	}
 	return nil
+}
+
+// advance runs every member that is up to the engine's now.
+func (s *sim) advance() {
+	for _, mb := range s.members {
+		if mb.up {
+			mb.node.AdvanceTo(s.now)
+		}
+	}
 }
 
 // track registers a client operation.
@@ -330,7 +341,7 @@ func (s *sim) report(rec *opRecord) {
 		s.tally.StormShed++
 	case store.Killed:
 		s.tally.StormKilled++
-	default:
+	case store.Failed:
 		s.tally.StormFailed++
 	}
 	s.rec.Storm = append(s.rec.Storm, store.StormOp{Scheduled: s.at(rec.scheduled), Latency: rec.latency, Stage: rec.stage,

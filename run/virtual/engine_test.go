@@ -8,6 +8,7 @@ import (
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/investigation"
 	"github.com/qmlsab/qmlsab/metric"
+	"github.com/qmlsab/qmlsab/mongosim/model"
 )
 
 func builtins(t *testing.T, names ...string) []arms.Arm {
@@ -103,5 +104,33 @@ func TestCalibrationShape(t *testing.T) {
 	d, e := Over(trials, "D", victims), Over(trials, "E", victims)
 	if r := d.Median / e.Median; r < 0.67 || r > 1.5 {
 		t.Errorf("victim tracked p50: D %.0f vs E %.0f bytes; want alike", d.Median, e.Median)
+	}
+}
+
+// An operation is served from the moment it arrives: even a canary on an
+// idle member takes at least a tick, and its latency is measured from its
+// scheduled start (the members once worked a tick ahead of arrivals, so
+// every canary answered in 0 ms).
+func TestEveryOperationTakesModelTime(t *testing.T) {
+	cfg := DefaultConfig(3)
+	x, err := Run(context.Background(), cfg, builtins(t, "E")[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(x.Records.Canaries) == 0 || len(x.Records.Storm) == 0 {
+		t.Fatalf("%d canaries, %d storm ops", len(x.Records.Canaries), len(x.Records.Storm))
+	}
+	for _, c := range x.Records.Canaries {
+		if c.Code == "" && c.Latency < model.Tick {
+			t.Fatalf("canary scheduled at %v answered in %v, less than one model tick", c.Scheduled, c.Latency)
+		}
+	}
+	for _, o := range x.Records.Storm {
+		if o.Code == "" && o.Latency < model.Tick {
+			t.Fatalf("storm op answered in %v, less than one model tick", o.Latency)
+		}
+	}
+	if p50, ok := metric.Summarize(x.Records)[metric.CanaryP50Ms]; !ok || p50 <= 0 {
+		t.Errorf("canary p50 %v ms (present %v): want a positive latency", p50, ok)
 	}
 }

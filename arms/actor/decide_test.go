@@ -1,0 +1,207 @@
+package actor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/qmlsab/qmlsab/arms/killop"
+	"github.com/qmlsab/qmlsab/store"
+)
+
+func doc(t testing.TB, d bson.D) bson.Raw {
+	t.Helper()
+	b, err := bson.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func hostInfoWith(t testing.TB, system bson.D) bson.Raw {
+	return doc(t, bson.D{{Key: "system", Value: system}, {Key: "ok", Value: 1.0}})
+}
+
+func TestMemoryLimitFallsBackToMachineMemoryAndIsAbsentOtherwise(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		system bson.D
+		want   int64 // 0: absent
+	}{
+		{"container limit", bson.D{{Key: "memLimitMB", Value: int64(4096)}, {Key: "memSizeMB", Value: int64(65536)}}, 4096},
+		{"int32 limit", bson.D{{Key: "memLimitMB", Value: int32(2048)}}, 2048},
+		{"double limit", bson.D{{Key: "memLimitMB", Value: 1024.0}}, 1024},
+		{"no limit field", bson.D{{Key: "memSizeMB", Value: int64(8192)}}, 8192},
+		{"limit of zero", bson.D{{Key: "memLimitMB", Value: int64(0)}, {Key: "memSizeMB", Value: int64(8192)}}, 8192},
+		{"limit as a string", bson.D{{Key: "memLimitMB", Value: "4096"}, {Key: "memSizeMB", Value: int64(8192)}}, 8192},
+		{"neither", bson.D{{Key: "hostname", Value: "h"}}, 0},
+		{"both wrong-typed", bson.D{{Key: "memLimitMB", Value: bson.D{{Key: "v", Value: 1}}}, {Key: "memSizeMB", Value: true}}, 0},
+		{"negative", bson.D{{Key: "memLimitMB", Value: int64(-1)}}, 0},
+		{"beyond int64 bytes", bson.D{{Key: "memLimitMB", Value: 1e300}}, 0},
+	} {
+		got, ok := MemoryLimitMB(hostInfoWith(t, tc.system))
+		if ok != (tc.want != 0) || got != tc.want {
+			t.Errorf("%s: got %d (known %v), want %d", tc.name, got, ok, tc.want)
+		}
+	}
+	if _, ok := MemoryLimitMB(doc(t, bson.D{{Key: "system", Value: "flat"}})); ok {
+		t.Error("a system that is not a document gave a limit")
+	}
+}
+
+func stormOp(t testing.TB, id any, tracked int64) bson.Raw {
+	return doc(t, bson.D{{Key: "opid", Value: id}, {Key: "appName", Value: "storm"}, {Key: "op", Value: "command"},
+		{Key: "inUseTrackedMemBytes", Value: tracked}, {Key: "command", Value: bson.D{{Key: "aggregate", Value: "c"}}}})
+}
+
+func TestDecideKillsOnlyWhatItCanReadAndIdlesWithoutMemoryFigures(t *testing.T) {
+	cfg := killop.Default("storm")
+	hi := hostInfoWith(t, bson.D{{Key: "memLimitMB", Value: int64(1000)}})
+	hot := doc(t, bson.D{{Key: "mem", Value: bson.D{{Key: "resident", Value: int32(900)}}}})
+	ops := []bson.Raw{stormOp(t, int32(7), 200<<20), stormOp(t, "shard0:8", 300<<20), doc(t, bson.D{{Key: "appName", Value: "storm"}})}
+
+	d := Decide(cfg, hi, hot, ops)
+	if d.Idle != "" || d.LimitMB != 1000 || d.ResidentMB != 900 {
+		t.Fatalf("decision %+v, want limit 1000 MB, resident 900 MB", d)
+	}
+	if len(d.Kills) != 1 || d.Kills[0].ID != 7 {
+		t.Fatalf("kills %+v, want op 7 only (the others have no integer opid)", d.Kills)
+	}
+
+	for name, ss := range map[string]bson.Raw{
+		"no mem section":     doc(t, bson.D{{Key: "ok", Value: 1.0}}),
+		"resident a string":  doc(t, bson.D{{Key: "mem", Value: bson.D{{Key: "resident", Value: "900"}}}}),
+		"mem not a document": doc(t, bson.D{{Key: "mem", Value: int32(900)}}),
+	} {
+		if d := Decide(cfg, hi, ss, ops); d.Idle != noResident || len(d.Kills) != 0 || d.ResidentMB != 0 {
+			t.Errorf("%s: decision %+v, want idle for want of resident memory", name, d)
+		}
+	}
+	if d := Decide(cfg, hostInfoWith(t, bson.D{}), hot, ops); d.Idle != noLimit || len(d.Kills) != 0 {
+		t.Errorf("no memory limit: decision %+v, want idle for want of a limit", d)
+	}
+}
+
+// fakeServer answers the actor from fixed documents and counts its questions.
+type fakeServer struct {
+	hostInfoErrs int // hostInfo fails this many times first
+	hi, ss       bson.Raw
+	ops          []bson.Raw
+
+	mu            sync.Mutex
+	statusAsked   int
+	statusReached chan struct{} // closed at the 20th serverStatus
+	kills         []int64
+}
+
+func (f *fakeServer) hostInfo(context.Context) (bson.Raw, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.hostInfoErrs > 0 {
+		f.hostInfoErrs--
+		return nil, errors.New("connection reset")
+	}
+	return f.hi, nil
+}
+
+func (f *fakeServer) serverStatus(context.Context) (bson.Raw, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.statusAsked++; f.statusAsked == 20 {
+		close(f.statusReached)
+	}
+	return f.ss, nil
+}
+
+func (f *fakeServer) currentOp(context.Context) ([]bson.Raw, error) { return f.ops, nil }
+
+func (f *fakeServer) killOp(_ context.Context, id int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.kills = append(f.kills, id)
+	return nil
+}
+
+// logBuffer is a slog destination safe for the actor's goroutine.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestKillOpActorWithoutResidentMemorySaysSoOnceAndKillsNothing(t *testing.T) {
+	srv := &fakeServer{hostInfoErrs: 3, statusReached: make(chan struct{}),
+		hi:  hostInfoWith(t, bson.D{{Key: "memLimitMB", Value: int64(1000)}}),
+		ss:  doc(t, bson.D{{Key: "uptime", Value: 1.0}}),
+		ops: []bson.Raw{stormOp(t, int64(9), 500<<20)}}
+	var logs logBuffer
+	cfg := killop.Default("storm")
+	cfg.Interval = time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- runKillOp(ctx, srv, cfg, func(store.Kill) { t.Error("killed an operation") }, slog.New(slog.NewTextHandler(&logs, nil)))
+	}()
+	select {
+	case <-srv.statusReached:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the actor never read serverStatus 20 times")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(logs.String(), "mem.resident"); n != 1 {
+		t.Errorf("said why it does nothing %d times over 20 ticks, want once:\n%s", n, logs.String())
+	}
+	if len(srv.kills) != 0 {
+		t.Errorf("killed %v", srv.kills)
+	}
+}
+
+func TestKillOpActorWithoutMemoryLimitSaysSoAndStopsCleanly(t *testing.T) {
+	srv := &fakeServer{hi: hostInfoWith(t, bson.D{{Key: "cpuArch", Value: "x86_64"}}), statusReached: make(chan struct{})}
+	var logs logBuffer
+	cfg := killop.Default("storm")
+	cfg.Interval = time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runKillOp(ctx, srv, cfg, nil, slog.New(slog.NewTextHandler(&logs, nil))) }()
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(logs.String(), "memLimitMB") {
+		if time.Now().After(deadline) {
+			t.Fatal("the actor never said it has no memory limit")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.statusAsked != 0 {
+		t.Errorf("read serverStatus %d times with no limit to compare it to", srv.statusAsked)
+	}
+	if n := strings.Count(logs.String(), "memLimitMB"); n != 1 {
+		t.Errorf("said it has no limit %d times, want once:\n%s", n, logs.String())
+	}
+}
