@@ -125,7 +125,7 @@ func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 			row := gateRow{Name: g.Name, Condition: g.String(), Why: g.Why}
 			for _, arm := range a.Arms {
 				r := arm.Gates[i]
-				row.Cells = append(row.Cells, gateCell{Pass: r.Pass, NoData: r.NoData, Verdict: r.Verdict(), Detail: r.Detail()})
+				row.Cells = append(row.Cells, gateCell{Pass: r.AsExpected(), NoData: r.NoData || r.NotApplicable, Verdict: r.Verdict(), Detail: r.Detail()})
 			}
 			p.Gates = append(p.Gates, row)
 		}
