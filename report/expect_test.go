@@ -139,3 +139,19 @@ gates:
 		}
 	}
 }
+
+// A simulated report's methods say what makes E fall, which build variant
+// the model uses and where it came from, and the fit's worst residual.
+func TestSimulatedMethodsNameTheMechanismAndTheBuildVariant(t *testing.T) {
+	page, err := HTML(analyze(t, fixture(t)), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(page)
+	for _, want := range []string{"no exit but a ticket", "simShedHazard=linear", "observed flows", "not read from E",
+		"worst residual at the fitted point is D low-pri queue kills/s"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the methods lack %q", want)
+		}
+	}
+}
