@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/arms/killop"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/mongosim/model"
 	"github.com/qmlsab/qmlsab/run/virtual"
@@ -463,4 +464,54 @@ func TestFitSearchesAContinuousSpaceDeterministically(t *testing.T) {
 	if len(quarters) != 4 {
 		t.Errorf("hypercube points %v do not cover the quarters", a.Points[:4])
 	}
+}
+
+// The reduced joint fit that `make test` runs (the full one is `make
+// calibrate`): every combination of the discrete unknowns — E's hazard
+// form and D's actor policy — with the storm and admission settings at the
+// embedded default. It must select the linear hazard and D's default
+// policy, with every one of D's residuals within its tolerance and D
+// holding while E falls.
+func TestReducedJointFitSelectsEsBuildAndMatchesD(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the reduced joint fit: about 20 default-profile trials")
+	}
+	var dims []Dim
+	for _, d := range DefaultSpace() {
+		if d.Values != nil {
+			dims = append(dims, d)
+		}
+	}
+	arm := func(n string) arms.Arm { return builtins(t, n)[0] }
+	cfg := FitConfig{Base: virtual.DefaultConfig(1), D: arm("D"), E: arm("E"), F: arm("F"), M: arm("M"), Space: dims, Seed: 1,
+		FitSeeds: 2, PredictSeeds: 2, Samples: 12, Refine: 2}
+	start := time.Now()
+	r, err := Fit(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Start != "grid" || len(r.Points) != 6 {
+		t.Fatalf("start %s, %d points; want the 2 hazards × 3 policies grid", r.Start, len(r.Points))
+	}
+	got := map[string]string{}
+	for i, d := range r.Space {
+		got[d.Knob.Name] = r.Best.Values[i].Str
+	}
+	if got[HazardKnob] != model.HazardLinear || got["killop.policy"] != killop.PolicyDefault {
+		t.Errorf("selected %v; want the linear hazard and D's default policy %s", got, killop.PolicyDefault)
+	}
+	for i, o := range Observations {
+		if o.Arm == "D" && !o.Matches(r.Best.Res[i]) {
+			t.Errorf("%s: %s simulated against %s observed (residual %+.2f, tolerance ±%.2f)", o.Name, o.FormatValue(r.Best.Sim[i]), o.Observed, r.Best.Res[i], o.Tol)
+		}
+	}
+	if !r.Reproduced() {
+		t.Errorf("the reduced fit's best point does not reproduce D and E (objective %.2f)", r.Best.Objective)
+	}
+	for _, v := range r.Variants {
+		if v.Variant == model.HazardOdds && v.Best.Objective <= r.Best.Objective {
+			t.Errorf("master's odds form scored %.2f, not worse than the selected %.2f", v.Best.Objective, r.Best.Objective)
+		}
+	}
+	t.Logf("%d trials in %v", r.Evaluated, time.Since(start).Round(time.Second))
 }
