@@ -74,6 +74,13 @@ func (c Config) policy() string {
 	return c.Policy
 }
 
+// QueuedOnly reports whether the policy considers only operations waiting
+// for a ticket, so a caller may list only those.
+func (c Config) QueuedOnly() bool {
+	p := c.policy()
+	return p == PolicyQueuedLargestFirst || p == PolicyLowPriorityLargestFirst
+}
+
 // Considers reports whether the actor's policy lets it consider op at
 // all (before scope: InScope).
 func (c Config) Considers(op Op) bool {

@@ -147,6 +147,19 @@ func (n *Node) Ops(f func(*Op)) {
 	}
 }
 
+// QueuedOps calls f for every operation waiting for a ticket, pool by
+// pool (normal then low priority, reads then writes): a caller that needs
+// only the queued need not walk every live operation.
+func (n *Node) QueuedOps(f func(*Op)) {
+	for _, byPrio := range n.pools {
+		for _, pl := range byPrio {
+			for _, op := range pl.waiters.ops {
+				f(op)
+			}
+		}
+	}
+}
+
 // CursorBytes is the tracked memory an idle cursor holds (0 if unknown).
 func (n *Node) CursorBytes(id int64) int64 { return n.cursors[id].bytes }
 
@@ -512,7 +525,9 @@ func (n *Node) progress(op *Op, dt, cpuShare, diskRate float64) bool {
 		op.wrote = true
 	}
 	if op.sinceCheck >= 128 {
-		op.sinceCheck = math.Mod(op.sinceCheck, 128)
+		// The remainder modulo 128, exactly (a power of two divides and
+		// multiplies without rounding), without math.Mod's slow loop.
+		op.sinceCheck -= 128 * math.Floor(op.sinceCheck/128)
 		return true
 	}
 	return false

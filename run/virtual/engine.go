@@ -447,7 +447,11 @@ func (s *sim) actor(c killop.Config) {
 		return
 	}
 	ops := s.actorOps[:0] // reused: the queue can hold many thousands
-	n.Ops(func(op *model.Op) {
+	walk := n.Ops
+	if c.QueuedOnly() {
+		walk = n.QueuedOps // running ops are never this policy's candidates
+	}
+	walk(func(op *model.Op) {
 		k := killop.Op{ID: op.ID, AppName: op.AppName, TrackedBytes: op.Tracked(), Queued: op.Queued(), LowPriority: op.LowPriority(), Stage: op.Work.Stage, Writes: op.Write}
 		// What the policy never considers cannot be chosen: leaving it out
 		// here only saves Decide the look.
