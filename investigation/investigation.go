@@ -290,3 +290,12 @@ var Fitted = FitRecord{
 	Objectives: map[string]float64{"linear": 1.21, "odds": 18.49},
 	Worst:      "D low-pri queue kills/s: 115 simulated against 142 observed (residual −0.19, tolerance ±0.25)",
 }
+
+// Outcomes are the investigation's arms' outcomes in a line each, by role,
+// as the fit's predictions print them beside the model's.
+var Outcomes = map[string]string{
+	"D": "0.97, 0 failovers, 160 + 142/s",
+	"E": "0.41, crash-looping, ~270 arrivals vs ~180 admissions/s",
+	"M": "(master's formula: not run in the investigation)",
+	"F": "(the fix, never fitted: > 0.9, 0 failovers, bounded queue, sheds/s > admissions/s)",
+}

@@ -267,8 +267,7 @@ func writeFit(w io.Writer, cfg sweep.FitConfig, r *sweep.FitResult, profile stri
 	fmt.Fprintf(w, "\nPredictions at the fitted point (%d seeds each; median [min–max]):\n", cfg.PredictSeeds)
 	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  arm\tavailability\tfailovers\trestarts\tadmissions/s\tqueue kills/s\tsheds/s\tarrivals/s growing\tpeak RSS GiB\toutcome\tobserved\t")
-	observed := map[string]string{"D": "0.97, 0 failovers, 160 + 142/s", "E": "0.41, crash-looping, ~270 arrivals vs ~180 admissions/s",
-		"M": "(master's formula: not run in the investigation)", "F": "(the fix, never fitted: > 0.9, 0 failovers, bounded queue, sheds/s > admissions/s)"}
+	observed := investigation.Outcomes
 	for _, p := range r.Predictions {
 		col := func(name string, scale float64, format string) string {
 			return rangeOf(p.Trials, func(s virtual.Summary) float64 { return s.Metrics[name] * scale }, format)
