@@ -44,7 +44,7 @@ func TestSweepBadInput(t *testing.T) {
 
 func TestSweepWritesJSONAndHTML(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "sweep")
-	out, code := qmlsab(t, "sweep", "--arms", "D,E", "--vary", "host.otherBytes=512MiB,2GiB", "--vary", "workload.stormRate=120,200",
+	out, code := qmlsab(t, "sweep", "--host", "--arms", "D,E", "--vary", "host.otherBytes=512MiB,2GiB", "--vary", "workload.stormRate=120,200",
 		"--n", "1", "--profile", "quick", "--out", dir)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, out)
