@@ -184,7 +184,6 @@ func Run(ctx context.Context, cfg Config, arm arms.Arm) (Trial, error) {
 	if err := s.loop(ctx, ph.Total()); err != nil {
 		return Trial{}, err
 	}
-	s.tally.Failovers = max(s.tally.Failovers-1, 0) // the first "election" is none: member 0 starts as primary
 	return Trial{Start: cfg.Start, Records: s.rec, Tally: s.tally}, nil
 }
 
@@ -494,7 +493,7 @@ func (s *sim) observe() {
 	}
 	if s.cfg.Progress != nil && s.now-s.lastReport >= 10*time.Second {
 		s.lastReport = s.now
-		p := Progress{Elapsed: s.now, Failovers: max(s.tally.Failovers-1, 0)}
+		p := Progress{Elapsed: s.now, Failovers: s.tally.Failovers}
 		if s.tally.Canaries > 0 {
 			p.Availability, p.HasAvailability = float64(s.tally.CanaryOK)/float64(s.tally.Canaries), true
 		}
