@@ -55,7 +55,7 @@ func TestOneWorkloadSpecOnBothClocks(t *testing.T) {
 	}
 	d, _ := arms.Lookup("D")
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
-	// 150 queries/s, not the fitted 266: at 266 the in-process wire set
+	// 150 queries/s, not the fitted 271.5: at that rate the in-process wire set
 	// saturates a 2-core host (serverStatus goes unanswered) and the
 	// comparison would be of a saturated harness, not of the clocks.
 	w := *spec.SpillToDisk

@@ -276,7 +276,7 @@ func TestTwoByTwoSweep(t *testing.T) {
 }
 
 func TestOneAxisDrawsLines(t *testing.T) {
-	cfg := Config{Arms: builtins(t, "D", "E"), Base: short(), Seed: 1, Seeds: 1, Axes: []Axis{mustVary(t, "workload.stormRate=200,266,300")}}
+	cfg := Config{Arms: builtins(t, "D", "E"), Base: short(), Seed: 1, Seeds: 1, Axes: []Axis{mustVary(t, "workload.stormRate=200,271.5,300")}}
 	r, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -288,7 +288,7 @@ func TestOneAxisDrawsLines(t *testing.T) {
 	if n := strings.Count(string(page), `"type":"line"`); n != 2*len(MapMetrics) {
 		t.Errorf("%d line series, want one per arm and metric", n)
 	}
-	// 266/s is both arms' default (the joint fit's storm).
+	// 271.5/s is both arms' default (the joint fit's storm).
 	if r.Axes[0].DefaultIndex["D"] != 1 || r.Axes[0].DefaultIndex["E"] != 1 {
 		t.Errorf("default index %v, want 1 for both", r.Axes[0].DefaultIndex)
 	}

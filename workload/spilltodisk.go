@@ -62,13 +62,13 @@ type SpillToDisk struct {
 // arrive faster than the spill disk can drain them. The rate and the
 // $setWindowFields share are the joint fit's (qmlsab calibrate --fit, from
 // the sweeper investigation's D and E flows; docs/model.md gives their
-// ranges): 265.9 queries/s and 0.71.
+// ranges): 271.5 queries/s and 0.71.
 func DefaultSpillToDisk() SpillToDisk {
 	return SpillToDisk{
 		AppName:       "qmlsab-storm",
 		CanaryAppName: "qmlsab-canary",
 		Phases:        Phases{Warmup: 30 * time.Second, Storm: 150 * time.Second, Recovery: 60 * time.Second},
-		StormRate:     266,
+		StormRate:     271.5,
 		Mix:           []StageShare{{"$setWindowFields", 0.71}, {"$sort", 0.145}, {"$group", 0.145}},
 		ScanDocs:      80_000,
 		ScanSpread:    0.3,
