@@ -16,10 +16,31 @@ import (
 // execution control deprioritizes operations after 3 admissions (what sends
 // the storm's aggregations to the low-priority queue), and Atlas's 32 MiB
 // blocking-sort limit.
+//
+// Two admission settings the investigation did not report are fitted
+// unknowns (qmlsab calibrate --fit; docs/model.md gives their ranges): the
+// probing floor (throughputProbingMinConcurrency; the investigation saw
+// the read pool held at ~10–14 tickets, mongod's default floor is 4) and
+// the low-priority read pool (executionControlConcurrentReadLowPriorityTransactions;
+// mongod's default is the number of CPUs, 8 on an M50).
 var baseParameters = map[string]string{
-	"executionControlDeprioritizationGate":         "true",
-	"internalQueryMaxBlockingSortMemoryUsageBytes": "33554432",
+	"executionControlDeprioritizationGate":                  "true",
+	"internalQueryMaxBlockingSortMemoryUsageBytes":          "33554432",
+	"throughputProbingMinConcurrency":                       FittedProbingFloor,
+	"executionControlConcurrentReadLowPriorityTransactions": FittedLowPriorityTickets,
 }
+
+// The joint fit's admission settings (qmlsab calibrate --fit): see
+// baseParameters.
+const (
+	FittedProbingFloor       = "10"
+	FittedLowPriorityTickets = "3"
+)
+
+// FittedHazard is E's build variant: the shedder hazard form the joint fit
+// selects from E's observed flows (simShedHazard; docs/model.md). Master's
+// form ("odds") is arm M's.
+const FittedHazard = "linear"
 
 func with(extra map[string]string) map[string]string {
 	m := maps.Clone(baseParameters)
@@ -30,9 +51,13 @@ func with(extra map[string]string) map[string]string {
 // StormAppName is the workload's appName, the killOp actor's scope.
 const StormAppName = "qmlsab-storm"
 
-// Builtin returns the built-in arms A, D, E, F and G.
+// Builtin returns the built-in arms A, D, E, M, F and G. E's, F's and G's
+// build (6ab306ad) sheds with the hazard form the joint fit selects from E's
+// observed flows (FittedHazard); M is the same marks on master's formula.
 func Builtin() []Arm {
-	shedder := map[string]string{"queryMemoryLoadSheddingLowMarkPercent": "30", "queryMemoryLoadSheddingHighMarkPercent": "70"}
+	master := map[string]string{"queryMemoryLoadSheddingLowMarkPercent": "30", "queryMemoryLoadSheddingHighMarkPercent": "70"}
+	shedder := maps.Clone(master)
+	shedder["simShedHazard"] = FittedHazard
 	sweeper := maps.Clone(shedder)
 	sweeper["queryMemoryLoadSheddingSweepQueuedOps"] = "true"
 	latch := maps.Clone(sweeper)
@@ -42,7 +67,8 @@ func Builtin() []Arm {
 		{Name: "A", Description: "base build, no shedding", Build: "472d159296b6", Target: TargetEmbedded, SetParameters: with(nil)},
 		{Name: "D", Description: "base build + killOp actor (mongotune-style)", Build: "472d159296b6", Target: TargetEmbedded, SetParameters: with(nil),
 			Actors: []Actor{{KillOp: &d}}},
-		{Name: "E", Description: "in-server inline shedder, static 30/70 marks", Build: "6ab306ad", Target: TargetEmbedded, SetParameters: with(shedder)},
+		{Name: "E", Description: "in-server inline shedder, static 30/70 marks (build variant: " + FittedHazard + " hazard, fitted)", Build: "6ab306ad", Target: TargetEmbedded, SetParameters: with(shedder)},
+		{Name: "M", Description: "master's inline shedder (odds hazard), E's marks: what E would do with master's formula", Build: "master", Target: TargetEmbedded, SetParameters: with(master)},
 		{Name: "F", Description: "E + queued-op sweeper (the sweeper investigation's fix)", Build: "6ab306ad+sweeper", Target: TargetEmbedded, SetParameters: with(sweeper)},
 		{Name: "G", Description: "F + write-started flag (the partial-write investigation's fix)", Build: "6ab306ad+sweeper+latch", Target: TargetEmbedded, SetParameters: with(latch)},
 	}

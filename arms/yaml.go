@@ -237,8 +237,13 @@ func (p parser) killop(n *yaml.Node) (killop.Config, error) {
 			if err != nil || v.Kind != yaml.ScalarNode || c.MaxKillsPerRound < 1 {
 				return c, p.errf(v, "killop.maxKillsPerRound: want a positive integer, got %s", kindName(v))
 			}
+		case "policy":
+			c.Policy, err = p.str(v, "killop.policy")
+			if err == nil && !killop.ValidPolicy(c.Policy) {
+				return c, p.errf(v, "killop.policy: %q is not one of %s", c.Policy, strings.Join(killop.Policies, ", "))
+			}
 		default:
-			return c, p.errf(k, "unknown key %q in killop (known: rssHighPercent, interval, appName, anyApp, maxKillsPerRound)", k.Value)
+			return c, p.errf(k, "unknown key %q in killop (known: rssHighPercent, interval, appName, anyApp, maxKillsPerRound, policy)", k.Value)
 		}
 		if err != nil {
 			return c, err
@@ -293,6 +298,7 @@ func Marshal(list []Arm) ([]byte, error) {
 		AppName          string  `yaml:"appName,omitempty"`
 		AnyApp           bool    `yaml:"anyApp,omitempty"`
 		MaxKillsPerRound int     `yaml:"maxKillsPerRound,omitempty"`
+		Policy           string  `yaml:"policy,omitempty"`
 	}
 	type execY struct {
 		Command []string          `yaml:"command"`
@@ -322,7 +328,7 @@ func Marshal(list []Arm) ([]byte, error) {
 			switch {
 			case act.KillOp != nil:
 				k := act.KillOp
-				y.Actors = append(y.Actors, actorY{KillOp: &killopY{k.RSSHighPercent, k.Interval.String(), k.AppName, k.AnyApp, k.MaxKillsPerRound}})
+				y.Actors = append(y.Actors, actorY{KillOp: &killopY{k.RSSHighPercent, k.Interval.String(), k.AppName, k.AnyApp, k.MaxKillsPerRound, k.Policy}})
 			case act.Exec != nil:
 				y.Actors = append(y.Actors, actorY{Exec: &execY{act.Exec.Command, act.Exec.Env}})
 			}

@@ -26,17 +26,24 @@ const (
 
 // AddCensus adds a census of ops to values.
 func AddCensus(values map[string]float64, ops []CensusOp) {
-	values[CensusRunning], values[CensusQueued], values[CensusTrackedBytes] = 0, 0, 0
+	var running, queued, tracked float64
+	// Per stage first, so a stage's key is built once, not per operation
+	// (a simulated queue holds thousands).
+	stages := map[string]float64{}
 	for _, o := range ops {
 		if o.Queued {
-			values[CensusQueued]++
+			queued++
 		} else {
-			values[CensusRunning]++
+			running++
 		}
-		values[CensusTrackedBytes] += float64(o.TrackedBytes)
+		tracked += float64(o.TrackedBytes)
 		if o.Stage != "" {
-			values[CensusStagePrefix+o.Stage]++
+			stages[o.Stage]++
 		}
+	}
+	values[CensusRunning], values[CensusQueued], values[CensusTrackedBytes] = running, queued, tracked
+	for st, n := range stages {
+		values[CensusStagePrefix+st] += n
 	}
 }
 

@@ -434,6 +434,11 @@ func (s *Server) modelOpFields(o *Op) bson.D {
 			{Key: "ingress", Value: bson.D{{Key: "admissions", Value: int32(1)}, {Key: "totalTimeQueuedMicros", Value: int64(0)}}},
 			{Key: "execution", Value: bson.D{{Key: "admissions", Value: int32(admissions)}, {Key: "totalTimeQueuedMicros", Value: int64(0)}, {Key: "isHoldingTicket", Value: !queued}}},
 		}})
+	if mop != nil && mop.LowPriority() {
+		// ExecutionAdmissionContext's priorityLowered: the op was
+		// deprioritized (what a killOp actor's low-priority policy reads).
+		d = append(d, bson.E{Key: "priorityLowered", Value: true})
+	}
 	if queued {
 		d = append(d, bson.E{Key: "currentQueue", Value: bson.D{{Key: "name", Value: "execution"}, {Key: "timeQueuedMicros", Value: int64(0)}}})
 	} else {

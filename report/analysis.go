@@ -47,13 +47,14 @@ type Analysis struct {
 	Stratified []StratifiedComparison
 }
 
-// GatesPass reports whether no gate failed for any arm. A gate with no
-// data (its metric absent) neither passes nor fails: it is shown as "no
-// data" with the reason and a warning, and does not fail the set.
+// GatesPass reports whether every gate met its expectation for every arm
+// it applies to (a gate expected to fail must fail). A gate with no data
+// (its metric absent) neither passes nor fails: it is shown as "no data"
+// with the reason and a warning, and does not fail the set.
 func (a *Analysis) GatesPass() bool {
 	for _, arm := range a.Arms {
 		for _, g := range arm.Gates {
-			if !g.Pass && !g.NoData {
+			if !g.NoData && !g.NotApplicable && !g.AsExpected() {
 				return false
 			}
 		}
@@ -151,6 +152,10 @@ func Analyze(in *Input, opts Options) (*Analysis, error) {
 		}
 		if opts.Gates != nil {
 			for _, g := range opts.Gates.Gates {
+				if !opts.Gates.AppliesTo(g, name) {
+					arm.Gates = append(arm.Gates, GateResult{Gate: g, Arm: name, NotApplicable: true})
+					continue
+				}
 				r := g.Evaluate(name, arm.Metrics)
 				if r.NoData {
 					r.Reason = noDataReason(g, arm)

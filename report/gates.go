@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 
 	"github.com/qmlsab/qmlsab/internal/yamlfile"
+	"github.com/qmlsab/qmlsab/investigation"
 	"github.com/qmlsab/qmlsab/metric"
 )
 
@@ -22,6 +24,36 @@ type Gate struct {
 	Than   string  `yaml:"than,omitempty"`
 	// Why explains the gate in the report.
 	Why string `yaml:"why,omitempty"`
+	// Arms are the arms the gate applies to; "*" stands for every arm no
+	// other gate of the set names. Empty: every arm.
+	Arms []string `yaml:"arms,omitempty"`
+	// Expect is the gate's expected outcome: "pass" (the default) or
+	// "fail" — a known-bad control, like an expected test failure. A gate
+	// meets its expectation when it passes as expected or fails as
+	// expected; an expected failure that passes fails the set.
+	Expect string `yaml:"expect,omitempty"`
+}
+
+// Expected outcomes of a gate.
+const (
+	ExpectPass = "pass"
+	ExpectFail = "fail"
+)
+
+// AppliesTo reports whether gate g of the set applies to arm.
+func (gs GateSet) AppliesTo(g Gate, arm string) bool {
+	if len(g.Arms) == 0 || slices.Contains(g.Arms, arm) {
+		return true
+	}
+	if !slices.Contains(g.Arms, "*") {
+		return false
+	}
+	for _, o := range gs.Gates {
+		if slices.Contains(o.Arms, arm) {
+			return false
+		}
+	}
+	return true
 }
 
 // GateSet is a named list of gates.
@@ -30,15 +62,33 @@ type GateSet struct {
 	Gates []Gate `yaml:"gates"`
 }
 
-// SweeperAcceptance is the sweeper investigation's acceptance (see
-// docs/investigations.md): the arm keeps the server available, never
-// fails over, keeps the low-priority queue bounded, and sheds faster than
-// the queue admits.
+// SweeperAcceptance is the sweeper investigation as a regression test
+// (docs/investigations.md; the thresholds are package investigation's):
+// D, the killOp actor, holds (availability above 0.9, no failover); E, the
+// inline shedder alone, falls (availability at most 0.6, a failover and an
+// OOM restart in every trial) — a known-bad control, so an E that stops
+// falling fails the set as much as a D that stops holding; F, the sweeper,
+// and any arm the set does not name, get the investigation's acceptance as
+// written.
 var SweeperAcceptance = GateSet{Name: "sweeper-acceptance", Gates: []Gate{
-	{Name: "available", Metric: metric.Availability, Of: "median", Op: ">", Value: 0.9, Why: "canary availability above 0.9"},
-	{Name: "no failover", Metric: metric.Failovers, Of: "max", Op: "==", Value: 0, Why: "no trial saw a primary change (counts compared as counts)"},
-	{Name: "queue bounded", Metric: metric.LowQueueGrowth, Of: "max", Op: "==", Value: 0, Why: "no trial's low-priority queue grew in the storm (slope test, one-sided p < 0.01, ≥ 10 ops)"},
-	{Name: "sheds outpace admissions", Metric: metric.ShedsPerS, Of: "median", Op: ">", Than: metric.AdmissionsPerS, Why: "sheds/s above low-priority admissions/s in the storm"},
+	{Name: "D holds: available", Metric: metric.Availability, Of: "median", Op: ">", Value: investigation.HoldsAvailability, Arms: []string{"D"},
+		Why: "D (the killOp actor) held in the investigation: canary availability above 0.9"},
+	{Name: "D holds: no failover", Metric: metric.Failovers, Of: "max", Op: "==", Value: 0, Arms: []string{"D"},
+		Why: "D never failed over in the investigation"},
+	{Name: "E falls: unavailable", Metric: metric.Availability, Of: "median", Op: "<=", Value: investigation.FallsAvailability, Arms: []string{"E"},
+		Why: "E (the inline shedder alone) fell in the investigation: availability 0.41"},
+	{Name: "E falls: fails over every trial", Metric: metric.Failovers, Of: "min", Op: ">=", Value: 1, Arms: []string{"E"},
+		Why: "E crash-looped: at least one failover in every trial"},
+	{Name: "E falls: OOM every trial", Metric: metric.Restarts, Of: "min", Op: ">=", Value: 1, Arms: []string{"E"},
+		Why: "E crash-looped: at least one OOM restart in every trial"},
+	{Name: "available", Metric: metric.Availability, Of: "median", Op: ">", Value: investigation.HoldsAvailability, Arms: []string{"F", "*"},
+		Why: "the fix's acceptance: canary availability above 0.9"},
+	{Name: "no failover", Metric: metric.Failovers, Of: "max", Op: "==", Value: 0, Arms: []string{"F", "*"},
+		Why: "no trial saw a primary change (counts compared as counts)"},
+	{Name: "queue bounded", Metric: metric.LowQueueGrowth, Of: "max", Op: "==", Value: 0, Arms: []string{"F", "*"},
+		Why: "no trial's low-priority queue grew in the storm (slope test, one-sided p < 0.01, ≥ 10 ops)"},
+	{Name: "sheds outpace admissions", Metric: metric.ShedsPerS, Of: "median", Op: ">", Than: metric.AdmissionsPerS, Arms: []string{"F", "*"},
+		Why: "sheds/s above low-priority admissions/s in the storm. A queued op leaves by a ticket or a shed, so queued sheds ≈ arrivals − admissions: with D's observed flows (302 arrivals, 160 admissions/s) that is ~142 < 160, so this holds only through inline sheds of ticket holders"},
 }}
 
 // BuiltinGates are the gate sets known by name; seed000 is the name the
@@ -52,7 +102,8 @@ type GateResult struct {
 	Value float64 // the statistic of the metric
 	// Threshold is the value compared with (Than's statistic when set).
 	Threshold float64
-	Pass      bool
+	// Pass: the gate's condition holds (whatever was expected).
+	Pass bool
 	// NoData: the arm has no valid trial with the metric (or with Than's),
 	// so the gate can be judged neither way: it does not pass, and it does
 	// not fail the gate set either (Analysis.GatesPass); the report says
@@ -60,33 +111,63 @@ type GateResult struct {
 	// reported is not a zero that fails a gate.
 	NoData bool
 	Reason string
+	// NotApplicable: the gate is not one of this arm's (Gate.Arms).
+	NotApplicable bool
 }
 
-// Verdict is the gate's result as people read it: pass, FAIL or no data.
+// ExpectsFailure reports whether the gate is an expected failure.
+func (g Gate) ExpectsFailure() bool { return g.Expect == ExpectFail }
+
+// AsExpected reports whether the gate met its expectation: it passed and
+// was expected to, or failed and was expected to. No data and a gate that
+// does not apply are neither.
+func (r GateResult) AsExpected() bool {
+	return !r.NoData && !r.NotApplicable && r.Pass != r.Gate.ExpectsFailure()
+}
+
+// Verdict is the gate's result as people read it: pass, FAIL, "fails, as
+// expected", UNEXPECTED PASS, no data, or "–" for a gate of other arms.
 func (r GateResult) Verdict() string {
 	switch {
+	case r.NotApplicable:
+		return "–"
 	case r.NoData:
 		return "no data"
+	case r.Gate.ExpectsFailure() && r.Pass:
+		return "UNEXPECTED PASS"
+	case r.Gate.ExpectsFailure():
+		return "fails, as expected"
 	case r.Pass:
 		return "pass"
 	}
 	return "FAIL"
 }
 
-// Detail is what the verdict rests on: "value vs threshold", or why
-// there is no data.
+// Detail is what the verdict rests on, as what was compared
+// ("lowpri_queue_growth max = 1, want == 0"), or why there is no data.
 func (r GateResult) Detail() string {
+	if r.NotApplicable {
+		return "not a gate of arm " + r.Arm
+	}
 	if r.NoData {
 		if r.Reason == "" {
 			return "no valid trial has " + r.Gate.Metric
 		}
 		return r.Reason
 	}
-	return fmt.Sprintf("%s vs %s", Number(r.Value), Number(r.Threshold))
+	of := r.Gate.Of
+	if of == "" {
+		of = "median"
+	}
+	want := Number(r.Threshold)
+	if r.Gate.Than != "" {
+		want = fmt.Sprintf("%s %s = %s", r.Gate.Than, of, Number(r.Threshold))
+	}
+	return fmt.Sprintf("%s %s = %s, want %s %s", r.Gate.Metric, of, Number(r.Value), r.Gate.Op, want)
 }
 
-// Line is the gate's one-line result: "pass (0.98 vs 0.9)", "FAIL (…)"
-// or "no data (the server reported no …)".
+// Line is the gate's one-line result: "pass (availability median = 0.98,
+// want > 0.9)", "FAIL (…)" or "no data (the server reported no …)".
 func (r GateResult) Line() string { return r.Verdict() + " (" + r.Detail() + ")" }
 
 func statOf(s Summary, of string) float64 {
@@ -182,6 +263,10 @@ func ParseGates(file string, data []byte) (GateSet, error) {
 			return gs, fmt.Errorf("%s:%d: of %q: want median, mean, min or max", file, line(i), g.Of)
 		case math.IsNaN(g.Value) || math.IsInf(g.Value, 0):
 			return gs, fmt.Errorf("%s:%d: value must be a finite number", file, line(i))
+		case g.Expect != "" && g.Expect != ExpectPass && g.Expect != ExpectFail:
+			return gs, fmt.Errorf("%s:%d: expect %q: want pass or fail", file, line(i), g.Expect)
+		case slices.Contains(g.Arms, ""):
+			return gs, fmt.Errorf("%s:%d: arms: an empty arm name", file, line(i))
 		}
 		if g.Name == "" {
 			gs.Gates[i].Name = g.Metric + " " + g.Op + " " + strconv.FormatFloat(g.Value, 'g', -1, 64)

@@ -14,6 +14,7 @@ import (
 	"github.com/go-echarts/go-echarts/v2/opts"
 	"github.com/go-echarts/go-echarts/v2/render"
 
+	"github.com/qmlsab/qmlsab/investigation"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/templates"
@@ -31,19 +32,22 @@ type page struct {
 	ToolVersion, Workload, Target, Clock, Conditions, Created, Host, Baseline, GateSet, Phases, Interleave string
 	Alpha                                                                                                  float64
 	Simulated                                                                                              bool
-	Dirs, Arms, Builds                                                                                     []string
-	ArmRows                                                                                                []Arm
-	Verdict                                                                                                []verdictRow
-	Gates                                                                                                  []gateRow
-	Warnings                                                                                               []string
-	Sections                                                                                               []section
-	TrialCols                                                                                              []string
-	TrialRows                                                                                              []trialRow
-	Definitions                                                                                            []metric.Metric
-	MaxPoints                                                                                              int
-	EchartsNotice                                                                                          string
-	EchartsJS                                                                                              template.JS
-	Options                                                                                                template.JS
+	// Fit is the joint fit behind the embedded default, for the methods
+	// paragraph of a simulated report.
+	Fit                investigation.FitRecord
+	Dirs, Arms, Builds []string
+	ArmRows            []Arm
+	Verdict            []verdictRow
+	Gates              []gateRow
+	Warnings           []string
+	Sections           []section
+	TrialCols          []string
+	TrialRows          []trialRow
+	Definitions        []metric.Metric
+	MaxPoints          int
+	EchartsNotice      string
+	EchartsJS          template.JS
+	Options            template.JS
 }
 
 type verdictCell struct {
@@ -89,7 +93,7 @@ type trialCell struct{ Value, Absent string }
 // HTML renders the report page: one self-contained file.
 func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 	p := page{ToolVersion: toolVersion, Workload: a.In.Workload.Name, Clock: a.In.Clock, Conditions: a.In.Conditions(), Baseline: a.Baseline, Alpha: a.Alpha,
-		Simulated: a.In.Simulated, Dirs: a.In.Dirs, Arms: a.In.Arms, ArmRows: a.Arms, MaxPoints: MaxPoints,
+		Fit: investigation.Fitted, Simulated: a.In.Simulated, Dirs: a.In.Dirs, Arms: a.In.Arms, ArmRows: a.Arms, MaxPoints: MaxPoints,
 		EchartsNotice: templates.EchartsNotice(), EchartsJS: templates.EchartsJS()}
 	if a.GateSet != nil {
 		p.GateSet = a.GateSet.Name
@@ -125,7 +129,7 @@ func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 			row := gateRow{Name: g.Name, Condition: g.String(), Why: g.Why}
 			for _, arm := range a.Arms {
 				r := arm.Gates[i]
-				row.Cells = append(row.Cells, gateCell{Pass: r.Pass, NoData: r.NoData, Verdict: r.Verdict(), Detail: r.Detail()})
+				row.Cells = append(row.Cells, gateCell{Pass: r.AsExpected(), NoData: r.NoData || r.NotApplicable, Verdict: r.Verdict(), Detail: r.Detail()})
 			}
 			p.Gates = append(p.Gates, row)
 		}

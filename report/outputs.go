@@ -48,8 +48,9 @@ type summaryMetric struct {
 type summaryGate struct {
 	Name      string     `json:"name"`
 	Condition string     `json:"condition"`
-	Pass      bool       `json:"pass"`
-	Status    string     `json:"status"` // pass, fail or no data
+	Pass      bool       `json:"pass"`             // the condition held
+	Expect    string     `json:"expect,omitempty"` // "fail": an expected failure
+	Status    string     `json:"status"`           // pass, fail, "fails, as expected", unexpected pass or no data
 	Reason    string     `json:"reason,omitempty"`
 	Value     jsonNumber `json:"value"`
 	Threshold jsonNumber `json:"threshold"`
@@ -116,7 +117,10 @@ func SummaryJSON(a *Analysis, toolVersion string) ([]byte, error) {
 				Mean: jsonNumber(s.Mean), MeanLo: jsonNumber(s.MeanLo), MeanHi: jsonNumber(s.MeanHi), Values: numbers(s.Values)}
 		}
 		for _, g := range arm.Gates {
-			sg := summaryGate{Name: g.Gate.Name, Condition: g.Gate.String(), Pass: g.Pass, Status: strings.ToLower(g.Verdict()),
+			if g.NotApplicable {
+				continue
+			}
+			sg := summaryGate{Name: g.Gate.Name, Condition: g.Gate.String(), Pass: g.Pass, Expect: g.Gate.Expect, Status: strings.ToLower(g.Verdict()),
 				Value: jsonNumber(g.Value), Threshold: jsonNumber(g.Threshold)}
 			if g.NoData {
 				sg.Reason, sg.Value, sg.Threshold = g.Reason, jsonNumber(math.NaN()), jsonNumber(math.NaN())
@@ -310,11 +314,15 @@ func Markdown(a *Analysis) []byte {
 	if a.GateSet != nil {
 		fmt.Fprintf(&b, "\n**Gates (%s):**", md(a.GateSet.Name))
 		for _, arm := range a.Arms {
-			pass, total := 0, len(arm.Gates)
+			pass, total := 0, 0
 			var failed, noData []string
 			for _, g := range arm.Gates {
+				if g.NotApplicable {
+					continue
+				}
+				total++
 				switch {
-				case g.Pass:
+				case g.AsExpected():
 					pass++
 				case g.NoData:
 					noData = append(noData, g.Gate.Name+": "+g.Reason)

@@ -16,6 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/arms/killop"
 	"github.com/qmlsab/qmlsab/internal/stormtest"
 	"github.com/qmlsab/qmlsab/mongosim"
 	"github.com/qmlsab/qmlsab/progress"
@@ -246,7 +247,8 @@ func TestKillOpActorSurvivesADroppedConnection(t *testing.T) {
 		t.Skip("real-time trials")
 	}
 	d, _ := arms.Lookup("D")
-	d.Actors[0].KillOp.RSSHighPercent = 1 // kill whatever runs, so kills are certain
+	d.Actors[0].KillOp.RSSHighPercent = 1                 // kill whatever runs, so kills are certain
+	d.Actors[0].KillOp.Policy = killop.PolicyLargestFirst // running ops too: D's default waits for queued ones
 	// The failpoint is switched off, and its count read, on a context of
 	// its own: on a busy machine the trial's context may already have
 	// ended when the fault's last step runs ("server selection error:

@@ -10,7 +10,10 @@ import (
 	"strings"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/arms/killop"
+	"github.com/qmlsab/qmlsab/investigation"
 	"github.com/qmlsab/qmlsab/metric"
+	"github.com/qmlsab/qmlsab/mongosim/model"
 	"github.com/qmlsab/qmlsab/run/virtual"
 )
 
@@ -22,38 +25,57 @@ type Dim struct {
 	Log    bool
 	// Values, when set, are the only values (a discrete dimension).
 	Values []Value
-	// Predict marks an unknown the fitted arm cannot see (the shedder's
-	// build variant: D runs no shedder). It is not searched; the
-	// predictions are made at each of its Values.
+	// Predict marks an unknown no fitted arm can see. It is not searched;
+	// the predictions are made at each of its Values.
 	Predict bool
 	// Why is the range's source, for the docs and the printout.
 	Why string
 }
 
-// DefaultSpace is the fit's search space: the host model's unknowns and
-// the storm rate, each over its plausible range (docs/model-host.md says
-// why each range), and the shedder's build variant as a prediction
-// dimension.
+// HazardKnob is the shedder build's hazard form: E's build variant, the
+// dimension whose objective per value is the model-selection evidence.
+const HazardKnob = "param.simShedHazard"
+
+// DefaultSpace is the joint fit's search space on the single-process
+// model: the storm (rate and mix), the two admission settings the
+// investigation did not report, the killOp actor's rule (D) and the
+// shedder's hazard form (E's build). docs/model.md says why each range.
 func DefaultSpace() []Dim {
-	k := func(name string) Knob {
-		kn, ok := LookupKnob(name)
-		if !ok {
-			panic("sweep: no knob " + name)
-		}
-		return kn
+	var pols []Value
+	for _, p := range killop.Policies {
+		pols = append(pols, Str(p))
 	}
+	return []Dim{
+		{Knob: mustKnob("workload.stormRate"), Lo: 150, Hi: 330, Why: "storm queries/s; D's queue saw ~302 departures/s and E's ~270 arrivals/s of memory-holding ops, 150 was the workload's guess"},
+		{Knob: mustKnob("workload.windowShare"), Lo: 0.5, Hi: 0.9, Why: "share of $setWindowFields in the storm; the investigation says most victims were $setWindowFields"},
+		{Knob: mustKnob("param.throughputProbingMinConcurrency"), Lo: 4, Hi: 16, Why: "probing floor: mongod's default is 4; the investigation saw the read pool held at ~10–14 tickets"},
+		{Knob: mustKnob("param.executionControlConcurrentReadLowPriorityTransactions"), Lo: 2, Hi: 8, Why: "low-priority read tickets: mongod's default is the CPU count (8 on an M50); Atlas's setting is not reported"},
+		{Knob: mustKnob("killop.policy"), Values: pols, Why: "D's actor is \"mongotune-style\" with no rule given: one of the named killop policies"},
+		{Knob: mustKnob(HazardKnob), Values: []Value{Str(model.HazardOdds), Str(model.HazardLinear)}, Why: "E's build: master's odds hazard or a linear one; only E's observed flows can tell"},
+	}
+}
+
+// HostSpace is the host model's unknowns (docs/model-host.md says why
+// each range), added to the space by calibrate --fit --host.
+func HostSpace() []Dim {
 	const mib, gib = 1 << 20, 1 << 30
 	return []Dim{
-		{Knob: k("host.otherBytes"), Lo: 0, Hi: 3 * gib, Why: "other processes; with the kernel's 512 MiB, 0.5–3.5 GiB outside mongod"},
-		{Knob: k("host.dataSetBytes"), Lo: 2 * gib, Hi: 64 * gib, Log: true, Why: "the storm collection's in-cache size"},
-		{Knob: k("host.wtInitialFill"), Lo: 0, Hi: 1, Why: "share of the cache's fill at the trial's start"},
-		{Knob: k("host.releaseBytesPerSec"), Lo: 0, Hi: 1 * gib, Why: "tcmallocReleaseRate; 8.0's default is 0 with the background thread on"},
-		{Knob: k("host.untrackedPerOpBytes"), Lo: 128 << 10, Hi: 2 * mib, Log: true, Why: "thread stack touched, OperationContext, CurOp, plan, storage cursor"},
-		{Knob: k("host.untrackedPerCursorBytes"), Lo: 32 << 10, Hi: 1 * mib, Log: true, Why: "ClientCursor, plan executor, storage session"},
-		{Knob: k("host.dirtyRatio"), Lo: 10, Hi: 60, Why: "vm.dirty_ratio (background ratio = half); Linux 20, Atlas's not known"},
-		{Knob: k("workload.stormRate"), Lo: 100, Hi: 300, Why: "storm queries/s; the investigation's arrivals (~270/s of memory-holding ops) bound it"},
-		{Knob: k("param.simShedClockScope"), Values: []Value{Str("query"), Str("operation")}, Predict: true, Why: "the shedder build's clock scope; D runs no shedder, so D cannot tell"},
+		{Knob: mustKnob("host.otherBytes"), Lo: 0, Hi: 3 * gib, Why: "other processes; with the kernel's 512 MiB, 0.5–3.5 GiB outside mongod"},
+		{Knob: mustKnob("host.dataSetBytes"), Lo: 2 * gib, Hi: 64 * gib, Log: true, Why: "the storm collection's in-cache size"},
+		{Knob: mustKnob("host.wtInitialFill"), Lo: 0, Hi: 1, Why: "share of the cache's fill at the trial's start"},
+		{Knob: mustKnob("host.releaseBytesPerSec"), Lo: 0, Hi: 1 * gib, Why: "tcmallocReleaseRate; 8.0's default is 0 with the background thread on"},
+		{Knob: mustKnob("host.untrackedPerOpBytes"), Lo: 128 << 10, Hi: 2 * mib, Log: true, Why: "thread stack touched, OperationContext, CurOp, plan, storage cursor"},
+		{Knob: mustKnob("host.untrackedPerCursorBytes"), Lo: 32 << 10, Hi: 1 * mib, Log: true, Why: "ClientCursor, plan executor, storage session"},
+		{Knob: mustKnob("host.dirtyRatio"), Lo: 10, Hi: 60, Why: "vm.dirty_ratio (background ratio = half); Linux 20, Atlas's not known"},
 	}
+}
+
+func mustKnob(name string) Knob {
+	kn, ok := LookupKnob(name)
+	if !ok {
+		panic("sweep: no knob " + name)
+	}
+	return kn
 }
 
 // ParseDim reads --space NAME=LO:HI (a continuous range), NAME=LO:HI:log
@@ -88,92 +110,28 @@ func ParseDim(text string) (Dim, error) {
 		return Dim{}, err
 	}
 	d.Values = ax.Values
-	d.Predict = k.Name == "param.simShedClockScope"
 	return d, nil
 }
 
-// Observation is one figure the sweeper investigation reported for arm D
-// or for its storm, with the tolerance the fit allows it.
-type Observation struct {
-	Name, Observed string
-	// Target, or the range Lo…Hi (Lo < Hi) inside which the residual is 0.
-	Lo, Hi float64
-	// Tol is the relative error that still counts as a match.
-	Tol float64
-	// Unavail: the residual is the relative error of 1 − value (for
-	// availability, whose shortfall is what was measured).
-	Unavail bool
-	get     func(s []virtual.Summary) float64
-	format  string
-}
+// Observation is one of the investigation's figures, with its tolerance
+// (package investigation holds them).
+type Observation = investigation.Observation
 
-func med(f func(virtual.Summary) float64) func([]virtual.Summary) float64 {
-	return func(ss []virtual.Summary) float64 {
-		var xs []float64
-		for _, s := range ss {
-			xs = append(xs, f(s))
-		}
-		return metric.Quantile(xs, 0.5)
-	}
-}
+// Observations are the joint fit's targets: D's and E's observations.
+var Observations = investigation.Observations
 
-func mm(name string) func([]virtual.Summary) float64 {
-	return med(func(s virtual.Summary) float64 { return s.Metrics[name] })
-}
-
-// Observations are the fit's targets: arm D and the storm, as the
-// sweeper investigation saw them on Atlas M50s (docs/investigations.md).
-// E's and F's outcomes are not among them: they are predictions.
-var Observations = []Observation{
-	{Name: "D availability", Observed: "0.97", Lo: 0.97, Hi: 0.97, Tol: 1, Unavail: true, get: mm(metric.Availability), format: "%.3f"},
-	{Name: "D low-pri admissions/s", Observed: "160", Lo: 160, Hi: 160, Tol: 0.25, get: mm(metric.AdmissionsPerS), format: "%.0f"},
-	{Name: "D low-pri kills/s", Observed: "142", Lo: 142, Hi: 142, Tol: 0.25, get: mm(metric.KillsPerS), format: "%.0f"},
-	{Name: "D read tickets (median)", Observed: "10–14", Lo: 10, Hi: 14, Tol: 0.15, get: mm(metric.ReadTicketsMed), format: "%.0f"},
-	{Name: "D victims' tracked p50 MiB", Observed: "21", Lo: 21, Hi: 21, Tol: 0.25,
-		get: med(func(s virtual.Summary) float64 { return s.Metrics[metric.VictimTrackedP50] / (1 << 20) }), format: "%.1f"},
-	{Name: "D victims $setWindowFields", Observed: "most (≥ 0.5)", Lo: 0.5, Hi: 1, Tol: 0.2,
-		get: med(func(s virtual.Summary) float64 { return s.WindowShare }), format: "%.2f"},
-	{Name: "storm arrivals/s (D's queue)", Observed: "~270 (E); 302 departed (D)", Lo: 270, Hi: 302, Tol: 0.25,
-		get: mm2(func(m map[string]float64) float64 { return m[metric.DeparturesPerS] + m[metric.LowQueueSlope] }), format: "%.0f"},
-}
-
-func mm2(f func(map[string]float64) float64) func([]virtual.Summary) float64 {
-	return med(func(s virtual.Summary) float64 { return f(s.Metrics) })
-}
-
-// Residual is an observation's relative error at a point: 0 inside its
-// range, else the error relative to the nearer end.
-func (o Observation) Residual(sim float64) float64 {
-	if o.Unavail {
-		u, lo, hi := 1-sim, 1-o.Hi, 1-o.Lo
-		return relOut(u, lo, hi)
-	}
-	return relOut(sim, o.Lo, o.Hi)
-}
-
-func relOut(x, lo, hi float64) float64 {
-	switch {
-	case x < lo:
-		return (x - lo) / lo
-	case x > hi:
-		return (x - hi) / hi
-	}
-	return 0
-}
-
-// Format writes a simulated figure as the observation's row does.
-func (o Observation) Format(v float64) string { return fmt.Sprintf(o.format, v) }
-
-// Point is one evaluated point of the space: its values, D's trials there
-// and the objective.
+// Point is one evaluated point of the space: its values, the fitted
+// arms' figures there and the objective.
 type Point struct {
 	Values []Value // one per searched dimension
-	// Sim and Res are each observation's simulated figure and residual.
+	// Sim and Res are each observation's simulated figure and residual,
+	// in Observations order.
 	Sim, Res []float64
 	// Failovers is the most failovers of any of D's trials (the hard
 	// constraint: the investigation saw none).
 	Failovers float64
-	// Objective is Σ (residual / tolerance)².
+	// Objective is Σ (residual / tolerance)² over D's and E's
+	// observations.
 	Objective float64
 }
 
@@ -188,14 +146,15 @@ func better(a, b Point) bool {
 	return a.Objective < b.Objective
 }
 
-// Matches reports whether every residual is within its tolerance and D
-// had no failover.
-func (p Point) Matches() bool {
+// Matches reports whether every residual of arm's observations (every
+// observation when arm is "") is within its tolerance and D had no
+// failover.
+func (p Point) Matches(arm string) bool {
 	if !p.Feasible() {
 		return false
 	}
 	for i, o := range Observations {
-		if math.Abs(p.Res[i]) > o.Tol {
+		if (arm == "" || o.Arm == arm) && !o.Matches(p.Res[i]) {
 			return false
 		}
 	}
@@ -204,31 +163,40 @@ func (p Point) Matches() bool {
 
 // FitConfig is a fit: the base setting, the space and its budget.
 type FitConfig struct {
-	// Base is the setting every point starts from; Base.Hardware.Host
-	// must be set (the unknowns are the host's).
+	// Base is the setting every point starts from (the single-process
+	// model unless Base.Hardware.Host is set).
 	Base virtual.Config
-	// D is the arm the observations are of; E and F the predicted arms.
-	D, E, F arms.Arm
-	Space   []Dim
-	Seed    uint64
-	// FitSeeds are the trials of D per point (the same seeds at every
-	// point); PredictSeeds the trials of each predicted arm.
+	// D and E are the fitted arms (the observations are of them); F is
+	// predicted only, and M (master's formula with E's marks, optional)
+	// is predicted beside E.
+	D, E, F, M arms.Arm
+	Space      []Dim
+	Seed       uint64
+	// FitSeeds are the trials of each fitted arm per point (the same
+	// seeds at every point); PredictSeeds the trials of each arm at the
+	// fitted point.
 	FitSeeds, PredictSeeds int
 	// Samples is the Latin hypercube's size; Refine the most pattern
 	// search polls.
 	Samples, Refine int
-	// Top is how many of the best points E is also predicted at.
-	Top      int
-	Parallel int
-	Progress func(stage string, done, total int)
+	Parallel        int
+	Progress        func(stage string, done, total int)
 }
 
-// Prediction is an arm's trials at the fitted point under one build
-// variant.
+// Prediction is an arm's trials at the fitted point (under one value of
+// the prediction dimensions, if any).
 type Prediction struct {
-	// Role is "D", "E" or "F": which of the investigation's arms this is.
+	// Role is "D", "E", "M" or "F".
 	Role, Arm, Variant string
 	Trials             []virtual.Summary
+}
+
+// VariantEvidence is the best point the search found with one build
+// variant (one value of HazardKnob): the model-selection evidence.
+type VariantEvidence struct {
+	Variant string
+	Best    Point
+	Found   bool
 }
 
 // FitResult is what a fit found.
@@ -240,50 +208,57 @@ type FitResult struct {
 	Predicted []Dim // the prediction dimensions
 	Points    []Point
 	Best      Point
-	// D, E and F at the best point (E and F under each variant).
+	// Variants is the best objective per build variant (empty when the
+	// hazard form is not searched).
+	Variants []VariantEvidence
+	// Predictions are D, E, M and F at the best point.
 	Predictions []Prediction
-	// TopE is E's median availability, restarts and failovers at the
-	// next best points (under the first variant).
-	TopE      []TopPrediction
-	Evaluated int // trials run
+	Evaluated   int // trials run
+	Reused      int // fitted-arm trials a point shared with an earlier one
 }
 
-// TopPrediction is E at one of the best points.
-type TopPrediction struct {
-	Point                             Point
-	Availability, Restarts, Failovers float64
-}
-
-// Fit estimates the unknowns: a Latin hypercube over the space (or every
-// point of a small discrete space), then a pattern search from the best
-// point; every point runs D on the same seeds, so the search is
-// deterministic for its seed. It then predicts E and F at the best point.
+// Fit estimates the unknowns from D's and E's observations together: a
+// Latin hypercube over the space (or every point of a small discrete
+// space), then a compass search from the best point. Every point runs D
+// and E on the same seeds; an arm's trials are shared between points that
+// differ only in dimensions the arm does not see (D runs no shedder, E no
+// actor). The search is deterministic for its seed. It then predicts D,
+// E, M and F at the best point.
 func Fit(ctx context.Context, c FitConfig) (*FitResult, error) {
-	if c.Base.Hardware.Host == nil {
-		return nil, errors.New("the fit needs the host model")
-	}
 	if c.FitSeeds < 1 || c.PredictSeeds < 1 {
 		return nil, errors.New("at least one seed per point")
 	}
+	if c.D.Name == "" || c.E.Name == "" {
+		return nil, errors.New("the fit needs arms D and E")
+	}
 	r := &FitResult{}
 	for _, d := range c.Space {
+		if d.Knob.NeedsHost && c.Base.Hardware.Host == nil {
+			return nil, fmt.Errorf("%s needs the host model", d.Knob.Name)
+		}
 		if d.Predict {
 			r.Predicted = append(r.Predicted, d)
 		} else {
 			r.Space = append(r.Space, d)
 		}
 	}
-	f := &fitter{c: c, r: r, seen: map[string]int{}}
+	f := &fitter{c: c, r: r, seen: map[string]int{}, trials: map[string][]virtual.Summary{}}
 	if err := f.start(ctx); err != nil {
 		return nil, err
 	}
 	if err := f.refine(ctx); err != nil {
 		return nil, err
 	}
-	r.Best = r.Points[0]
-	for _, p := range r.Points[1:] {
-		if better(p, r.Best) {
-			r.Best = p
+	r.Best = f.best()
+	if i := slices.IndexFunc(r.Space, func(d Dim) bool { return d.Knob.Name == HazardKnob }); i >= 0 {
+		for _, v := range r.Space[i].Values {
+			ev := VariantEvidence{Variant: v.Str}
+			for _, p := range r.Points {
+				if p.Values[i].Equal(v) && (!ev.Found || better(p, ev.Best)) {
+					ev.Best, ev.Found = p, true
+				}
+			}
+			r.Variants = append(r.Variants, ev)
 		}
 	}
 	if err := f.predict(ctx); err != nil {
@@ -296,6 +271,9 @@ type fitter struct {
 	c    FitConfig
 	r    *FitResult
 	seen map[string]int // point key → index in r.Points
+	// trials are a fitted arm's trials by the arm's name and the values
+	// of the dimensions it sees.
+	trials map[string][]virtual.Summary
 }
 
 // at is the value of dimension d at unit coordinate u.
@@ -333,6 +311,19 @@ func key(vals []Value) string {
 	var b strings.Builder
 	for _, v := range vals {
 		fmt.Fprintf(&b, "%v|", v.Any())
+	}
+	return b.String()
+}
+
+// armKey names arm a's trials at a point: the values of the dimensions
+// that change a.
+func armKey(a arms.Arm, vals []Value, dims []Dim) string {
+	var b strings.Builder
+	b.WriteString(a.Name + ":")
+	for i, d := range dims {
+		if d.Knob.AppliesTo(a) {
+			fmt.Fprintf(&b, "%s=%v|", d.Knob.Name, vals[i].Any())
+		}
 	}
 	return b.String()
 }
@@ -464,22 +455,34 @@ func (f *fitter) setting(a arms.Arm, vals []Value, dims []Dim) (Setting, error) 
 	return s, check(s)
 }
 
-// eval runs D at every new point, in parallel, and records the points.
+// eval runs D and E at every new point, in parallel (each arm's trials
+// once per combination of the values it sees), and records the points.
 func (f *fitter) eval(ctx context.Context, stage string, pts [][]Value) error {
 	var jobs []job
 	var fresh [][]Value
+	var cells []string // armKey of each job's cell
+	queued := map[string]bool{}
 	for _, p := range pts {
 		if _, ok := f.seen[key(p)]; ok || slices.ContainsFunc(fresh, func(q []Value) bool { return key(q) == key(p) }) {
 			continue
 		}
-		s, err := f.setting(f.c.D, p, f.r.Space)
-		if err != nil {
-			return fmt.Errorf("point %s: %v", f.label(p), err)
-		}
-		for i := range f.c.FitSeeds {
-			jobs = append(jobs, job{cell: len(fresh), arm: s.Arm, cfg: s.Config, seed: f.c.Seed + uint64(i)})
-		}
 		fresh = append(fresh, p)
+		for _, a := range []arms.Arm{f.c.D, f.c.E} {
+			k := armKey(a, p, f.r.Space)
+			if _, ok := f.trials[k]; ok || queued[k] {
+				f.r.Reused += f.c.FitSeeds
+				continue
+			}
+			s, err := f.setting(a, p, f.r.Space)
+			if err != nil {
+				return fmt.Errorf("point %s: %w", f.label(p), err)
+			}
+			queued[k] = true
+			for i := range f.c.FitSeeds {
+				jobs = append(jobs, job{cell: len(cells), arm: s.Arm, cfg: s.Config, seed: f.c.Seed + uint64(i)})
+			}
+			cells = append(cells, k)
+		}
 	}
 	var progress func(done, total int)
 	if f.c.Progress != nil {
@@ -490,12 +493,11 @@ func (f *fitter) eval(ctx context.Context, stage string, pts [][]Value) error {
 		return err
 	}
 	f.r.Evaluated += len(jobs)
-	trials := make([][]virtual.Summary, len(fresh))
 	for i, j := range jobs {
-		trials[j.cell] = append(trials[j.cell], out[i])
+		f.trials[cells[j.cell]] = append(f.trials[cells[j.cell]], out[i])
 	}
-	for i, p := range fresh {
-		pt := Score(trials[i])
+	for _, p := range fresh {
+		pt := Score(f.trials[armKey(f.c.D, p, f.r.Space)], f.trials[armKey(f.c.E, p, f.r.Space)])
 		pt.Values = p
 		f.seen[key(p)] = len(f.r.Points)
 		f.r.Points = append(f.r.Points, pt)
@@ -503,16 +505,17 @@ func (f *fitter) eval(ctx context.Context, stage string, pts [][]Value) error {
 	return nil
 }
 
-// Score is the objective of D's trials at a point.
-func Score(trials []virtual.Summary) Point {
+// Score is the objective of D's and E's trials at a point.
+func Score(d, e []virtual.Summary) Point {
 	var p Point
+	by := map[string][]investigation.Trial{"D": virtual.Figures(d), "E": virtual.Figures(e)}
 	for _, o := range Observations {
-		v := o.get(trials)
+		v := o.Value(by[o.Arm])
 		r := o.Residual(v)
 		p.Sim, p.Res = append(p.Sim, v), append(p.Res, r)
 		p.Objective += (r / o.Tol) * (r / o.Tol)
 	}
-	for _, t := range trials {
+	for _, t := range d {
 		p.Failovers = max(p.Failovers, t.Metrics[metric.Failovers])
 	}
 	return p
@@ -526,8 +529,9 @@ func (f *fitter) label(vals []Value) string {
 	return strings.Join(s, " ")
 }
 
-// predict runs D, E and F at the best point (E and F under every value
-// of the prediction dimensions), and E at the next best points.
+// predict runs D, E, M and F at the best point (under every value of the
+// prediction dimensions). M, master's formula with E's marks, runs with
+// the hazard dimension left out: its build is master's by definition.
 func (f *fitter) predict(ctx context.Context) error {
 	type pred struct {
 		role    string
@@ -547,39 +551,44 @@ func (f *fitter) predict(ctx context.Context) error {
 		variants = next
 	}
 	dims := append(slices.Clone(f.r.Space), f.r.Predicted...)
+	var noHazard []Dim
+	for _, d := range dims {
+		if d.Knob.Name != HazardKnob {
+			noHazard = append(noHazard, d)
+		}
+	}
+	values := func(v []Value, ds []Dim) []Value {
+		all := append(slices.Clone(f.r.Best.Values), v...)
+		var out []Value
+		for i, d := range dims {
+			if slices.ContainsFunc(ds, func(x Dim) bool { return x.Knob.Name == d.Knob.Name }) {
+				out = append(out, all[i])
+			}
+		}
+		return out
+	}
 	var preds []pred
-	preds = append(preds, pred{role: "D", arm: f.c.D, vals: append(slices.Clone(f.r.Best.Values), variants[0]...), dims: dims})
-	for ai, a := range []arms.Arm{f.c.E, f.c.F} {
+	for _, role := range []struct {
+		name string
+		arm  arms.Arm
+	}{{"D", f.c.D}, {"E", f.c.E}, {"M", f.c.M}, {"F", f.c.F}} {
+		if role.arm.Name == "" {
+			continue
+		}
+		ds := dims
+		if role.name == "M" {
+			ds = noHazard
+		}
 		for _, v := range variants {
 			var names []string
 			for i, d := range f.r.Predicted {
 				names = append(names, strings.TrimPrefix(d.Knob.Name, "param.")+"="+d.Knob.Label(v[i]))
 			}
-			preds = append(preds, pred{role: []string{"E", "F"}[ai], arm: a, variant: strings.Join(names, " "), vals: append(slices.Clone(f.r.Best.Values), v...), dims: dims})
+			preds = append(preds, pred{role: role.name, arm: role.arm, variant: strings.Join(names, " "), vals: values(v, ds), dims: ds})
+			if role.name == "D" {
+				break // D runs no shedder: one variant tells all
+			}
 		}
-	}
-	// E at the next best points, first variant.
-	ranked := slices.Clone(f.r.Points)
-	slices.SortStableFunc(ranked, func(a, b Point) int {
-		switch {
-		case better(a, b):
-			return -1
-		case better(b, a):
-			return 1
-		}
-		return 0
-	})
-	// The next best points with an objective of their own: refinement
-	// around a plateau finds many points D cannot tell apart.
-	var top []Point
-	objectives := []float64{f.r.Best.Objective}
-	for _, p := range ranked {
-		if len(top) >= f.c.Top || slices.Contains(objectives, p.Objective) {
-			continue
-		}
-		objectives = append(objectives, p.Objective)
-		top = append(top, p)
-		preds = append(preds, pred{role: "E", arm: f.c.E, variant: "top", vals: append(slices.Clone(p.Values), variants[0]...), dims: dims})
 	}
 	var jobs []job
 	for i, p := range preds {
@@ -587,11 +596,7 @@ func (f *fitter) predict(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		n := f.c.PredictSeeds
-		if p.variant == "top" {
-			n = f.c.FitSeeds
-		}
-		for k := range n {
+		for k := range f.c.PredictSeeds {
 			jobs = append(jobs, job{cell: i, arm: s.Arm, cfg: s.Config, seed: f.c.Seed + uint64(k)})
 		}
 	}
@@ -609,56 +614,39 @@ func (f *fitter) predict(ctx context.Context) error {
 		trials[j.cell] = append(trials[j.cell], out[i])
 	}
 	for i, p := range preds {
-		if p.variant == "top" {
-			m := func(name string) float64 { return mm(name)(trials[i]) }
-			f.r.TopE = append(f.r.TopE, TopPrediction{Point: top[len(f.r.TopE)], Availability: m(metric.Availability), Restarts: m(metric.Restarts), Failovers: m(metric.Failovers)})
-			continue
-		}
 		f.r.Predictions = append(f.r.Predictions, Prediction{Role: p.role, Arm: p.arm.Name, Variant: p.variant, Trials: trials[i]})
 	}
 	return nil
 }
 
-// Falls reports whether an arm's trials reproduce E's observed outcome:
-// median availability ≤ 0.6, with OOM restarts and failovers in most
-// trials.
-func Falls(trials []virtual.Summary) bool {
-	n := 0
-	for _, t := range trials {
-		if t.Metrics[metric.Restarts] > 0 && t.Metrics[metric.Failovers] > 0 {
-			n++
+// Falls reports whether an arm's trials reproduce E's observed outcome
+// (investigation.Falls).
+func Falls(trials []virtual.Summary) bool { return investigation.Falls(virtual.Figures(trials)) }
+
+// Holds reports whether an arm's trials hold as D did
+// (investigation.Holds).
+func Holds(trials []virtual.Summary) bool { return investigation.Holds(virtual.Figures(trials)) }
+
+// Prediction returns the prediction of a role (the first, under the
+// first prediction variant).
+func (r *FitResult) Prediction(role string) (Prediction, bool) {
+	for _, p := range r.Predictions {
+		if p.Role == role {
+			return p, true
 		}
 	}
-	return mm(metric.Availability)(trials) <= 0.6 && 2*n > len(trials)
+	return Prediction{}, false
 }
 
-// Holds reports whether an arm's trials hold as D and F did: median
-// availability > 0.9 and no failover in any trial.
-func Holds(trials []virtual.Summary) bool {
-	for _, t := range trials {
-		if t.Metrics[metric.Failovers] > 0 {
-			return false
-		}
+// Reproduced reports whether the fit reproduces the investigation's D and
+// E: every observation within tolerance at the fitted point, and at the
+// fitted point's predictions D holds and E falls. F is not part of it: F
+// is a prediction.
+func (r *FitResult) Reproduced() bool {
+	if !r.Best.Matches("") {
+		return false
 	}
-	return mm(metric.Availability)(trials) > 0.9
-}
-
-// Reproduced reports whether the fit reproduces the investigation: D
-// matches every observation, and under some build variant E falls while
-// F holds.
-func (r *FitResult) Reproduced() (bool, string) {
-	if !r.Best.Matches() {
-		return false, ""
-	}
-	for _, e := range r.Predictions {
-		if e.Role != "E" || !Falls(e.Trials) {
-			continue
-		}
-		for _, f := range r.Predictions {
-			if f.Role == "F" && f.Variant == e.Variant && Holds(f.Trials) {
-				return true, e.Variant
-			}
-		}
-	}
-	return false, ""
+	d, okD := r.Prediction("D")
+	e, okE := r.Prediction("E")
+	return okD && okE && Holds(d.Trials) && Falls(e.Trials)
 }

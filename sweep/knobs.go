@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/arms/killop"
 	"github.com/qmlsab/qmlsab/mongosim/model"
 	"github.com/qmlsab/qmlsab/run/virtual"
+	"github.com/qmlsab/qmlsab/workload"
 )
 
 // Unit kinds of a knob's values.
@@ -218,6 +220,28 @@ var Knobs = func() []Knob {
 	wl("batchDocs", "getMore batch size", "", true, func(c *virtual.Config) any { return &c.Workload.BatchDocs })
 	wl("outputShare", "share of scanned documents a query returns", "", false, func(c *virtual.Config) any { return &c.Workload.OutputShare })
 	wl("canaryRate", "canaries per second", UnitPerSec, false, func(c *virtual.Config) any { return &c.Workload.CanaryRate })
+	ks = append(ks, Knob{Name: "workload.windowShare", Doc: "share of $setWindowFields in the storm's mix, the rest split evenly between $sort and $group", Min: 0, Max: 1,
+		set: func(s *Setting, v Value) error {
+			rest := (1 - v.Num) / 2
+			s.Config.Workload.Mix = []workload.StageShare{{Stage: "$setWindowFields", Weight: v.Num}, {Stage: "$sort", Weight: rest}, {Stage: "$group", Weight: rest}}
+			if v.Num >= 1 {
+				s.Config.Workload.Mix = s.Config.Workload.Mix[:1]
+			}
+			return nil
+		},
+		get: func(s *Setting) Value {
+			var w, total float64
+			for _, m := range s.Config.Workload.Mix {
+				total += m.Weight
+				if m.Stage == "$setWindowFields" {
+					w += m.Weight
+				}
+			}
+			if total <= 0 {
+				return Num(0)
+			}
+			return Num(w / total)
+		}})
 
 	// Server parameters, by mongod's names.
 	for _, p := range model.ParamSpecs {
@@ -248,6 +272,23 @@ var Knobs = func() []Knob {
 				return getField(f(&c))
 			}})
 	}
+	ks = append(ks, Knob{Name: "killop.policy", Doc: "which operations the actor considers (largest tracked memory first until RSS's excess is covered)", Choices: killop.Policies,
+		appliesTo: func(a arms.Arm) bool { return a.KillOp() != nil },
+		set: func(s *Setting, v Value) error {
+			if k := s.Arm.KillOp(); k != nil {
+				if !killop.ValidPolicy(v.Str) {
+					return fmt.Errorf("killop.policy: %q is not one of %s", v.Str, strings.Join(killop.Policies, ", "))
+				}
+				k.Policy = v.Str
+			}
+			return nil
+		},
+		get: func(s *Setting) Value {
+			if k := s.Arm.KillOp(); k != nil && k.Policy != "" {
+				return Str(k.Policy)
+			}
+			return Str(killop.PolicyDefault)
+		}})
 	ko("rssHighPercent", "the actor kills when RSS is above this share of the memory limit (D: 70)", UnitPercent, 0, 100, false, func(c *killopSetting) any { return &c.RSSHighPercent })
 	ko("intervalMillis", "the actor's sampling interval", UnitMillis, 1, 60_000, true, func(c *killopSetting) any { return &c.IntervalMillis })
 	ko("maxKillsPerRound", "kills per sample at most", "", 1, 1_000_000, true, func(c *killopSetting) any { return &c.MaxKillsPerRound })
@@ -329,7 +370,7 @@ func paramKnob(p model.ParamSpec) Knob {
 			k.Unit = UnitMillis
 		}
 	}
-	if strings.HasPrefix(p.Name, "queryMemoryLoadShedding") {
+	if strings.HasPrefix(p.Name, "queryMemoryLoadShedding") || strings.HasPrefix(p.Name, "simShed") {
 		k.appliesTo = sheds
 		k.Doc += " (applied to arms that shed)"
 	}

@@ -59,14 +59,17 @@ type SpillToDisk struct {
 // the sweeper investigation's Atlas runs did: each query feeds ~40 MB into a blocking
 // stage (Atlas's 32 MiB sort limit, so it spills), keeps a ~22 MiB buffer
 // while getMores of 1000 documents read its spilled runs back, and queries
-// arrive faster than the spill disk can drain them.
+// arrive faster than the spill disk can drain them. The rate and the
+// $setWindowFields share are the joint fit's (qmlsab calibrate --fit, from
+// the sweeper investigation's D and E flows; docs/model.md gives their
+// ranges): 271.5 queries/s and 0.71.
 func DefaultSpillToDisk() SpillToDisk {
 	return SpillToDisk{
 		AppName:       "qmlsab-storm",
 		CanaryAppName: "qmlsab-canary",
 		Phases:        Phases{Warmup: 30 * time.Second, Storm: 150 * time.Second, Recovery: 60 * time.Second},
-		StormRate:     150,
-		Mix:           []StageShare{{"$setWindowFields", 0.7}, {"$sort", 0.15}, {"$group", 0.15}},
+		StormRate:     271.5,
+		Mix:           []StageShare{{"$setWindowFields", 0.71}, {"$sort", 0.145}, {"$group", 0.145}},
 		ScanDocs:      80_000,
 		ScanSpread:    0.3,
 		DocBytes:      500,

@@ -261,6 +261,7 @@ func OpOf(d bson.Raw) (killop.Op, bool) {
 	op.AppName, _ = d.Lookup("appName").StringValueOK()
 	op.TrackedBytes, _ = d.Lookup("inUseTrackedMemBytes").AsInt64OK()
 	op.Queued = d.Lookup("currentQueue").Type == bson.TypeEmbeddedDocument
+	op.LowPriority, _ = d.Lookup("priorityLowered").BooleanOK()
 	op.Stage, _ = d.Lookup("stage").StringValueOK()
 	if op.Stage == "" {
 		if p, ok := d.Lookup("command", "pipeline").ArrayOK(); ok {

@@ -28,6 +28,7 @@ func TestKillOpActorKillsOnlyItsAppIncludingQueuedOps(t *testing.T) {
 		params[k] = v
 	}
 	params["throughputProbingMaxConcurrency"] = "4" // few tickets, so storm ops queue
+	params["throughputProbingMinConcurrency"] = "1" // D's floor is above that maximum
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	rs, err := mongosim.StartReplicaSet(ctx, mongosim.ReplicaSetOptions{Parameters: params, MemLimitMB: 4096,

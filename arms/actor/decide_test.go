@@ -63,6 +63,7 @@ func stormOp(t testing.TB, id any, tracked int64) bson.Raw {
 
 func TestDecideKillsOnlyWhatItCanReadAndIdlesWithoutMemoryFigures(t *testing.T) {
 	cfg := killop.Default("storm")
+	cfg.Policy = killop.PolicyLargestFirst // these ops hold tickets; D's default considers queued ones only
 	hi := hostInfoWith(t, bson.D{{Key: "memLimitMB", Value: int64(1000)}})
 	hot := doc(t, bson.D{{Key: "mem", Value: bson.D{{Key: "resident", Value: int32(900)}}}})
 	ops := []bson.Raw{stormOp(t, int32(7), 200<<20), stormOp(t, "shard0:8", 300<<20), doc(t, bson.D{{Key: "appName", Value: "storm"}})}

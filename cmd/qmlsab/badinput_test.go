@@ -23,7 +23,7 @@ func TestBadInputCatalogue(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"run", "--arms", "D,Q", "--out", out}, `qmlsab run: --arms: unknown arm "Q" (known: A, D, E, F, G)`},
+		{[]string{"run", "--arms", "D,Q", "--out", out}, `qmlsab run: --arms: unknown arm "Q" (known: A, D, E, M, F, G)`},
 		{[]string{"run", "--n", "0", "--out", out}, "qmlsab run: --n 0: at least one trial per arm"},
 		{[]string{"run", "--n", "-3", "--out", out}, "qmlsab run: --n -3: at least one trial per arm"},
 		{[]string{"run", "--workload", "nope", "--out", out}, `qmlsab run: --workload: unknown workload "nope" (built-in: merge_partial_write, spill_to_disk; or a path to a workload YAML file)`},

@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/investigation"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/mongosim/model"
 	"github.com/qmlsab/qmlsab/run"
@@ -33,18 +34,17 @@ func calibrateCommand() *cli.Command {
 		Name:  "calibrate",
 		Usage: "run the built-in arms on the model in virtual time and print its figures beside the investigation's; --fit estimates the host model's unknowns (a simulation)",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "arms", Value: "A,D,E,F,G", Usage: "built-in arms to run, comma-separated (table mode)"},
+			&cli.StringFlag{Name: "arms", Value: "A,D,E,M,F,G", Usage: "built-in arms to run, comma-separated (table mode)"},
 			&cli.IntFlag{Name: "seeds", Value: 5, Usage: "trials per arm (seeds --seed, --seed+1, ...); with --fit, per predicted arm"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "first seed; a seed makes a trial deterministic"},
 			&cli.Float64Flag{Name: "storm-rate", Usage: "storm queries per second (default: the workload's; table mode)"},
 			&cli.DurationFlag{Name: "storm", Usage: "storm phase length (default: the workload's; table mode)"},
-			&cli.BoolFlag{Name: "host", Usage: "table mode: run on the host model (model.HostHardware) instead of the single-process model"},
-			&cli.BoolFlag{Name: "fit", Usage: "estimate the host model's unknowns from the investigation's observations of D and the storm, then predict E and F"},
+			&cli.BoolFlag{Name: "host", Usage: "run on the host model (model.HostHardware) instead of the single-process model; with --fit, its unknowns join the space"},
+			&cli.BoolFlag{Name: "fit", Usage: "estimate the storm, the unreported admission settings, D's actor policy and E's build from the investigation's observations of D and E jointly, then predict D, E, M and F"},
 			&cli.GenericFlag{Name: "space", Value: &repeated{}, Usage: "with --fit: search only these unknowns, each `NAME=LO:HI[:log]` or NAME=V1,V2,... (repeatable; default: the documented space)"},
 			&cli.IntFlag{Name: "samples", Value: 48, Usage: "with --fit: Latin hypercube points"},
 			&cli.IntFlag{Name: "refine", Value: 12, Usage: "with --fit: compass-search polls after the hypercube"},
 			&cli.IntFlag{Name: "fit-seeds", Value: 2, Usage: "with --fit: trials of D per point (the same seeds at every point)"},
-			&cli.IntFlag{Name: "top", Value: 3, Usage: "with --fit: also predict E at this many next-best points"},
 			&cli.StringFlag{Name: "profile", Value: "default", Usage: "with --fit: phase lengths, quick, default or long"},
 			&cli.IntFlag{Name: "parallel", Usage: "with --fit: trials at once (default: every CPU)"},
 		},
@@ -61,7 +61,7 @@ func calibrateCommand() *cli.Command {
 			if c.Bool("fit") {
 				return fitAction(c)
 			}
-			for _, f := range []string{"space", "samples", "refine", "fit-seeds", "top", "profile", "parallel"} {
+			for _, f := range []string{"space", "samples", "refine", "fit-seeds", "profile", "parallel"} {
 				if c.IsSet(f) {
 					return cli.Exit(fmt.Sprintf("qmlsab calibrate: --%s: with --fit only", f), 1)
 				}
@@ -70,7 +70,7 @@ func calibrateCommand() *cli.Command {
 			for _, n := range strings.Split(c.String("arms"), ",") {
 				a, ok := arms.Lookup(strings.TrimSpace(n))
 				if !ok {
-					return cli.Exit(fmt.Sprintf("qmlsab calibrate: --arms: unknown arm %q (built-in: %s)", n, "A, D, E, F, G"), 1)
+					return cli.Exit(fmt.Sprintf("qmlsab calibrate: --arms: unknown arm %q (built-in: %s)", n, "A, D, E, M, F, G"), 1)
 				}
 				list = append(list, a)
 			}
@@ -105,9 +105,9 @@ func fitAction(c *cli.Context) error {
 	fail := func(format string, args ...any) error {
 		return cli.Exit(fmt.Sprintf("qmlsab calibrate: "+format, args...), 1)
 	}
-	for _, f := range []string{"arms", "storm-rate", "storm", "host"} {
+	for _, f := range []string{"arms", "storm-rate", "storm"} {
 		if c.IsSet(f) {
-			return fail("--%s: table mode only; --fit runs D, E and F on the host model over its search space", f)
+			return fail("--%s: table mode only; --fit runs D and E over its search space and predicts M and F", f)
 		}
 	}
 	scale, err := run.ProfileScale(c.String("profile"))
@@ -119,16 +119,16 @@ func fitAction(c *cli.Context) error {
 			return fail("--%s %d: at least 1", f, c.Int(f))
 		}
 	}
-	for _, f := range []string{"refine", "top"} {
-		if c.Int(f) < 0 {
-			return fail("--%s %d: must not be negative", f, c.Int(f))
-		}
+	if c.Int("refine") < 0 {
+		return fail("--refine %d: must not be negative", c.Int("refine"))
 	}
 	space := sweep.DefaultSpace()
+	if c.Bool("host") {
+		space = append(space, sweep.HostSpace()...)
+	}
 	if given := repeatedFlag(c, "space"); len(given) > 0 {
-		// The space is exactly the given unknowns (the others keep
-		// model.HostHardware's values); the build variant stays a
-		// prediction dimension unless given.
+		// The space is exactly the given unknowns (the others keep the
+		// embedded default's values).
 		var dims []sweep.Dim
 		for _, text := range given {
 			d, err := sweep.ParseDim(text)
@@ -143,22 +143,17 @@ func fitAction(c *cli.Context) error {
 			}
 			dims = append(dims, d)
 		}
-		for _, d := range space {
-			if d.Predict && !slices.ContainsFunc(dims, func(x sweep.Dim) bool { return x.Knob.Name == d.Knob.Name }) {
-				dims = append(dims, d)
-			}
-		}
 		space = dims
 	}
 	base := virtual.DefaultConfig(c.Uint64("seed"))
-	base.Hardware = model.HostHardware()
+	if c.Bool("host") {
+		base.Hardware = model.HostHardware()
+	}
 	base.Workload = scaled(base.Workload, scale)
-	d, _ := arms.Lookup("D")
-	e, _ := arms.Lookup("E")
-	f, _ := arms.Lookup("F")
-	cfg := sweep.FitConfig{Base: base, D: d, E: e, F: f, Space: space, Seed: c.Uint64("seed"),
+	role := func(name string) arms.Arm { a, _ := arms.Lookup(name); return a }
+	cfg := sweep.FitConfig{Base: base, D: role("D"), E: role("E"), F: role("F"), M: role("M"), Space: space, Seed: c.Uint64("seed"),
 		FitSeeds: c.Int("fit-seeds"), PredictSeeds: c.Int("seeds"), Samples: c.Int("samples"), Refine: c.Int("refine"),
-		Top: c.Int("top"), Parallel: c.Int("parallel"), Progress: fitProgress(c.App.ErrWriter)}
+		Parallel: c.Int("parallel"), Progress: fitProgress(c.App.ErrWriter)}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	restoreGC := sweep.TuneGC()
@@ -171,7 +166,7 @@ func fitAction(c *cli.Context) error {
 		}
 		return fail("%v", err)
 	}
-	writeFit(c.App.Writer, cfg, r, c.String("profile"), time.Since(start))
+	writeFit(c.App.Writer, cfg, r, c.String("profile"), c.Bool("host"), time.Since(start))
 	return nil
 }
 
@@ -185,43 +180,80 @@ func fitProgress(w io.Writer) func(stage string, done, total int) {
 }
 
 // writeFit prints a fit: the fitted values, each observation's residual
-// beside the observed figure, E's and F's predictions and the verdict.
-func writeFit(w io.Writer, cfg sweep.FitConfig, r *sweep.FitResult, profile string, took time.Duration) {
+// beside the observed figure, the objective per build variant, D's, E's,
+// M's and F's predictions, F's acceptance as the model predicts it, and
+// the verdict.
+func writeFit(w io.Writer, cfg sweep.FitConfig, r *sweep.FitResult, profile string, host bool, took time.Duration) {
 	b := r.Best
-	fmt.Fprintf(w, "qmlsab calibrate --fit (SIMULATED: a model of mongod on an M50 host, not a measurement)\n\n")
+	modelName := "the single-process model"
+	if host {
+		modelName = "the host model"
+	}
+	fmt.Fprintf(w, "qmlsab calibrate --fit (SIMULATED: a model of mongod on an M50, not a measurement)\n\n")
 	start := fmt.Sprintf("a Latin hypercube of %d points", cfg.Samples)
 	if r.Start == "grid" {
 		start = "every point of the (small, discrete) space"
 	}
-	fmt.Fprintf(w, "Method: %d unknowns over their plausible ranges; %s, then a compass search from the best (at most %d polls); at each point arm D runs on seeds %d–%d (profile %s, the host model); objective Σ (residual ÷ tolerance)² over the observations of D and the storm, D's failovers a hard constraint. %d points, %d trials, %v wall.\n\n",
-		len(r.Space), start, cfg.Refine, cfg.Seed, cfg.Seed+uint64(cfg.FitSeeds)-1, profile, len(r.Points), r.Evaluated, took.Round(time.Second))
+	fmt.Fprintf(w, "Method: %d unknowns over their plausible ranges; %s, then a compass search from the best (at most %d polls); at each point arms D and E run on seeds %d–%d (profile %s, %s); objective Σ (residual ÷ tolerance)² over D's and E's observations, D's failovers a hard constraint. %d points, %d trials (%d shared between points), %v wall, %.1f trials/s.\n\n",
+		len(r.Space), start, cfg.Refine, cfg.Seed, cfg.Seed+uint64(cfg.FitSeeds)-1, profile, modelName, len(r.Points), r.Evaluated, r.Reused, took.Round(time.Second), float64(r.Evaluated)/max(took.Seconds(), 1e-9))
 
 	fmt.Fprintln(w, "Fitted values (the best point):")
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  unknown\tfitted\tplausible range\tdefault (model.HostHardware)\t")
-	def := sweep.Setting{Config: cfg.Base, Arm: cfg.D}
+	fmt.Fprintln(tw, "  unknown\tfitted\tplausible range\tembedded default\t")
 	for i, d := range r.Space {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t\n", d.Knob.Name, d.Knob.Label(b.Values[i]), dimRange(d), d.Knob.Label(sweep.KnobValue(d.Knob, def)))
-	}
-	for _, d := range r.Predicted {
-		var vs []string
-		for _, v := range d.Values {
-			vs = append(vs, d.Knob.Label(v))
+		def := sweep.Setting{Config: cfg.Base, Arm: cfg.D}
+		if !d.Knob.AppliesTo(cfg.D) {
+			def.Arm = cfg.E
 		}
-		fmt.Fprintf(tw, "  %s\t(not identifiable from D: predicted at each)\t%s\t\t\n", d.Knob.Name, strings.Join(vs, " | "))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t\n", d.Knob.Name, d.Knob.Label(b.Values[i]), dimRange(d), d.Knob.Label(sweep.KnobValue(d.Knob, def)))
 	}
 	tw.Flush()
 
-	fmt.Fprintf(w, "\nResiduals at the fitted point (D, median of %d seeds; objective %.2f; D's failovers at most %.0f):\n", cfg.FitSeeds, b.Objective, b.Failovers)
+	if len(r.Variants) > 0 {
+		fmt.Fprintln(w, "\nModel selection: E's build variant (simShedHazard), the best point found with each:")
+		tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  variant\tobjective\tD's objective\tE's objective\tE's figures there\t")
+		for _, v := range r.Variants {
+			if !v.Found {
+				fmt.Fprintf(tw, "  %s\t(not searched)\t\t\t\t\n", v.Variant)
+				continue
+			}
+			var dObj, eObj float64
+			var figs []string
+			for i, o := range sweep.Observations {
+				q := (v.Best.Res[i] / o.Tol) * (v.Best.Res[i] / o.Tol)
+				if o.Arm == "D" {
+					dObj += q
+				} else {
+					eObj += q
+					figs = append(figs, strings.TrimPrefix(o.Name, "E ")+" "+o.FormatValue(v.Best.Sim[i]))
+				}
+			}
+			sel := ""
+			if v.Best.Objective == b.Objective {
+				sel = " (selected)"
+			}
+			fmt.Fprintf(tw, "  %s%s\t%.2f\t%.2f\t%.2f\t%s\t\n", v.Variant, sel, v.Best.Objective, dObj, eObj, strings.Join(figs, "; "))
+		}
+		tw.Flush()
+	}
+
+	fmt.Fprintf(w, "\nResiduals at the fitted point (median of %d seeds unless the row says otherwise; objective %.2f; D's failovers at most %.0f):\n", cfg.FitSeeds, b.Objective, b.Failovers)
 	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  observation\tsimulated\tobserved\tresidual\ttolerance\tmatch\tover every point searched\t")
 	for i, o := range sweep.Observations {
 		lo, hi := math.Inf(1), math.Inf(-1)
 		for _, p := range r.Points {
-			lo, hi = min(lo, p.Sim[i]), max(hi, p.Sim[i])
+			if !math.IsNaN(p.Sim[i]) {
+				lo, hi = min(lo, p.Sim[i]), max(hi, p.Sim[i])
+			}
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%+.2f\t±%.2f\t%s\t%s – %s\t\n", o.Name, o.Format(b.Sim[i]), o.Observed, b.Res[i], o.Tol,
-			yesNo(math.Abs(b.Res[i]) <= o.Tol), o.Format(lo), o.Format(hi))
+		span := "–"
+		if lo <= hi {
+			span = o.FormatValue(lo) + " – " + o.FormatValue(hi)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%+.2f\t±%.2f\t%s\t%s\t\n", o.Name, o.FormatValue(b.Sim[i]), o.Observed, b.Res[i], o.Tol,
+			yesNo(o.Matches(b.Res[i])), span)
 	}
 	feasible := 0
 	for _, p := range r.Points {
@@ -234,59 +266,56 @@ func writeFit(w io.Writer, cfg sweep.FitConfig, r *sweep.FitResult, profile stri
 
 	fmt.Fprintf(w, "\nPredictions at the fitted point (%d seeds each; median [min–max]):\n", cfg.PredictSeeds)
 	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  arm\tbuild variant\tavailability\tfailovers\trestarts\tadmissions/s\tqueue kills/s\tsheds/s\tpeak RSS GiB\tobserved\t")
-	observed := map[string]string{"D": "0.97, 0 failovers, 160 + 142/s", "E": "0.41, OOM restarts and failovers (crash-looping), ~180 admissions/s", "F": "(the fix: > 0.9, 0 failovers, sheds/s > admissions/s)"}
+	fmt.Fprintln(tw, "  arm\tavailability\tfailovers\trestarts\tadmissions/s\tqueue kills/s\tsheds/s\tarrivals/s growing\tpeak RSS GiB\toutcome\tobserved\t")
+	observed := investigation.Outcomes
 	for _, p := range r.Predictions {
 		col := func(name string, scale float64, format string) string {
 			return rangeOf(p.Trials, func(s virtual.Summary) float64 { return s.Metrics[name] * scale }, format)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.Arm, dashIfEmpty(p.Variant), col(metric.Availability, 1, "%.2f"), col(metric.Failovers, 1, "%.0f"),
+		outcome := "neither"
+		switch {
+		case sweep.Holds(p.Trials):
+			outcome = "holds"
+		case sweep.Falls(p.Trials):
+			outcome = "falls"
+		}
+		name := p.Arm
+		if p.Variant != "" {
+			name += " (" + p.Variant + ")"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, col(metric.Availability, 1, "%.2f"), col(metric.Failovers, 1, "%.0f"),
 			col(metric.Restarts, 1, "%.0f"), col(metric.AdmissionsPerS, 1, "%.0f"), col(metric.KillsPerS, 1, "%.0f"), col(metric.ShedsPerS, 1, "%.0f"),
-			col(metric.RSSPeakBytes, 1.0/(1<<30), "%.1f"), observed[p.Role])
+			col(investigation.GrowthArrivalsPerS, 1, "%.0f"), col(metric.RSSPeakBytes, 1.0/(1<<30), "%.1f"), outcome, observed[p.Role])
 	}
 	tw.Flush()
-	if len(r.TopE) > 0 {
-		fmt.Fprintf(w, "\nE at the next best points with objectives of their own (%d seeds; first build variant):\n", cfg.FitSeeds)
-		for _, t := range r.TopE {
-			var vals []string
-			for i, d := range r.Space {
-				vals = append(vals, d.Knob.Name+"="+d.Knob.Label(t.Point.Values[i]))
-			}
-			note := ""
-			if !t.Point.Feasible() {
-				note = " (D failed over)"
-			}
-			fmt.Fprintf(w, "  objective %.2f%s: E availability %.2f, restarts %.0f, failovers %.0f\n    at %s\n", t.Point.Objective, note,
-				t.Availability, t.Restarts, t.Failovers, strings.Join(vals, " "))
+	if f, ok := r.Prediction("F"); ok {
+		fmt.Fprintln(w, "\nF's acceptance as the model predicts it (a prediction, never a fit target):")
+		for _, cond := range investigation.FAcceptance {
+			met, what := cond.Met(virtual.Figures(f.Trials))
+			fmt.Fprintf(w, "  %-4s %s: %s\n", map[bool]string{true: "met", false: "NOT"}[met], cond.Name, what)
 		}
 	}
 	fmt.Fprintf(w, "\nTo sweep around the fitted point: qmlsab sweep %s --vary NAME=FROM:TO:STEP ...\n", setFlags(r))
 	fmt.Fprintln(w)
-	if ok, variant := r.Reproduced(); ok {
-		fmt.Fprintf(w, "Verdict: the fitted point reproduces the investigation: D matches every observation, E falls and F holds (build variant %s).\n", variant)
+	if r.Reproduced() {
+		fmt.Fprintln(w, "Verdict: the fitted point reproduces the investigation's D and E: every observation within tolerance, D holds and E falls.")
 		return
 	}
-	fmt.Fprintln(w, "Verdict: no point of the plausible space that was searched reproduces the investigation.")
+	fmt.Fprintln(w, "Verdict: no point of the plausible space that was searched reproduces the investigation's D and E.")
 	fmt.Fprintln(w, "The nearest point is the fitted one above; it misses:")
 	for i, o := range sweep.Observations {
-		if math.Abs(b.Res[i]) > o.Tol {
-			fmt.Fprintf(w, "  - %s: %s simulated against %s observed (residual %+.2f, tolerance ±%.2f)\n", o.Name, o.Format(b.Sim[i]), o.Observed, b.Res[i], o.Tol)
+		if !o.Matches(b.Res[i]) {
+			fmt.Fprintf(w, "  - %s: %s simulated against %s observed (residual %+.2f, tolerance ±%.2f)\n", o.Name, o.FormatValue(b.Sim[i]), o.Observed, b.Res[i], o.Tol)
 		}
 	}
 	if !b.Feasible() {
 		fmt.Fprintf(w, "  - D failed over (%.0f), which the investigation never saw\n", b.Failovers)
 	}
-	for _, p := range r.Predictions {
-		switch {
-		case p.Role == "E" && !sweep.Falls(p.Trials):
-			fmt.Fprintf(w, "  - E (%s) does not fall: availability %s, restarts %s, against 0.41 and a crash loop\n", p.Variant,
-				rangeOf(p.Trials, func(s virtual.Summary) float64 { return s.Metrics[metric.Availability] }, "%.2f"),
-				rangeOf(p.Trials, func(s virtual.Summary) float64 { return s.Metrics[metric.Restarts] }, "%.0f"))
-		case p.Role == "F" && !sweep.Holds(p.Trials):
-			fmt.Fprintf(w, "  - F (%s) does not hold: availability %s, failovers %s\n", p.Variant,
-				rangeOf(p.Trials, func(s virtual.Summary) float64 { return s.Metrics[metric.Availability] }, "%.2f"),
-				rangeOf(p.Trials, func(s virtual.Summary) float64 { return s.Metrics[metric.Failovers] }, "%.0f"))
-		}
+	if p, ok := r.Prediction("D"); ok && !sweep.Holds(p.Trials) {
+		fmt.Fprintln(w, "  - D does not hold at the fitted point")
+	}
+	if p, ok := r.Prediction("E"); ok && !sweep.Falls(p.Trials) {
+		fmt.Fprintln(w, "  - E does not fall at the fitted point")
 	}
 }
 

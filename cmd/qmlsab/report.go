@@ -130,7 +130,10 @@ func reportAction(c *cli.Context) error {
 	if opts.Gates != nil {
 		for _, arm := range a.Arms {
 			for _, g := range arm.Gates {
-				fmt.Fprintf(c.App.Writer, "gate %-26s %-4s %s\n", g.Gate.Name, arm.Name, g.Line())
+				if g.NotApplicable {
+					continue
+				}
+				fmt.Fprintf(c.App.Writer, "gate %-32s %-4s %s\n", g.Gate.Name, arm.Name, g.Line())
 			}
 		}
 		if !a.GatesPass() {

@@ -44,7 +44,7 @@ func TestSweepBadInput(t *testing.T) {
 
 func TestSweepWritesJSONAndHTML(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "sweep")
-	out, code := qmlsab(t, "sweep", "--arms", "D,E", "--vary", "host.otherBytes=512MiB,2GiB", "--vary", "workload.stormRate=120,200",
+	out, code := qmlsab(t, "sweep", "--host", "--arms", "D,E", "--vary", "host.otherBytes=512MiB,2GiB", "--vary", "workload.stormRate=120,200",
 		"--n", "1", "--profile", "quick", "--out", dir)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, out)
@@ -88,23 +88,25 @@ func TestSweepWritesJSONAndHTML(t *testing.T) {
 	}
 }
 
-// The fit on a tiny space: every point evaluated, the residual of each
-// observation printed beside the observed figure, E and F predicted.
+// The fit on a tiny space: every point evaluated, the residual of each of
+// D's and E's observations printed beside the observed figure, the
+// objective per build variant, D, E, M and F predicted and F's acceptance
+// printed as a prediction.
 func TestCalibrateFitPrintsResiduals(t *testing.T) {
-	out, code := qmlsab(t, "calibrate", "--fit", "--space", "workload.stormRate=120,200", "--space", "host.otherBytes=512MiB,2GiB",
-		"--profile", "quick", "--seeds", "1", "--fit-seeds", "1", "--top", "0")
+	out, code := qmlsab(t, "calibrate", "--fit", "--space", "workload.stormRate=120,200", "--space", "param.simShedHazard=odds,linear",
+		"--profile", "quick", "--seeds", "1", "--fit-seeds", "1")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 	for _, want := range []string{"SIMULATED", "every point of the (small, discrete) space", "4 points", "Fitted values",
-		"workload.stormRate", "host.otherBytes", "param.simShedClockScope", "Residuals at the fitted point",
-		"D low-pri kills/s", "142", "D availability", "0.97", "storm arrivals/s", "Predictions at the fitted point",
-		"simShedClockScope=query", "simShedClockScope=operation", "Verdict:"} {
+		"workload.stormRate", "param.simShedHazard", "Model selection", "odds", "linear", "Residuals at the fitted point",
+		"D low-pri queue kills/s", "142", "D availability", "0.97", "E arrivals/s while the queue grows", "~270",
+		"Predictions at the fitted point", "F's acceptance as the model predicts it", "lowpri_queue_growth max =", "trials/s", "Verdict:"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the fit's output lacks %q:\n%s", want, out)
 		}
 	}
-	for _, arm := range []string{"\n  D ", "\n  E ", "\n  F "} {
+	for _, arm := range []string{"\n  D ", "\n  E ", "\n  M ", "\n  F "} {
 		if !strings.Contains(out, arm) {
 			t.Errorf("no prediction row for%s", strings.TrimSpace(arm))
 		}

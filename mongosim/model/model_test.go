@@ -1,6 +1,7 @@
 package model
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -263,5 +264,33 @@ func TestSpillAtStageLimitCountsMetrics(t *testing.T) {
 	// 25 MB through a 10 MiB buffer: two full spills and the final run.
 	if st.Spills != 3 || st.SpilledBytes < 24_000_000 || st.SpilledRecords < 95_000 {
 		t.Fatalf("sort spill counters %+v, want 3 spills of ~25 MB", *st)
+	}
+}
+
+// The build variants' hazards: master's odds form pins the chance to 1 at
+// the high mark and grows without bound before it; the linear form stays
+// finite there (ln2 · size · pressure), so a 32 MiB op over 1 s is shed
+// with chance 1 − e^(−ln2) = 0.5 at full pressure.
+func TestShedHazardVariants(t *testing.T) {
+	node := func(hazard string) *Node {
+		p := DefaultParams()
+		p.ShedLowPercent, p.ShedHighPercent, p.ShedHazard = 30, 70, hazard
+		n := NewNode(DefaultHardware(), p, 1)
+		return n
+	}
+	odds, linear := node(HazardOdds), node(HazardLinear)
+	for _, used := range []float64{50, 66, 70, 90} {
+		odds.PressureOverride, linear.PressureOverride = used, used
+		po, pl := odds.ShedProbability(32<<20, time.Second), linear.ShedProbability(32<<20, time.Second)
+		if pl > po {
+			t.Errorf("at %v%%: linear %.3f above odds %.3f", used, pl, po)
+		}
+		if used >= 70 && (po != 1 || math.Abs(pl-0.5) > 1e-9) {
+			t.Errorf("at %v%% (the high mark or above): odds %.3f (want 1), linear %.3f (want 0.5)", used, po, pl)
+		}
+	}
+	odds.PressureOverride, linear.PressureOverride = 66, 66 // pressure 0.9: odds term 9
+	if r := odds.ShedProbability(1<<20, time.Second) / linear.ShedProbability(1<<20, time.Second); r < 8 {
+		t.Errorf("near the mark the odds term should multiply a small op's chance about ninefold, got %.1f×", r)
 	}
 }

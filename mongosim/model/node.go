@@ -22,6 +22,7 @@ type Node struct {
 	pools   [2][2]*pool
 	ops     map[int64]*Op
 	running []*Op
+	runBuf  []*Op            // step's copy of running
 	cursors map[int64]cursor // idle cursors
 	nextID  int64
 	seq     int64
@@ -143,6 +144,19 @@ func (n *Node) Op(id int64) *Op { return n.ops[id] }
 func (n *Node) Ops(f func(*Op)) {
 	for _, op := range n.ops {
 		f(op)
+	}
+}
+
+// QueuedOps calls f for every operation waiting for a ticket, pool by
+// pool (normal then low priority, reads then writes): a caller that needs
+// only the queued need not walk every live operation.
+func (n *Node) QueuedOps(f func(*Op)) {
+	for _, byPrio := range n.pools {
+		for _, pl := range byPrio {
+			for _, op := range pl.waiters.ops {
+				f(op)
+			}
+		}
 	}
 }
 
@@ -386,8 +400,9 @@ func (n *Node) step() {
 	if diskN > 0 {
 		diskRate = n.hw.DiskBytesPerSec / float64(users)
 	}
-	run := append([]*Op(nil), n.running...)
-	for _, op := range run {
+	// A copy, reused tick to tick: ending and yielding ops change n.running.
+	n.runBuf = append(n.runBuf[:0], n.running...)
+	for _, op := range n.runBuf {
 		if op.killCode != 0 {
 			n.end(op, op.killCode)
 			continue
@@ -510,7 +525,9 @@ func (n *Node) progress(op *Op, dt, cpuShare, diskRate float64) bool {
 		op.wrote = true
 	}
 	if op.sinceCheck >= 128 {
-		op.sinceCheck = math.Mod(op.sinceCheck, 128)
+		// The remainder modulo 128, exactly (a power of two divides and
+		// multiplies without rounding), without math.Mod's slow loop.
+		op.sinceCheck -= 128 * math.Floor(op.sinceCheck/128)
 		return true
 	}
 	return false
@@ -619,18 +636,19 @@ type Census struct {
 	ByState map[string]int
 }
 
-// Census returns the live operations' census.
+// Census returns the live operations' census. Ops are counted into a
+// fixed table by kind, state and priority, and the table's non-zero cells
+// become ByState's keys: no string is built per operation.
 func (n *Node) Census() Census {
 	c := Census{ByKind: map[string]int{}, ByState: map[string]int{}}
+	var byState [4][4][2]int // kind, state, lowered
 	for _, op := range n.ops {
 		c.TrackedBytes += op.tracked
-		c.ByKind[op.Kind.String()]++
-		st := [...]string{"new", "queued", "running", "done"}[op.state]
-		pr := "normal"
+		pr := 0
 		if op.lowered {
-			pr = "low"
+			pr = 1
 		}
-		c.ByState[op.Kind.String()+"/"+st+"/"+pr]++
+		byState[op.Kind][op.state][pr]++
 		switch op.state {
 		case stateRunning:
 			c.Running++
@@ -642,6 +660,20 @@ func (n *Node) Census() Census {
 				c.QueuedLow++
 			} else {
 				c.QueuedNormal++
+			}
+		}
+	}
+	states := [...]string{"new", "queued", "running", "done"}
+	prios := [...]string{"normal", "low"}
+	for k := range byState {
+		for st := range byState[k] {
+			for pr, count := range byState[k][st] {
+				if count == 0 {
+					continue
+				}
+				kind := Kind(k).String()
+				c.ByKind[kind] += count
+				c.ByState[kind+"/"+states[st]+"/"+prios[pr]] = count
 			}
 		}
 	}

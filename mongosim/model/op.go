@@ -141,3 +141,7 @@ func (o *Op) finished() bool {
 
 // PeakTracked is the op's highest tracked memory.
 func (o *Op) PeakTracked() int64 { return o.peak }
+
+// LowPriority reports whether the op waits for, or holds, a low-priority
+// ticket ($currentOp's currentQueue.name is a lowPriority queue).
+func (o *Op) LowPriority() bool { return o.pool != nil && o.pool.ordered }

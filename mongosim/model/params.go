@@ -118,7 +118,20 @@ type Params struct {
 	// primes). A build-variant knob: the stored source states the query
 	// scope as a choice; builds before it may have had the other.
 	ShedClockScope string
+
+	// ShedHazard (simShedHazard) is the shedder build's hazard form:
+	// "odds" (master: ln2 · size · pressure/(1 − pressure), every tracked
+	// op shed at the high mark) or "linear" (ln2 · size · pressure: finite
+	// at the high mark, no pin). A build-variant unknown: the fit selects
+	// the one E's observed flows allow (docs/model.md).
+	ShedHazard string
 }
+
+// Shedder hazard forms (simShedHazard's values).
+const (
+	HazardOdds   = "odds"
+	HazardLinear = "linear"
+)
 
 // DefaultParams are mongod's defaults, from the parameter table.
 func DefaultParams() Params {
@@ -390,6 +403,8 @@ var ParamSpecs = func() []ParamSpec {
 			Doc: "diagnostic.data's size cap: the oldest files are deleted beyond it"}, 10, 1<<30),
 		{Name: "simShedClockScope", Type: TypeString, Default: "query", Runtime: true, Choices: []string{"query", "operation"},
 			Doc: "build-variant knob: the inline shedder's clock lives with the query (master) or with each operation", field: func(p *Params) any { return &p.ShedClockScope }},
+		{Name: "simShedHazard", Type: TypeString, Default: HazardOdds, Runtime: true, Choices: []string{HazardOdds, HazardLinear},
+			Doc: "build-variant knob: the shedder's hazard, master's odds form ln2·size·p/(1−p) pinned to 1 at the high mark, or linear ln2·size·p without the pin", field: func(p *Params) any { return &p.ShedHazard }},
 	}
 }()
 

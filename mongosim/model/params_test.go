@@ -17,6 +17,7 @@ func TestDefaultParamsFromTheTable(t *testing.T) {
 		SortMemoryBytes: 100 << 20, GroupMemoryBytes: 100 << 20, WindowMemoryBytes: 100 << 20,
 		ShedLowPercent: -1, ShedHighPercent: 85, ShedSizeReference: 32 << 20,
 		RSSMonitorInterval: 100 * time.Millisecond, GetMoreInheritsPriority: true, ShedClockScope: "query",
+		ShedHazard: HazardOdds,
 	}
 	if got := DefaultParams(); got != want {
 		t.Fatalf("DefaultParams() = %+v\nwant %+v", got, want)

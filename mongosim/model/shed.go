@@ -11,12 +11,17 @@ import (
 //	hazard   = ln2 * (trackedBytes/sizeReference) * pressure/(1-pressure)
 //	p        = 1 - exp(-hazard*dt)
 //
+// That is master's form (simShedHazard=odds). The other build variant,
+// simShedHazard=linear, drops the odds term and the pin at the high mark:
+// hazard = ln2 * size * pressure, so the hazard stays finite as RSS
+// crosses the high mark and new aggregates are not killed young.
+//
 // The inline shedder evaluates this only at the interrupt checkpoints of
 // operations that hold a ticket; dt is the time since the query's last
 // evaluation (the clock lives with the query, across its getMores), capped
 // at 1 s; evaluations closer than 1 ms are skipped with the time accruing;
 // the first check above the low mark only primes the clock, and a check
-// below it resets the clock. At or above the high mark p = 1 for every
+// below it resets the clock. With the odds form, at or above the high mark p = 1 for every
 // eligible op with tracked memory. The queued-op sweeper (the sweeper investigation) evaluates it every RSS-monitor
 // interval for eligible operations that wait for a ticket, with dt = the
 // interval. Ownership is partitioned: ticket holders are the inline
@@ -51,11 +56,14 @@ func (n *Node) ShedProbability(tracked int64, dt time.Duration) float64 {
 	if pr <= 0 || tracked <= 0 {
 		return 0
 	}
-	if pr >= 1 {
-		return 1
-	}
 	size := float64(tracked) / float64(n.p.ShedSizeReference)
-	hazard := math.Ln2 * size * pr / (1 - pr)
+	hazard := math.Ln2 * size * pr
+	if n.p.ShedHazard != HazardLinear {
+		if pr >= 1 {
+			return 1
+		}
+		hazard /= 1 - pr
+	}
 	return 1 - math.Exp(-hazard*dt.Seconds())
 }
 

@@ -140,6 +140,7 @@ type sim struct {
 	inflight   map[*opRecord]bool
 	lastReport time.Duration
 	actorOps   []killop.Op
+	censusOps  []collect.CensusOp
 }
 
 // opRecord is one client operation's outcome as its client saw it,
@@ -183,7 +184,6 @@ func Run(ctx context.Context, cfg Config, arm arms.Arm) (Trial, error) {
 	if err := s.loop(ctx, ph.Total()); err != nil {
 		return Trial{}, err
 	}
-	s.tally.Failovers = max(s.tally.Failovers-1, 0) // the first "election" is none: member 0 starts as primary
 	return Trial{Start: cfg.Start, Records: s.rec, Tally: s.tally}, nil
 }
 
@@ -446,8 +446,17 @@ func (s *sim) actor(c killop.Config) {
 		return
 	}
 	ops := s.actorOps[:0] // reused: the queue can hold many thousands
-	n.Ops(func(op *model.Op) {
-		ops = append(ops, killop.Op{ID: op.ID, AppName: op.AppName, TrackedBytes: op.Tracked(), Queued: op.Queued(), Stage: op.Work.Stage, Writes: op.Write})
+	walk := n.Ops
+	if c.QueuedOnly() {
+		walk = n.QueuedOps // running ops are never this policy's candidates
+	}
+	walk(func(op *model.Op) {
+		k := killop.Op{ID: op.ID, AppName: op.AppName, TrackedBytes: op.Tracked(), Queued: op.Queued(), LowPriority: op.LowPriority(), Stage: op.Work.Stage, Writes: op.Write}
+		// What the policy never considers cannot be chosen: leaving it out
+		// here only saves Decide the look.
+		if c.Considers(k) && c.InScope(k) {
+			ops = append(ops, k)
+		}
 	})
 	s.actorOps = ops
 	rss := n.RSS()
@@ -473,17 +482,18 @@ func (s *sim) observe() {
 			}
 			smp.Up, smp.Primary, smp.ProcessID = true, s.primary == i, fmt.Sprintf("process%d", mb.process)
 			smp.Values = collect.Extract(raw)
-			var ops []collect.CensusOp
+			ops := s.censusOps[:0] // reused sample to sample
 			n.Ops(func(op *model.Op) {
 				ops = append(ops, collect.CensusOp{Queued: op.Queued(), TrackedBytes: op.Tracked(), Stage: op.Work.Stage})
 			})
+			s.censusOps = ops
 			collect.AddCensus(smp.Values, ops)
 		}
 		s.rec.Samples = append(s.rec.Samples, smp)
 	}
 	if s.cfg.Progress != nil && s.now-s.lastReport >= 10*time.Second {
 		s.lastReport = s.now
-		p := Progress{Elapsed: s.now, Failovers: max(s.tally.Failovers-1, 0)}
+		p := Progress{Elapsed: s.now, Failovers: s.tally.Failovers}
 		if s.tally.Canaries > 0 {
 			p.Availability, p.HasAvailability = float64(s.tally.CanaryOK)/float64(s.tally.Canaries), true
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -11,18 +12,21 @@ import (
 	"text/tabwriter"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/investigation"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/store"
 )
 
-// Summary is one calibration trial: an arm, its seed and its metrics,
-// computed by the metric registry from the trial's records as a run's
-// trials are.
+// Summary is one calibration trial: an arm, its seed and its figures —
+// the metric registry's metrics, computed from the trial's records as a
+// run's trials are, and the investigation's derived figures
+// (investigation.KillShare, WindowShare, the queue-growth flows).
 type Summary struct {
 	Arm     string
 	Seed    uint64
 	Metrics map[string]float64
-	// Extra are figures the calibration table shows beside the metrics.
+	// KillShare and WindowShare are Metrics' derived figures, kept as
+	// fields for callers that read them directly.
 	KillShare    float64 // low-priority queue kills ÷ departures
 	WindowShare  float64 // share of the storm's victims that were $setWindowFields
 	HasKillShare bool
@@ -71,7 +75,7 @@ func RunMatrix(ctx context.Context, base Config, armList []arms.Arm, seeds int) 
 }
 
 // Summarize is one trial's summary: its metrics from the metric registry
-// and the calibration table's extra figures.
+// and the investigation's derived figures.
 func Summarize(arm string, seed uint64, t Trial) Summary { return summarize(arm, seed, t.Records) }
 
 func summarize(arm string, seed uint64, r store.Records) Summary {
@@ -79,44 +83,81 @@ func summarize(arm string, seed uint64, r store.Records) Summary {
 	a, k := s.Metrics[metric.AdmissionsPerS], s.Metrics[metric.KillsPerS]
 	if a+k > 0 {
 		s.KillShare, s.HasKillShare = k/(a+k), true
+		s.Metrics[investigation.KillShare] = s.KillShare
 	}
 	if v := metric.VictimSummary(r.Results, r.Kills); v != nil && v.Count > 0 {
 		s.WindowShare = float64(v.Stages["$setWindowFields"]) / float64(v.Count)
+		s.Metrics[investigation.WindowShare] = s.WindowShare
+	}
+	if d, ok := s.Metrics[metric.DeparturesPerS]; ok {
+		s.Metrics[investigation.StormArrivalsPerS] = d + s.Metrics[metric.LowQueueSlope]
+	}
+	if arr, adm, secs, ok := growthFlows(r); ok {
+		s.Metrics[investigation.GrowthArrivalsPerS] = arr
+		s.Metrics[investigation.GrowthAdmissionsPerS] = adm
+		s.Metrics[investigation.GrowthSeconds] = secs
 	}
 	return s
 }
 
-// row is one printed line: how to read it from a trial, and what the
-// sweeper investigation reported for arms D and E (empty where it says
-// nothing).
-type row struct {
-	name      string
-	get       func(Summary) float64
-	format    string
-	observedD string
-	observedE string
+// growthFlows are the low-priority read queue's arrivals and admissions
+// per second over the storm's sample intervals in which the primary's
+// queue grew (both ends the same primary process): the flows "while the
+// queue grows" that the investigation reported for E. ok is false when
+// the queue never grew.
+func growthFlows(r store.Records) (arrivals, admissions, seconds float64, ok bool) {
+	from, to := r.PhaseStarts["storm"], r.PhaseStarts["recovery"]
+	var prev *store.Sample
+	var added, admitted float64
+	for i := range r.Samples {
+		smp := &r.Samples[i]
+		if !smp.Up || !smp.Primary || smp.At.Before(from) || smp.At.After(to) {
+			continue
+		}
+		if prev != nil && prev.Member == smp.Member && prev.ProcessID == smp.ProcessID {
+			v, w := prev.Values, smp.Values
+			if w["read.low.queueLength"] > v["read.low.queueLength"] {
+				added += w["read.low.addedToQueue"] - v["read.low.addedToQueue"]
+				admitted += (w["read.low.removedFromQueue"] - v["read.low.removedFromQueue"]) - (w["read.low.canceled"] - v["read.low.canceled"])
+				seconds += smp.At.Sub(prev.At).Seconds()
+			}
+		}
+		prev = smp
+	}
+	if seconds <= 0 {
+		return 0, 0, 0, false
+	}
+	return added / seconds, admitted / seconds, seconds, true
 }
 
-func m(name string, scale float64) func(Summary) float64 {
-	return func(s Summary) float64 { return s.Metrics[name] * scale }
+// row is one printed line: how to read it from a trial; what the
+// investigation reported beside it is investigation.Reported[name].
+type row struct {
+	name   string
+	metric string
+	scale  float64
+	format string
 }
 
 var rows = []row{
-	{"availability", m(metric.Availability, 1), "%.2f", "0.97", "0.41"},
-	{"failovers", m(metric.Failovers, 1), "%.0f", "0", "crash-looping"},
-	{"restarts (OOM)", m(metric.Restarts, 1), "%.0f", "0", "crash-looping"},
-	{"read tickets min", m(metric.ReadTicketsMin, 1), "%.0f", "~10", "~10"},
-	{"read tickets median", m(metric.ReadTicketsMed, 1), "%.0f", "10-14", "10-14"},
-	{"low-pri admissions/s", m(metric.AdmissionsPerS, 1), "%.0f", "160", "~180"},
-	{"low-pri kills/s", m(metric.KillsPerS, 1), "%.0f", "142", "0"},
-	{"kills/departures", func(s Summary) float64 { return s.KillShare }, "%.2f", "0.47", "0"},
-	{"sheds/s (server+actor)", m(metric.ShedsPerS, 1), "%.0f", "", ""},
-	{"peak RSS GiB", m(metric.RSSPeakBytes, 1.0/(1<<30)), "%.1f", "", "OOM"},
-	{"low-pri queue p95", m(metric.LowQueueP95, 1), "%.0f", "", "grows"},
-	{"low-pri queue slope/s", m(metric.LowQueueSlope, 1), "%.1f", "bounded", "grows"},
-	{"victim tracked p50 MiB", m(metric.VictimTrackedP50, 1.0/(1<<20)), "%.0f", "21", "21"},
-	{"victims $setWindowFields", func(s Summary) float64 { return s.WindowShare }, "%.2f", "most", "most"},
-	{"canary p99 ms", m(metric.CanaryP99Ms, 1), "%.0f", "", ""},
+	{"availability", metric.Availability, 1, "%.2f"},
+	{"failovers", metric.Failovers, 1, "%.0f"},
+	{"restarts (OOM)", metric.Restarts, 1, "%.0f"},
+	{"read tickets min", metric.ReadTicketsMin, 1, "%.0f"},
+	{"read tickets median", metric.ReadTicketsMed, 1, "%.0f"},
+	{"low-pri admissions/s", metric.AdmissionsPerS, 1, "%.0f"},
+	{"low-pri kills/s", metric.KillsPerS, 1, "%.0f"},
+	{"kills/departures", investigation.KillShare, 1, "%.2f"},
+	{"sheds/s (server+actor)", metric.ShedsPerS, 1, "%.0f"},
+	{"low-pri arrivals/s (storm)", investigation.StormArrivalsPerS, 1, "%.0f"},
+	{"arrivals/s while growing", investigation.GrowthArrivalsPerS, 1, "%.0f"},
+	{"admissions/s while growing", investigation.GrowthAdmissionsPerS, 1, "%.0f"},
+	{"peak RSS GiB", metric.RSSPeakBytes, 1.0 / (1 << 30), "%.1f"},
+	{"low-pri queue p95", metric.LowQueueP95, 1, "%.0f"},
+	{"low-pri queue slope/s", metric.LowQueueSlope, 1, "%.1f"},
+	{"victim tracked p50 MiB", metric.VictimTrackedP50, 1.0 / (1 << 20), "%.0f"},
+	{"victims $setWindowFields", investigation.WindowShare, 1, "%.2f"},
+	{"canary p99 ms", metric.CanaryP99Ms, 1, "%.0f"},
 }
 
 // Range is a figure's median and range over an arm's trials.
@@ -127,17 +168,30 @@ func Over(trials []Summary, arm string, f func(Summary) float64) Range {
 	var xs []float64
 	for _, t := range trials {
 		if t.Arm == arm {
-			xs = append(xs, f(t))
+			if v := f(t); !math.IsNaN(v) {
+				xs = append(xs, v)
+			}
 		}
 	}
 	if len(xs) == 0 {
-		return Range{}
+		return Range{Median: math.NaN(), Min: math.NaN(), Max: math.NaN()}
 	}
 	return Range{Median: metric.Quantile(xs, 0.5), Min: slices.Min(xs), Max: slices.Max(xs)}
 }
 
+// Figures are the summaries' figures (Metrics), one map per trial, as the
+// investigation's rules read them.
+func Figures(trials []Summary) []investigation.Trial {
+	out := make([]investigation.Trial, len(trials))
+	for i, t := range trials {
+		out[i] = t.Metrics
+	}
+	return out
+}
+
 // WriteTable prints per arm the median [min–max] of each figure, with the
-// investigation's figures for D and E beside them.
+// investigation's figures for D and E beside them; a figure a trial's
+// records could not give is "–".
 func WriteTable(w io.Writer, trials []Summary) {
 	var names []string
 	seeds := map[string]int{}
@@ -159,15 +213,26 @@ func WriteTable(w io.Writer, trials []Summary) {
 	fmt.Fprintln(tw, "observed D\tobserved E\t")
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t", r.name)
+		get := func(s Summary) float64 {
+			v, ok := s.Metrics[r.metric]
+			if !ok {
+				return math.NaN()
+			}
+			return v * r.scale
+		}
 		for _, n := range names {
-			s := Over(trials, n, r.get)
-			med := fmt.Sprintf(r.format, s.Median)
-			if s.Min != s.Max {
-				med += " [" + fmt.Sprintf(r.format, s.Min) + "–" + fmt.Sprintf(r.format, s.Max) + "]"
+			s := Over(trials, n, get)
+			med := "–"
+			if !math.IsNaN(s.Median) {
+				med = fmt.Sprintf(r.format, s.Median)
+				if s.Min != s.Max {
+					med += " [" + fmt.Sprintf(r.format, s.Min) + "–" + fmt.Sprintf(r.format, s.Max) + "]"
+				}
 			}
 			fmt.Fprintf(tw, "%s\t", med)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t\n", dash(r.observedD), dash(r.observedE))
+		obs := investigation.Reported[r.metric]
+		fmt.Fprintf(tw, "%s\t%s\t\n", dash(obs[0]), dash(obs[1]))
 	}
 	tw.Flush()
 }
