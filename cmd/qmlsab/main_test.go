@@ -110,7 +110,14 @@ func TestRunQuickProfileWritesASimulatedRun(t *testing.T) {
 		t.Skip("real-time trials")
 	}
 	dir := filepath.Join(t.TempDir(), "run")
-	out, code := qmlsab(t, "run", "--arms", "D,E", "--n", "1", "--profile", "quick", "--clock", "wall", "--out", dir)
+	// The investigation's storm before the fit: an in-process wire set
+	// keeps up with 150 queries/s on a busy 2-core machine, where the
+	// fitted 271.5/s can saturate the host and leave the trials invalid.
+	wl := filepath.Join(t.TempDir(), "storm150.yaml")
+	if err := os.WriteFile(wl, []byte("name: storm150\nkind: spill_to_disk\nspill_to_disk:\n  stormRate: 150\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code := qmlsab(t, "run", "--arms", "D,E", "--n", "1", "--profile", "quick", "--clock", "wall", "--workload", wl, "--out", dir)
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
