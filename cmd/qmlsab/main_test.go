@@ -117,7 +117,18 @@ func TestRunQuickProfileWritesASimulatedRun(t *testing.T) {
 	if err := os.WriteFile(wl, []byte("name: storm150\nkind: spill_to_disk\nspill_to_disk:\n  stormRate: 150\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, code := qmlsab(t, "run", "--arms", "D,E", "--n", "1", "--profile", "quick", "--clock", "wall", "--workload", wl, "--out", dir)
+	var out string
+	var code int
+	for attempt := 1; ; attempt++ {
+		dir = filepath.Join(t.TempDir(), "run")
+		out, code = qmlsab(t, "run", "--arms", "D,E", "--n", "1", "--profile", "quick", "--clock", "wall", "--workload", wl, "--out", dir)
+		// A trial the busy host starved is invalid ("host saturated"): it
+		// measured this machine, not the server; run it again (bounded).
+		if !strings.Contains(out, "host saturated") || attempt == 3 {
+			break
+		}
+		t.Logf("attempt %d: the host could not keep up with the in-process set; again", attempt)
+	}
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
