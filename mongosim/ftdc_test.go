@@ -144,6 +144,38 @@ func TestMemberWritesDiagnosticDataLikeMongod(t *testing.T) {
 	}
 }
 
+// waitForSampleWhere waits until dir holds a readable sample for which
+// ok holds, with a deadline generous enough for a busy machine.
+func waitForSampleWhere(t *testing.T, dir string, ok func(map[string]int64) bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		docs, _ := ftdc.ReadAll(dir) // a file being written may read torn; look at what reads
+		for _, d := range docs {
+			if d.Type != ftdc.TypeMetricChunk {
+				continue
+			}
+			c, err := d.Chunk()
+			if err != nil {
+				continue
+			}
+			for _, smp := range c.Samples() {
+				v := map[string]int64{}
+				for i, m := range c.Metrics {
+					v[m.Path] = smp.At(i)
+				}
+				if ok(v) {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s holds no sample of the kind wanted after a minute", dir)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // waitForSamples waits until dir holds at least n readable samples, with a
 // deadline generous enough for a busy machine.
 func waitForSamples(t *testing.T, dir string, n int) {
@@ -187,6 +219,11 @@ func TestReplicaSetMembersRecordReplSetGetStatus(t *testing.T) {
 	p := rs.Primary()
 	dir := mongosim.DiagnosticDataDir(filepath.Join(root, "member"+string(rune('0'+p))))
 	waitForSamples(t, dir, 3)
+	// The member's first samples may predate its election: wait for one
+	// taken while it was primary (the event, with a generous deadline).
+	waitForSampleWhere(t, dir, func(v map[string]int64) bool {
+		return v["replSetGetStatus.myState"] == 1 && v["serverStatus.repl.isWritablePrimary"] == 1
+	})
 	// The same document the serverStatus command returns: every metric of
 	// a live reply is a metric of the sample.
 	c := &wire.Client{Addr: rs.Hosts()[p]}
@@ -197,9 +234,18 @@ func TestReplicaSetMembersRecordReplSetGetStatus(t *testing.T) {
 	}
 	rs.Close()
 	_, samples, chunks := readFTDC(t, dir)
-	last := samples[len(samples)-1].values
-	if last["replSetGetStatus.myState"] != 1 || last["serverStatus.repl.isWritablePrimary"] != 1 {
-		t.Errorf("the primary's last sample: myState %d isWritablePrimary %d", last["replSetGetStatus.myState"], last["serverStatus.repl.isWritablePrimary"])
+	// The member was primary when the test began; on a busy machine a
+	// late heartbeat can start an election and it may have stepped down
+	// since, so the check is that some sample records it as primary in
+	// both sections, not that the last one does.
+	primary := false
+	for _, smp := range samples {
+		primary = primary || (smp.values["replSetGetStatus.myState"] == 1 && smp.values["serverStatus.repl.isWritablePrimary"] == 1)
+	}
+	if !primary {
+		last := samples[len(samples)-1].values
+		t.Errorf("no sample of the primary records myState 1 with isWritablePrimary 1 (last: myState %d isWritablePrimary %d)",
+			last["replSetGetStatus.myState"], last["serverStatus.repl.isWritablePrimary"])
 	}
 	var paths []string
 	for _, c := range chunks {
