@@ -18,8 +18,12 @@ import (
 // On nights where nothing changed, detection must stay quiet: 20 series of
 // 24 unchanged nights of arm D (a different seed per series and night),
 // each examined at p 0.05 on metrics that vary from night to night (peak
-// RSS, the low-priority queue). At most 1 in 20 series of a metric may
-// show a change point.
+// RSS, the low-priority queue). A test that holds its level flags each
+// unchanged series with probability at most 0.05, so the count of 20 is
+// at most Binomial(20, 0.05): it exceeds 4 with probability 0.26 %, while
+// a detector that flagged a series in four (or more) would exceed it
+// nearly always. (The bound once was 1, which an exact test exceeds with
+// probability 26 %: the old model's 0 of 20 was luck, not a property.)
 func TestUnchangedNightsRarelyShowAChange(t *testing.T) {
 	if testing.Short() {
 		t.Skip("480 nights of model runs")
@@ -27,6 +31,10 @@ func TestUnchangedNightsRarelyShowAChange(t *testing.T) {
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
 	w := *spec.SpillToDisk
 	w.Phases = workload.Phases{Warmup: 2 * time.Second, Storm: 10 * time.Second, Recovery: 4 * time.Second}
+	// 150 queries/s rather than the fitted 271.5: the claim is about the
+	// detector on unchanged nights, and 1,440 trials at the fitted rate
+	// cost twice the time.
+	w.StormRate = 150
 	spec.SpillToDisk = &w
 	d, _ := arms.Lookup("D")
 	ctx := context.Background()
@@ -54,8 +62,9 @@ func TestUnchangedNightsRarelyShowAChange(t *testing.T) {
 	wg.Wait()
 	for _, m := range metrics {
 		t.Logf("%s: %d of %d unchanged series flagged (%s for %d nights)", m, flagged[m], series, time.Since(start).Round(time.Second), series*nights)
-		if flagged[m] > series/20 {
-			t.Errorf("%s: %d of %d unchanged series show a change point; want at most %d", m, flagged[m], series, series/20)
+		const most = 4 // Binomial(20, 0.05) exceeds it with probability 0.26 %
+		if flagged[m] > most {
+			t.Errorf("%s: %d of %d unchanged series show a change point; want at most %d (the 99.7th percentile of Binomial(20, 0.05))", m, flagged[m], series, most)
 		}
 	}
 }
