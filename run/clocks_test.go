@@ -83,8 +83,11 @@ func TestOneWorkloadSpecOnBothClocks(t *testing.T) {
 		if why := reachedRSS(32<<10, 0.7, "D")(r); why != "" {
 			return why
 		}
-		if k := r.Trials["D"][0].Metrics[metric.StormKilled]; k < 10 {
-			return fmt.Sprintf("D#1: the actor, starved by the busy host, killed %v ops", k)
+		if _, ok := r.Trials["D"][0].Metrics[metric.VictimTrackedP50]; !ok {
+			// A slow host crosses the actor's threshold late: its kills
+			// fall after the storm, where victims are not counted.
+			return fmt.Sprintf("D#1: no victim during the storm (%v ops killed in all): the busy host delayed the memory's climb past it",
+				r.Trials["D"][0].Metrics[metric.StormKilled])
 		}
 		return ""
 	})
