@@ -2,6 +2,7 @@ package mongosim_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -145,12 +146,30 @@ func TestMemberWritesDiagnosticDataLikeMongod(t *testing.T) {
 }
 
 // waitForSampleWhere waits until dir holds a readable sample for which
-// ok holds, with a deadline generous enough for a busy machine.
+// ok holds.
 func waitForSampleWhere(t *testing.T, dir string, ok func(map[string]int64) bool) {
+	t.Helper()
+	waitForDiagnosticData(t, dir, "a sample of the kind wanted", func(samples []ftdcSample) bool {
+		return slices.ContainsFunc(samples, func(s ftdcSample) bool { return ok(s.values) })
+	})
+}
+
+// waitForSamples waits until dir holds at least n readable samples.
+func waitForSamples(t *testing.T, dir string, n int) {
+	t.Helper()
+	waitForDiagnosticData(t, dir, fmt.Sprintf("%d samples", n), func(samples []ftdcSample) bool { return len(samples) >= n })
+}
+
+// waitForDiagnosticData polls dir's samples (each time once, in time
+// order; a file being written may read torn, so only what reads counts)
+// until done holds, with a deadline generous enough for a busy machine.
+func waitForDiagnosticData(t *testing.T, dir, what string, done func([]ftdcSample) bool) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		docs, _ := ftdc.ReadAll(dir) // a file being written may read torn; look at what reads
+		docs, _ := ftdc.ReadAll(dir)
+		var samples []ftdcSample
+		last := int64(0)
 		for _, d := range docs {
 			if d.Type != ftdc.TypeMetricChunk {
 				continue
@@ -160,49 +179,22 @@ func waitForSampleWhere(t *testing.T, dir string, ok func(map[string]int64) bool
 				continue
 			}
 			for _, smp := range c.Samples() {
+				if smp.Time() <= last {
+					continue // the interim chunk, already archived
+				}
+				last = smp.Time()
 				v := map[string]int64{}
 				for i, m := range c.Metrics {
 					v[m.Path] = smp.At(i)
 				}
-				if ok(v) {
-					return
-				}
+				samples = append(samples, ftdcSample{smp.Time(), v})
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s holds no sample of the kind wanted after a minute", dir)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// waitForSamples waits until dir holds at least n readable samples, with a
-// deadline generous enough for a busy machine.
-func waitForSamples(t *testing.T, dir string, n int) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		docs, _ := ftdc.ReadAll(dir) // a file being written may read torn; count what reads
-		got, last := 0, int64(0)
-		for _, d := range docs {
-			if d.Type != ftdc.TypeMetricChunk {
-				continue
-			}
-			c, err := d.Chunk()
-			if err != nil {
-				continue
-			}
-			for _, s := range c.Samples() {
-				if s.Time() > last {
-					got, last = got+1, s.Time()
-				}
-			}
-		}
-		if got >= n {
+		if done(samples) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s holds %d samples after a minute, want %d", dir, got, n)
+			t.Fatalf("%s holds %d samples and not %s after a minute", dir, len(samples), what)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
