@@ -466,6 +466,23 @@ func provision(ctx context.Context, cfg Config, arm arms.Arm, index int) (dir st
 	return dir, dep, "", ""
 }
 
+// embeddedRealDocs is the embedded set's real collection: mongosim sizes
+// each storm query from the shape it carries, so the real documents only
+// give the pipeline something to compute and return. Forty (two per
+// partition; a storm cursor takes one to three getMores) cost the host a
+// tenth of the driver's 400, CPU the in-process members need on a busy
+// machine.
+const embeddedRealDocs = 40
+
+// realDocs is the storm's real collection size for an arm: the driver's
+// default on a server that sizes queries from their real input.
+func realDocs(arm arms.Arm) int {
+	if arm.Embedded() {
+		return embeddedRealDocs
+	}
+	return 0
+}
+
 // runTrial provisions, drives and records one trial. Failures of the
 // system under test are outcomes; only harness faults make it invalid.
 func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uint64, report func(progress.Update)) (status, reason string) {
@@ -475,7 +492,7 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 	}
 	defer dep.Close(context.Background())
 	watcher := &collect.PrimaryWatcher{}
-	d := &workload.Driver{Spec: *cfg.Workload.SpillToDisk, URI: dep.URI(), Monitor: watcher.Monitor()}
+	d := &workload.Driver{Spec: *cfg.Workload.SpillToDisk, URI: dep.URI(), Monitor: watcher.Monitor(), RealDocs: realDocs(arm)}
 	report(progress.Update{Phase: "loading"})
 	if err := d.Load(ctx); err != nil {
 		if ctx.Err() != nil {

@@ -20,6 +20,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/arms/killop"
@@ -97,9 +98,14 @@ func runKillOp(ctx context.Context, srv server, cfg killop.Config, onKill func(s
 		if err != nil {
 			continue
 		}
-		ops, err := srv.currentOp(ctx)
-		if err != nil {
-			continue
+		// Below its threshold the actor kills nothing whatever runs:
+		// it asks for $currentOp, a document per operation, only when
+		// memory says it may act.
+		var ops []bson.Raw
+		if d := Decide(cfg, hostInfo, ss, nil); d.Idle == "" && cfg.Acts(d.ResidentMB<<20, d.LimitMB<<20) {
+			if ops, err = srv.currentOp(ctx); err != nil {
+				continue
+			}
 		}
 		d := Decide(cfg, hostInfo, ss, ops)
 		if d.Idle != "" {
@@ -187,6 +193,9 @@ func Decide(cfg killop.Config, hostInfo, serverStatus bson.Raw, currentOp []bson
 		return d
 	}
 	d.LimitMB, d.ResidentMB = limitMB, residentMB
+	if !cfg.Acts(residentMB<<20, limitMB<<20) {
+		return d
+	}
 	ops := make([]killop.Op, 0, len(currentOp))
 	for _, doc := range currentOp {
 		if op, ok := OpOf(doc); ok {
@@ -246,7 +255,11 @@ func megabytes(v bson.RawValue) (int64, bool) {
 // opids as "shard:id" strings).
 func OpOf(d bson.Raw) (killop.Op, bool) {
 	op := killop.Op{}
-	if d = readable(d); d == nil {
+	// Framing only, not every depth (bsoncheck.Document): the actor reads
+	// a handful of fields of hundreds of documents ten times a second, and
+	// each read below goes through an accessor that reports a malformed
+	// value instead of panicking on it (FuzzServerReplies holds it to that).
+	if bsoncore.Document(d).Validate() != nil {
 		return op, false
 	}
 	switch id := d.Lookup("opid"); id.Type {

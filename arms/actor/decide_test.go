@@ -98,6 +98,7 @@ type fakeServer struct {
 
 	mu            sync.Mutex
 	statusAsked   int
+	opsAsked      int
 	statusReached chan struct{} // closed at the 20th serverStatus
 	kills         []int64
 }
@@ -121,7 +122,12 @@ func (f *fakeServer) serverStatus(context.Context) (bson.Raw, error) {
 	return f.ss, nil
 }
 
-func (f *fakeServer) currentOp(context.Context) ([]bson.Raw, error) { return f.ops, nil }
+func (f *fakeServer) currentOp(context.Context) ([]bson.Raw, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.opsAsked++
+	return f.ops, nil
+}
 
 func (f *fakeServer) killOp(_ context.Context, id int64) error {
 	f.mu.Lock()
@@ -204,5 +210,63 @@ func TestKillOpActorWithoutMemoryLimitSaysSoAndStopsCleanly(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "memLimitMB"); n != 1 {
 		t.Errorf("said it has no limit %d times, want once:\n%s", n, logs.String())
+	}
+}
+
+// $currentOp answers a document per operation, hundreds in a storm: the
+// actor asks for it only when resident memory is above its threshold.
+func TestKillOpActorReadsOperationsOnlyAboveItsThreshold(t *testing.T) {
+	for _, c := range []struct {
+		residentMB int32
+		wantOps    bool
+	}{{500, false}, {900, true}} {
+		srv := &fakeServer{statusReached: make(chan struct{}),
+			hi:  hostInfoWith(t, bson.D{{Key: "memLimitMB", Value: int64(1000)}}),
+			ss:  doc(t, bson.D{{Key: "mem", Value: bson.D{{Key: "resident", Value: c.residentMB}}}}),
+			ops: []bson.Raw{stormOp(t, int64(9), 500<<20)}}
+		cfg := killop.Default("storm")
+		cfg.Interval = time.Millisecond
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- runKillOp(ctx, srv, cfg, nil, slog.New(slog.DiscardHandler)) }()
+		select {
+		case <-srv.statusReached:
+		case <-time.After(60 * time.Second):
+			t.Fatal("the actor never read serverStatus 20 times")
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		srv.mu.Lock()
+		asked := srv.opsAsked
+		srv.mu.Unlock()
+		if (asked > 0) != c.wantOps {
+			t.Errorf("resident %d MB of 1000 (threshold 70 %%): $currentOp asked %d times", c.residentMB, asked)
+		}
+	}
+}
+
+// The actor reads an operation's top-level fields; garbage nested in its
+// command (well framed, so the driver accepts the document) leaves those
+// readable and panics nothing.
+func TestOpOfReadsAnOperationWhoseCommandIsGarbage(t *testing.T) {
+	good := doc(t, bson.D{{Key: "opid", Value: int64(9)}, {Key: "appName", Value: "storm"}, {Key: "inUseTrackedMemBytes", Value: int64(5 << 20)},
+		{Key: "command", Value: bson.D{{Key: "aggregate", Value: "events"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$sort", Value: bson.D{}}}}}}}})
+	op, ok := OpOf(good)
+	if !ok || op.Stage != "$sort" || op.TrackedBytes != 5<<20 {
+		t.Fatalf("OpOf(well formed) = %+v, %v", op, ok)
+	}
+	// Corrupt the command's inner bytes, keeping every length prefix.
+	i := bytes.Index(good, []byte("aggregate"))
+	for _, b := range []byte{0x02, 0x03, 0x04, 0x7f, 0xff} {
+		bad := bytes.Clone(good)
+		for j := i - 1; j < len(bad)-2; j += 3 {
+			bad[j] = b
+		}
+		op, ok := OpOf(bad)
+		if !ok || op.ID != 9 || op.TrackedBytes != 5<<20 || op.AppName != "storm" {
+			t.Errorf("garbage %#x in the command: OpOf = %+v, %v; want opid 9, its app and 5 MiB tracked", b, op, ok)
+		}
 	}
 }
