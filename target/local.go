@@ -86,7 +86,9 @@ func provisionLocal(ctx context.Context, arm arms.Arm, opts Options) (Deployment
 	sctx, stop := context.WithCancel(context.Background())
 	l.stop = stop
 	// Whatever the caller does, a cancelled trial leaves no process behind.
+	l.mu.Lock()
 	l.cancel = context.AfterFunc(ctx, func() { _ = l.Close(context.Background()) })
+	l.mu.Unlock()
 	for i := range 3 {
 		ln, err := mongosim.ListenLoopback()
 		if err != nil {
@@ -100,8 +102,18 @@ func provisionLocal(ctx context.Context, arm arms.Arm, opts Options) (Deployment
 			l.Close(context.Background())
 			return nil, err
 		}
+		// Under the lock, as a restart is: a cancelled context's Close
+		// (the AfterFunc above) may run at any moment, and a member it
+		// did not see would outlive the trial.
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			return nil, fmt.Errorf("arm %s: starting members: %w", arm.Name, context.Cause(ctx))
+		}
 		l.members = append(l.members, m)
-		if err := l.start(m); err != nil {
+		err = l.start(m)
+		l.mu.Unlock()
+		if err != nil {
 			l.Close(context.Background())
 			return nil, err
 		}
@@ -334,9 +346,10 @@ func (l *local) Close(context.Context) error {
 	}
 	l.closed = true
 	members := append([]*member(nil), l.members...)
+	cancel := l.cancel
 	l.mu.Unlock()
-	if l.cancel != nil {
-		l.cancel()
+	if cancel != nil {
+		cancel()
 	}
 	for _, m := range members {
 		if m.cmd != nil && m.cmd.Process != nil {
