@@ -46,11 +46,14 @@ type DetectOptions struct {
 	// ChangePoint tunes E-Divisive (defaults as MongoDB's: p 0.05, 100
 	// permutations, a fixed seed, segments of at least 2 nights).
 	ChangePoint changepoint.Options
+	// Tonight tunes the per-night check of the newest night.
+	Tonight TonightOptions
 }
 
 // Change is one change point of one series.
 type Change struct {
-	Kind     string    `json:"kind"` // Values or Effect
+	Check    string    `json:"check"` // CheckChangePoint
+	Kind     string    `json:"kind"`  // Values or Effect
 	Metric   string    `json:"metric"`
 	Arm      string    `json:"arm"`
 	Baseline string    `json:"baseline,omitempty"` // the arm an effect is against
@@ -69,15 +72,24 @@ type Change struct {
 	Recent bool `json:"recent"`
 }
 
-// Result is what detection found.
+// Result is what detection found: E-Divisive's change points over every
+// night, and the per-night check's findings on the newest night.
 type Result struct {
 	Nights  int      `json:"nights"`
 	Series  int      `json:"series"` // series examined
 	Changes []Change `json:"changes"`
+	Tonight Tonight  `json:"tonight"`
 }
 
-// Regressed reports whether a recent change is a regression.
+// Regressed reports whether the newest night fails: tonight's check found
+// a regression, or a recent change point is one.
 func (r Result) Regressed() bool {
+	return len(r.Tonight.Findings) > 0 || r.RecentChangeRegressed()
+}
+
+// RecentChangeRegressed reports whether a recent change point is a
+// regression (E-Divisive's part of the verdict).
+func (r Result) RecentChangeRegressed() bool {
 	return slices.ContainsFunc(r.Changes, func(c Change) bool { return c.Recent && c.Direction == Regression })
 }
 
@@ -91,6 +103,13 @@ func Detect(ctx context.Context, st history.Store, opts DetectOptions) (Result, 
 		return Result{}, err
 	}
 	res := Result{Nights: len(runs)}
+	topts := opts.Tonight.withDefaults()
+	var cands []Finding
+	newestRun := ""
+	if len(runs) > 0 && !topts.Off {
+		newestRun = runs[len(runs)-1].ID
+		res.Tonight = Tonight{RunID: newestRun, Night: len(runs) - 1, Alpha: topts.Alpha, MinShift: topts.MinShift, BaselineNights: topts.BaselineNights}
+	}
 	arms := opts.Arms
 	if len(arms) == 0 {
 		for _, r := range runs {
@@ -130,6 +149,13 @@ func Detect(ctx context.Context, st history.Store, opts DetectOptions) (Result, 
 					return Result{}, fmt.Errorf("%s of %s: %w", m, arm, err)
 				}
 				res.Changes = append(res.Changes, changes(Values, m, arm, "", cps, nights, ids, at, opts.Recent)...)
+				// Tonight's check only for an arm the newest night ran.
+				if newestRun != "" && ids[len(ids)-1] == newestRun {
+					if f, ok := tonightCandidate(m, arm, nights, ids, at, cps, topts.BaselineNights); ok {
+						f.Night = res.Tonight.Night
+						cands = append(cands, f)
+					}
+				}
 			}
 			if !opts.Effect {
 				continue
@@ -157,6 +183,8 @@ func Detect(ctx context.Context, st history.Store, opts DetectOptions) (Result, 
 			res.Changes = append(res.Changes, changes(Effect, m, arm, base, cps, groups, ids, at, opts.Recent)...)
 		}
 	}
+	res.Tonight.Tested = len(cands)
+	res.Tonight.Findings = holm(cands, topts.Alpha, topts.MinShift)
 	return res, nil
 }
 
@@ -172,7 +200,7 @@ func changes(kind, m, arm, base string, cps []changepoint.ChangePoint, nights []
 	for i, cp := range cps {
 		before := metric.Quantile(flatten(nights[bounds[i]:bounds[i+1]]), 0.5)
 		after := metric.Quantile(flatten(nights[bounds[i+1]:bounds[i+2]]), 0.5)
-		c := Change{Kind: kind, Metric: m, Arm: arm, Baseline: base, Night: cp.Index, RunID: ids[cp.Index], Started: at[cp.Index],
+		c := Change{Check: CheckChangePoint, Kind: kind, Metric: m, Arm: arm, Baseline: base, Night: cp.Index, RunID: ids[cp.Index], Started: at[cp.Index],
 			Before: before, After: after, Relative: math.NaN(), P: cp.PValue, Direction: Neutral, Recent: cp.Index >= len(nights)-recent}
 		if before != 0 {
 			c.Relative = (after - before) / math.Abs(before)

@@ -28,15 +28,7 @@ func TestUnchangedNightsRarelyShowAChange(t *testing.T) {
 	if testing.Short() {
 		t.Skip("480 nights of model runs")
 	}
-	spec, _ := workload.Builtin(workload.KindSpillToDisk)
-	w := *spec.SpillToDisk
-	w.Phases = workload.Phases{Warmup: 2 * time.Second, Storm: 10 * time.Second, Recovery: 4 * time.Second}
-	// 150 queries/s rather than the fitted 271.5: the claim is about the
-	// detector on unchanged nights, and 1,440 trials at the fitted rate
-	// cost twice the time.
-	w.StormRate = 150
-	spec.SpillToDisk = &w
-	d, _ := arms.Lookup("D")
+	spec, d := unchangedNight()
 	ctx := context.Background()
 	const series, nights = 20, 24
 	metrics := []string{"rss_peak_bytes", "lowpri_queue_p95"}
@@ -79,18 +71,11 @@ func oneSeries(t *testing.T, ctx context.Context, spec workload.Spec, d arms.Arm
 	}
 	defer st.Close()
 	for n := range nights {
-		dir := filepath.Join(tmp, fmt.Sprintf("s%02d-night%02d", s, n))
-		cfg := run.Config{Arms: []arms.Arm{d}, N: 3, Workload: spec, Dir: dir, Seed: uint64(1000*s + 10*n + 1), ToolVersion: "test"}
-		if _, err := run.Execute(ctx, cfg); err != nil {
-			t.Error(err)
-			return
-		}
-		r, err := FromRun(dir, nil)
+		r, err := modelNight(ctx, spec, d, s, n, tmp)
 		if err != nil {
 			t.Error(err)
 			return
 		}
-		r.Started = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, n)
 		if _, err := st.Add(ctx, r); err != nil {
 			t.Error(err)
 			return
@@ -107,4 +92,36 @@ func oneSeries(t *testing.T, ctx context.Context, spec workload.Spec, d arms.Arm
 			t.Logf("series %d, %s: %d change point(s), first at night %d p %.3f", s, m, len(res.Changes), res.Changes[0].Night+1, res.Changes[0].P)
 		}
 	}
+}
+
+// unchangedNight is the storm and the arm of the model's unchanged
+// nights: the spill-to-disk storm on shortened phases, arm D.
+func unchangedNight() (workload.Spec, arms.Arm) {
+	spec, _ := workload.Builtin(workload.KindSpillToDisk)
+	w := *spec.SpillToDisk
+	w.Phases = workload.Phases{Warmup: 2 * time.Second, Storm: 10 * time.Second, Recovery: 4 * time.Second}
+	// 150 queries/s rather than the fitted 271.5: the claims are about the
+	// detectors on unchanged nights, and 1,440 trials at the fitted rate
+	// cost twice the time.
+	w.StormRate = 150
+	spec.SpillToDisk = &w
+	d, _ := arms.Lookup("D")
+	return spec, d
+}
+
+// modelNight runs night n of series s (3 virtual trials of arm d, a seed
+// of its own) in a folder under tmp and reads it as a history record
+// started at midnight of its day.
+func modelNight(ctx context.Context, spec workload.Spec, d arms.Arm, s, n int, tmp string) (history.Run, error) {
+	dir := filepath.Join(tmp, fmt.Sprintf("s%02d-night%02d", s, n))
+	cfg := run.Config{Arms: []arms.Arm{d}, N: 3, Workload: spec, Dir: dir, Seed: uint64(1000*s + 10*n + 1), ToolVersion: "test"}
+	if _, err := run.Execute(ctx, cfg); err != nil {
+		return history.Run{}, fmt.Errorf("night %d of series %d: %w", n, s, err)
+	}
+	r, err := FromRun(dir, nil)
+	if err != nil {
+		return history.Run{}, err
+	}
+	r.Started = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, n)
+	return r, nil
 }

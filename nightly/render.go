@@ -11,9 +11,13 @@ import (
 	"github.com/qmlsab/qmlsab/metric"
 )
 
-// WriteText prints one line per change point, regressions first.
+// WriteText prints tonight's check (one line per regression it found),
+// then one line per change point, regressions first.
 func WriteText(w io.Writer, r Result, recent int) error {
-	fmt.Fprintf(w, "%d nights, %d series examined, %d change points\n", r.Nights, r.Series, len(r.Changes))
+	if err := writeTonightText(w, r.Tonight); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "change point: %d nights, %d series examined, %d change points\n", r.Nights, r.Series, len(r.Changes))
 	if len(r.Changes) == 0 {
 		return nil
 	}
@@ -40,8 +44,12 @@ func WriteMarkdown(w io.Writer, r Result, recent int) error {
 	} else if len(r.Changes) > 0 {
 		head = fmt.Sprintf("%d change point(s), none a recent regression", len(r.Changes))
 	}
+	if n := len(r.Tonight.Findings); n > 0 {
+		head = fmt.Sprintf("**%d regression(s) tonight**; %s", n, head)
+	}
 	fmt.Fprintf(w, "### qmlsab history: %s\n\n", head)
-	fmt.Fprintf(w, "%d nights, %d series (E-Divisive with means, permutation test).\n\n", r.Nights, r.Series)
+	writeTonightMarkdown(w, r.Tonight)
+	fmt.Fprintf(w, "Change points: %d nights, %d series (E-Divisive with means, permutation test).\n\n", r.Nights, r.Series)
 	if len(r.Changes) == 0 {
 		return nil
 	}
@@ -60,18 +68,25 @@ func WriteJSON(w io.Writer, r Result) error {
 		Change
 		Relative *float64 `json:"relative"`
 	}
+	type finding struct {
+		Finding
+		Relative *float64 `json:"relative"` // null when the baseline median is 0
+	}
+	type tonight struct {
+		Tonight
+		Findings []finding `json:"findings"`
+	}
 	out := struct {
 		Result
 		Changes   []change `json:"changes"`
+		Tonight   tonight  `json:"tonight"`
 		Regressed bool     `json:"regressed"`
-	}{Result: r, Regressed: r.Regressed(), Changes: []change{}}
+	}{Result: r, Regressed: r.Regressed(), Changes: []change{}, Tonight: tonight{Tonight: r.Tonight, Findings: []finding{}}}
 	for _, c := range r.Changes {
-		cc := change{Change: c}
-		if !math.IsNaN(c.Relative) && !math.IsInf(c.Relative, 0) {
-			v := c.Relative
-			cc.Relative = &v
-		}
-		out.Changes = append(out.Changes, cc)
+		out.Changes = append(out.Changes, change{Change: c, Relative: finite(c.Relative)})
+	}
+	for _, f := range r.Tonight.Findings {
+		out.Tonight.Findings = append(out.Tonight.Findings, finding{Finding: f, Relative: finite(f.Relative)})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -114,4 +129,81 @@ func verdict(c Change, recent int) string {
 
 func md(s string) string {
 	return strings.NewReplacer("|", `\|`, "<", "&lt;", ">", "&gt;", "*", `\*`, "_", `\_`, "`", "\\`").Replace(s)
+}
+
+func finite(x float64) *float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	return &x
+}
+
+// writeTonightText says what tonight's check compared and lists each
+// regression it found.
+func writeTonightText(w io.Writer, t Tonight) error {
+	if t.RunID == "" {
+		return nil
+	}
+	fmt.Fprintf(w, "tonight: night %d (%s) against up to %d stable nights before it: %d of %d pairs regressed (Mann-Whitney, Holm at %.3g, shift at least %s)\n",
+		t.Night+1, t.RunID, t.BaselineNights, len(t.Findings), t.Tested, t.Alpha, relative(t.MinShift))
+	if len(t.Findings) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHECK\tNIGHT\tRUN\tMETRIC\tARM\tBASELINE\tTONIGHT\tSHIFT\tCHANGE\tP\tBASELINE NIGHTS")
+	for _, f := range t.Findings {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.4f\t%s\n", f.Check, f.Night+1, f.RunID, f.Metric, f.Arm,
+			metric.Format(f.Metric, f.BaselineMedian), metric.Format(f.Metric, f.Median), signed(f.Metric, f.Shift),
+			relativeShift(f), f.P, nightSpan(f.BaselineNights))
+	}
+	return tw.Flush()
+}
+
+func writeTonightMarkdown(w io.Writer, t Tonight) {
+	if t.RunID == "" {
+		return
+	}
+	fmt.Fprintf(w, "Tonight: night %d (%s) against up to %d stable nights before it, %d pairs (exact Mann-Whitney U, Holm at %.3g, shift at least %s).\n\n",
+		t.Night+1, md(t.RunID), t.BaselineNights, t.Tested, t.Alpha, relative(t.MinShift))
+	if len(t.Findings) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "| check | metric | arm | baseline | tonight | shift | change | p | baseline nights |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	for _, f := range t.Findings {
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %.4f | %s |\n", f.Check, md(f.Metric), md(f.Arm),
+			metric.Format(f.Metric, f.BaselineMedian), metric.Format(f.Metric, f.Median), signed(f.Metric, f.Shift),
+			relativeShift(f), f.P, md(nightSpan(f.BaselineNights)))
+	}
+	fmt.Fprintln(w)
+}
+
+// signed formats a shift in the metric's unit with its sign.
+func signed(m string, x float64) string {
+	if x < 0 {
+		return "-" + metric.Format(m, -x)
+	}
+	return "+" + metric.Format(m, x)
+}
+
+// relativeShift is the shift against the baseline median, signed.
+func relativeShift(f Finding) string {
+	if math.IsInf(f.Relative, 0) || math.IsNaN(f.Relative) {
+		return "- (baseline median 0)"
+	}
+	if f.Shift < 0 {
+		return relative(-f.Relative)
+	}
+	return relative(f.Relative)
+}
+
+// nightSpan names the baseline's nights: the first and last run and how many.
+func nightSpan(ids []string) string {
+	switch len(ids) {
+	case 0:
+		return "-"
+	case 1:
+		return ids[0]
+	}
+	return fmt.Sprintf("%s … %s (%d)", ids[0], ids[len(ids)-1], len(ids))
 }

@@ -12,6 +12,7 @@ go test -run '^$' -bench 'BenchmarkCollectorCPU' -benchtime 2x ./collect/ | tee 
 go test -run '^$' -bench 'BenchmarkRender' -benchtime 3x ./report/ | tee -a "$out"
 go test -run '^$' -bench 'BenchmarkSweep' -benchtime 1x ./sweep/ | tee -a "$out"
 go test -run '^$' -bench 'BenchmarkDetect$' -benchtime 3x ./changepoint/ | tee -a "$out"
+go test -run '^$' -bench 'BenchmarkTonightCheck' -benchtime 1x ./nightly/ | tee -a "$out"  # docs/nightly.md's detection table
 # An hour of 1 Hz diagnostic samples by default; QMLSAB_FTDC_BENCH_SAMPLES=86400 for a day.
 go test -run '^$' -bench 'BenchmarkDecode$' -benchtime "${FTDC_BENCHTIME:-3x}" ./ftdc/ | tee -a "$out"
 awk '

@@ -157,7 +157,7 @@ func historyCommand() *cli.Command {
 			},
 			{
 				Name:  "detect",
-				Usage: "change points over the nights (E-Divisive with means); exit 4 when the newest nights regress",
+				Usage: "tonight's check (the newest night against the stable nights before it) and change points over the nights (E-Divisive with means); exit 4 when the newest night regresses",
 				Flags: append(append([]cli.Flag{}, filterFlags...),
 					&cli.StringSliceFlag{Name: "metric", Usage: "a `METRIC` to examine (default: every metric with a better direction); repeatable"},
 					&cli.StringSliceFlag{Name: "arm", Usage: "an `ARM` to examine (default: all); repeatable"},
@@ -168,6 +168,10 @@ func historyCommand() *cli.Command {
 					&cli.IntFlag{Name: "permutations", Value: changepoint.DefaultPermutations, Usage: "shuffles per test"},
 					&cli.IntFlag{Name: "min-segment", Value: changepoint.DefaultMinSegment, Usage: "fewest nights a segment may hold"},
 					&cli.Uint64Flag{Name: "seed", Value: changepoint.DefaultSeed, Usage: "random seed of the shuffles (results are reproducible)"},
+					&cli.IntFlag{Name: "baseline-nights", Value: nightly.DefaultBaselineNights, Usage: "tonight's check: the newest night's trials against those of the last `K` nights after the latest change point"},
+					&cli.Float64Flag{Name: "alpha", Value: nightly.DefaultAlpha, Usage: "tonight's check: family-wise level over the night's (arm, metric) pairs (Holm)"},
+					&cli.Float64Flag{Name: "min-shift", Value: nightly.DefaultMinShift, Usage: "tonight's check: smallest shift, relative to the baseline median, that fails the night"},
+					&cli.BoolFlag{Name: "no-tonight", Usage: "skip tonight's check (change points alone decide)"},
 				),
 				Action: func(c *cli.Context) error {
 					f, err := filter(c)
@@ -180,6 +184,15 @@ func historyCommand() *cli.Command {
 					if p := c.Float64("p"); p <= 0 || p >= 1 {
 						return fail("detect", "--p %v: want a level between 0 and 1", p)
 					}
+					if k := c.Int("baseline-nights"); k < 1 {
+						return fail("detect", "--baseline-nights %d: at least 1", k)
+					}
+					if a := c.Float64("alpha"); a <= 0 || a >= 1 {
+						return fail("detect", "--alpha %v: want a level between 0 and 1", a)
+					}
+					if m := c.Float64("min-shift"); m < 0 {
+						return fail("detect", "--min-shift %v: want 0 or more", m)
+					}
 					format := c.String("format")
 					if format != "text" && format != "md" && format != "json" {
 						return fail("detect", "--format %q: want text, md or json", format)
@@ -191,7 +204,12 @@ func historyCommand() *cli.Command {
 					defer st.Close()
 					opts := nightly.DetectOptions{Metrics: c.StringSlice("metric"), Arms: c.StringSlice("arm"), Effect: c.Bool("effect"),
 						Recent: c.Int("recent"), Filter: f, ChangePoint: changepoint.Options{PValue: c.Float64("p"),
-							Permutations: c.Int("permutations"), MinSegment: c.Int("min-segment"), Seed: c.Uint64("seed")}}
+							Permutations: c.Int("permutations"), MinSegment: c.Int("min-segment"), Seed: c.Uint64("seed")},
+						Tonight: nightly.TonightOptions{Off: c.Bool("no-tonight"), BaselineNights: c.Int("baseline-nights"), Alpha: c.Float64("alpha"),
+							MinShift: c.Float64("min-shift")}}
+					if opts.Tonight.MinShift == 0 {
+						opts.Tonight.MinShift = -1 // --min-shift 0: no minimum (the options' zero is the default)
+					}
 					res, err := nightly.Detect(c.Context, st, opts)
 					if err != nil {
 						return fail("detect", "%v", err)

@@ -108,3 +108,61 @@ func TestNightlyPipelineFindsTheRegression(t *testing.T) {
 		t.Errorf("export otava: exit %d, %d entries:\n%.600s", code, len(otava), out)
 	}
 }
+
+// The nightly job as the README runs it — `run`, `report --history`,
+// `history detect` with its defaults — exits 0 every unchanged night and
+// 4 on the night a regression lands: 23 unchanged nights, then night 24
+// either unchanged too (exit 0 on 24 unchanged nights) or with the
+// heavier storm that costs arm D availability (exit 4 that night, found
+// by tonight's check).
+func TestNightlyJobFailsTheNightOfARegression(t *testing.T) {
+	tmp := t.TempDir()
+	db := filepath.Join(tmp, "history.db")
+	light, heavy := nightlyWorkload(t, tmp, 150), nightlyWorkload(t, tmp, 350)
+	night := func(n int, wl, db string) (string, int) {
+		t.Helper()
+		dir := filepath.Join(tmp, "results", fmt.Sprintf("job-%02d-%s", n, filepath.Base(db)))
+		if out, code := qmlsab(t, "run", "--arms", "D,E", "--n", "3", "--workload", wl, "--seed", fmt.Sprint(300+n), "--out", dir); code != 0 {
+			t.Fatalf("night %d: run exit %d:\n%s", n, code, out)
+		}
+		if out, code := qmlsab(t, "report", dir, "--format", "json", "--history", "--history-db", db, "--label", "branch=master"); code != 0 {
+			t.Fatalf("night %d: report --history exit %d:\n%s", n, code, out)
+		}
+		return qmlsab(t, "history", "detect", "--db", db, "--label", "branch=master")
+	}
+	for n := 1; n <= 23; n++ {
+		if out, code := night(n, light, db); code != 0 {
+			t.Fatalf("unchanged night %d: detect exit %d, want 0:\n%s", n, code, out)
+		}
+	}
+	// Night 24 two ways, each on its own copy of the history.
+	copyDB := func(name string) string {
+		t.Helper()
+		to := filepath.Join(tmp, name)
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			b, err := os.ReadFile(db + suffix)
+			if err != nil {
+				if suffix == "" {
+					t.Fatal(err)
+				}
+				continue
+			}
+			if err := os.WriteFile(to+suffix, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return to
+	}
+	unchanged, regressed := copyDB("unchanged.db"), copyDB("regressed.db")
+	if out, code := night(24, light, unchanged); code != 0 {
+		t.Errorf("unchanged night 24: detect exit %d, want 0:\n%s", code, out)
+	}
+	out, code := night(24, heavy, regressed)
+	if code != exitRegression {
+		t.Fatalf("regressed night 24: detect exit %d, want %d:\n%s", code, exitRegression, out)
+	}
+	if !strings.Contains(out, "tonight: night 24") || !strings.Contains(out, "availability") || !strings.Contains(out, "\ntonight ") {
+		t.Errorf("detect does not name tonight's check and the metric:\n%s", out)
+	}
+	t.Logf("night 24 with the heavier storm:\n%s", out)
+}

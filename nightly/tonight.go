@@ -1,0 +1,178 @@
+package nightly
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	ms "github.com/aclements/go-moremath/stats"
+
+	"github.com/qmlsab/qmlsab/changepoint"
+	"github.com/qmlsab/qmlsab/metric"
+	"github.com/qmlsab/qmlsab/report"
+)
+
+// Names of the checks a finding comes from.
+const (
+	// CheckTonight is the per-night check: the newest night's trials
+	// against the pooled trials of the stable nights before it.
+	CheckTonight = "tonight"
+	// CheckChangePoint is E-Divisive over every night of a series.
+	CheckChangePoint = "change point"
+)
+
+// Defaults of the per-night check.
+const (
+	DefaultBaselineNights = 7
+	DefaultAlpha          = 0.05
+	// DefaultMinShift is the smallest Hodges-Lehmann shift, relative to
+	// the baseline's median, that fails the night: below it a shift is
+	// noise-level on a tight metric however small its p.
+	DefaultMinShift = 0.05
+)
+
+// TonightOptions tune the per-night check.
+type TonightOptions struct {
+	// Off skips the check (E-Divisive alone decides).
+	Off bool
+	// BaselineNights is K, how many stable nights before the newest are
+	// pooled into the baseline (default DefaultBaselineNights).
+	BaselineNights int
+	// Alpha is the family-wise level over every (arm, metric) pair
+	// tested on the night (Holm's step-down; default DefaultAlpha).
+	Alpha float64
+	// MinShift is the smallest relative shift that fails the night
+	// (default DefaultMinShift; negative means none).
+	MinShift float64
+}
+
+func (o TonightOptions) withDefaults() TonightOptions {
+	if o.BaselineNights <= 0 {
+		o.BaselineNights = DefaultBaselineNights
+	}
+	if o.Alpha <= 0 || o.Alpha >= 1 {
+		o.Alpha = DefaultAlpha
+	}
+	if o.MinShift == 0 {
+		o.MinShift = DefaultMinShift
+	}
+	return o
+}
+
+// Finding is the per-night check's verdict on one (arm, metric) pair:
+// the newest night against its baseline.
+type Finding struct {
+	Check  string `json:"check"` // CheckTonight
+	Metric string `json:"metric"`
+	Arm    string `json:"arm"`
+	// Night is the newest night's index (0-based), RunID its run.
+	Night   int       `json:"night"`
+	RunID   string    `json:"runId"`
+	Started time.Time `json:"started"`
+	// Median is the newest night's median, BaselineMedian the pooled
+	// baseline trials' median.
+	Median         float64 `json:"median"`
+	BaselineMedian float64 `json:"baselineMedian"`
+	// Shift is the Hodges-Lehmann shift from the baseline to the newest
+	// night, in the metric's unit.
+	Shift float64 `json:"shift"`
+	// Relative is |Shift| / |BaselineMedian|; +Inf when the baseline
+	// median is 0 and the shift is not.
+	Relative float64 `json:"relative"`
+	// P is the exact one-sided Mann-Whitney U p-value in the metric's
+	// worse direction; Threshold is the Holm level it was held to.
+	P         float64 `json:"p"`
+	Threshold float64 `json:"threshold"`
+	// Trials and BaselineTrials count the values on either side;
+	// BaselineNights lists the runs pooled into the baseline, oldest first.
+	Trials         int      `json:"trials"`
+	BaselineTrials int      `json:"baselineTrials"`
+	BaselineNights []string `json:"baselineNights"`
+	// Regression: p below the threshold, the shift worse and at least
+	// the minimum size. Only such findings are kept in a Result.
+	Regression bool `json:"regression"`
+}
+
+// Tonight is the per-night check's part of a Result.
+type Tonight struct {
+	// RunID is the newest night the check looked at ("" when the
+	// history is empty or the check is off).
+	RunID string `json:"runId,omitempty"`
+	Night int    `json:"night"`
+	// Tested is the family: pairs with a baseline and not every value
+	// equal (such a pair cannot show anything). Alpha is split over it.
+	Tested         int     `json:"tested"`
+	Alpha          float64 `json:"alpha"`
+	MinShift       float64 `json:"minShift"`
+	BaselineNights int     `json:"baselineNights"`
+	// Findings are the pairs that fail the night.
+	Findings []Finding `json:"findings"`
+}
+
+// tonightCandidate tests the newest of nights (one arm's trial values of
+// one metric per night) against the last K nights after the latest
+// change point before it. ok is false when the pair cannot be tested: no
+// worse direction, no baseline night, or every value equal.
+func tonightCandidate(m, arm string, nights [][]float64, ids []string, at []time.Time, cps []changepoint.ChangePoint, k int) (Finding, bool) {
+	better := metric.Lookup(m).Better
+	newest := len(nights) - 1
+	if better == 0 || newest < 1 {
+		return Finding{}, false
+	}
+	first := 0
+	for _, cp := range cps {
+		if cp.Index < newest && cp.Index > first {
+			first = cp.Index // nights before a confirmed change are another regime
+		}
+	}
+	first = max(first, newest-k)
+	base := flatten(nights[first:newest])
+	tonight := nights[newest]
+	if len(base) == 0 || len(tonight) == 0 {
+		return Finding{}, false
+	}
+	alt := ms.LocationGreater // lower is better: worse is tonight greater
+	if better > 0 {
+		alt = ms.LocationLess
+	}
+	r, err := ms.MannWhitneyUTest(tonight, base, alt)
+	if errors.Is(err, ms.ErrSamplesEqual) {
+		return Finding{}, false
+	}
+	if err != nil {
+		return Finding{}, false
+	}
+	f := Finding{Check: CheckTonight, Metric: m, Arm: arm, Night: newest, RunID: ids[newest], Started: at[newest],
+		Median: metric.Quantile(tonight, 0.5), BaselineMedian: metric.Quantile(base, 0.5),
+		Shift: report.HodgesLehmann(base, tonight), P: r.P, Trials: len(tonight), BaselineTrials: len(base),
+		BaselineNights: slices.Clone(ids[first:newest])}
+	switch {
+	case f.BaselineMedian != 0:
+		f.Relative = math.Abs(f.Shift) / math.Abs(f.BaselineMedian)
+	case f.Shift != 0:
+		f.Relative = math.Inf(1)
+	}
+	return f, true
+}
+
+// holm holds the candidates to Holm's step-down at alpha over the whole
+// family and keeps those that are regressions of at least minShift.
+func holm(cands []Finding, alpha, minShift float64) []Finding {
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].P < cands[j].P })
+	var out []Finding
+	for i := range cands {
+		c := &cands[i]
+		c.Threshold = alpha / float64(len(cands)-i)
+		if !(c.P < c.Threshold) {
+			break // step-down: every larger p is kept as well
+		}
+		worse := c.Shift*float64(metric.Lookup(c.Metric).Better) < 0
+		if worse && c.Relative >= minShift {
+			c.Regression = true
+			out = append(out, *c)
+		}
+	}
+	return out
+}
