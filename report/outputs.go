@@ -330,6 +330,9 @@ func Markdown(a *Analysis) []byte {
 					failed = append(failed, g.Gate.Name+": "+g.Line())
 				}
 			}
+			if total == 0 {
+				continue // no gate of the set is this arm's
+			}
 			fmt.Fprintf(&b, " %s %d/%d", md(arm.Name), pass, total)
 			if len(failed) > 0 {
 				fmt.Fprintf(&b, " (failed: %s)", md(strings.Join(failed, "; ")))
