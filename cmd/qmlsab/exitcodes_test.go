@@ -184,12 +184,13 @@ func TestExitCodesOfEachCommand(t *testing.T) {
 	}
 }
 
-// signalOnLine is an output that sends this process SIGINT once a line
+// signalOnLine is an output that sends this process sig once a line
 // holding trigger is written: a user pressing Ctrl-C at that point.
 type signalOnLine struct {
 	mu      sync.Mutex
 	buf     bytes.Buffer
 	trigger string
+	sig     syscall.Signal
 	once    sync.Once
 }
 
@@ -198,7 +199,7 @@ func (w *signalOnLine) Write(p []byte) (int, error) {
 	defer w.mu.Unlock()
 	w.buf.Write(p)
 	if strings.Contains(w.buf.String(), w.trigger) {
-		w.once.Do(func() { syscall.Kill(os.Getpid(), syscall.SIGINT) })
+		w.once.Do(func() { syscall.Kill(os.Getpid(), w.sig) })
 	}
 	return len(p), nil
 }
@@ -209,15 +210,21 @@ func (w *signalOnLine) String() string {
 	return w.buf.String()
 }
 
-// A run stopped by SIGINT exits 130 (not 1, a failed run), keeps the
-// trials it finished and names the command that completes it; the resumed
-// run then exits 0 with every trial valid.
+// A run stopped by SIGINT or SIGTERM exits 130 (not 1, a failed run),
+// keeps the trials it finished and names the command that completes it;
+// the resumed run then exits 0 with every trial valid.
 func TestInterruptedRunExits130(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) { interruptedRunExits130(t, sig) })
+	}
+}
+
+func interruptedRunExits130(t *testing.T, sig syscall.Signal) {
 	dir := filepath.Join(t.TempDir(), "run")
 	app := newApp()
 	// The second trial starts only once the first is done (one at a
 	// time), so the signal comes with one trial finished.
-	out := &signalOnLine{trigger: "trial E#2: started"}
+	out := &signalOnLine{trigger: "trial E#2: started", sig: sig}
 	app.Writer, app.ErrWriter = out, out
 	app.ExitErrHandler = func(*cli.Context, error) {}
 	err := app.RunContext(context.Background(), []string{"qmlsab", "run", "--arms", "E", "--n", "4", "--profile", "quick", "--parallel", "1", "--out", dir})
