@@ -327,12 +327,15 @@ func Markdown(a *Analysis) []byte {
 				case g.NoData:
 					noData = append(noData, g.Gate.Name+": "+g.Reason)
 				default:
-					failed = append(failed, g.Gate.Name)
+					failed = append(failed, g.Gate.Name+": "+g.Line())
 				}
+			}
+			if total == 0 {
+				continue // no gate of the set is this arm's
 			}
 			fmt.Fprintf(&b, " %s %d/%d", md(arm.Name), pass, total)
 			if len(failed) > 0 {
-				fmt.Fprintf(&b, " (failed: %s)", md(strings.Join(failed, ", ")))
+				fmt.Fprintf(&b, " (failed: %s)", md(strings.Join(failed, "; ")))
 			}
 			if len(noData) > 0 {
 				fmt.Fprintf(&b, " (no data, neither pass nor fail: %s)", md(strings.Join(noData, "; ")))

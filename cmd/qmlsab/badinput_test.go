@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/qmlsab/qmlsab/history"
 )
 
 // The catalogue of bad input: each gives exit 1 and this exact message
@@ -49,5 +54,68 @@ func TestBadInputCatalogue(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out, "manifest.json")); err == nil {
 		t.Error("bad input still wrote a run")
+	}
+}
+
+// dirEntries are the names in a folder.
+func dirEntries(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// Labels are taken as written, commas and all, one per --label; a report
+// whose flags are wrong writes nothing: no summary, no page, no history.
+func TestReportLabelsAsWrittenAndNothingWrittenBeforeTheFlagsAreChecked(t *testing.T) {
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "run")
+	if out, code := qmlsab(t, "run", "--arms", "E", "--n", "1", "--profile", "quick", "--out", dir); code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, out)
+	}
+	before := dirEntries(t, dir)
+	db := filepath.Join(tmp, "h", "history.db")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"report", dir, "--label", "branch"}, `qmlsab report: --label "branch": want KEY=VALUE`},
+		{[]string{"report", dir, "--history", "--history-db", db, "--label", "nolabel"}, `qmlsab report: --label "nolabel": want KEY=VALUE`},
+		{[]string{"report", "--history", "--history-db", db, "--label", "branch=master", "--label", "=x", dir}, `qmlsab report: --label "=x": want KEY=VALUE`},
+		{[]string{"report", dir, "--label", "branch=master"}, "qmlsab report: --label: labels are stored with the run in the history; add --history"},
+	} {
+		out, code := qmlsab(t, tc.args...)
+		if code != exitFailed || strings.TrimSpace(out) != tc.want {
+			t.Errorf("%v:\n exit %d: %s\nwant exit 1: %s", tc.args, code, strings.TrimSpace(out), tc.want)
+		}
+		if after := dirEntries(t, dir); !slices.Equal(after, before) {
+			t.Errorf("%v: the run folder went from %v to %v", tc.args, before, after)
+		}
+		if _, err := os.Stat(filepath.Dir(db)); err == nil {
+			t.Errorf("%v: the history's folder was created", tc.args)
+		}
+	}
+
+	out, code := qmlsab(t, "report", dir, "--format", "json", "--history", "--history-db", db, "--label", "msg=fix a,b", "--label", "branch=feat,x=1")
+	if code != 0 {
+		t.Fatalf("report with labels: exit %d\n%s", code, out)
+	}
+	st, err := history.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	runs, err := st.List(context.Background(), history.Filter{})
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("history: %v, %d runs, want 1", err, len(runs))
+	}
+	if want := map[string]string{"msg": "fix a,b", "branch": "feat,x=1"}; !maps.Equal(runs[0].Labels, want) {
+		t.Errorf("labels stored: %v, want %v", runs[0].Labels, want)
 	}
 }

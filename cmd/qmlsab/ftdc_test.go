@@ -567,7 +567,6 @@ func TestFTDCDumpAndItsBadInput(t *testing.T) {
 		{[]string{"ftdc", "dump", dir, "--paths", "serverStatus.nope"}, "qmlsab ftdc dump: --paths serverStatus.nope: no such metric in " + dir + " (--list shows them)"},
 		{[]string{"ftdc", "dump", dir + "x"}, "qmlsab ftdc dump: stat " + dir + "x: no such file or directory"},
 		{[]string{"ftdc", "dump", filepath.Dir(dir)}, "qmlsab ftdc dump: ftdc: no metrics.* files in " + filepath.Dir(dir)},
-		{[]string{"ftdc", "dump", dir, "--colour", "blue"}, "qmlsab ftdc dump: unknown flag --colour"},
 		{[]string{"import", "ftdc", "--phases", "1s,2s,3s", "--start", "2025-06-01T10:00:00Z", dir}, "qmlsab import ftdc: --arm: which arm the window was"},
 		{[]string{"import", "ftdc", "--arm", "D", "--phases", "1s,2s", "--start", "2025-06-01T10:00:00Z", dir}, `qmlsab import ftdc: --phases "1s,2s": want warmup,storm,recovery such as 30s,150s,60s (or --spec FILE)`},
 		{[]string{"import", "ftdc", "--arm", "D", "--phases", "1s,2s,3s", "--start", "noon", dir}, `qmlsab import ftdc: --start "noon": want an RFC 3339 time such as 2025-06-01T10:00:00Z`},

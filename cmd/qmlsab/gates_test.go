@@ -55,3 +55,27 @@ func TestReportGatesExitCodesFollowEachArmsExpectation(t *testing.T) {
 		t.Fatalf("report with master's E: exit %d, want 3 with E's falls gate failing\n%s", code, out)
 	}
 }
+
+// The gate lines come out even when the history step after them fails,
+// so a refused history never hides what the gates found; without the
+// history step a failed gate is exit 3.
+func TestGateLinesPrecedeTheHistoryStep(t *testing.T) {
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "run")
+	if out, code := qmlsab(t, "run", "--arms", "E", "--n", "1", "--profile", "quick", "--out", dir); code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, out)
+	}
+	strict := filepath.Join(tmp, "strict.yaml")
+	os.WriteFile(strict, []byte("name: strict\ngates:\n  - name: impossible\n    metric: availability\n    op: \">\"\n    value: 1.5\n"), 0o644)
+	line := "gate impossible                       E    FAIL (availability median = "
+	out, code := qmlsab(t, "report", dir, "--format", "json", "--gates", strict)
+	if code != exitGateFailed || !strings.Contains(out, line) {
+		t.Fatalf("failed gate: exit %d, want %d with its line\n%s", code, exitGateFailed, out)
+	}
+	notADir := filepath.Join(tmp, "a-file")
+	os.WriteFile(notADir, []byte("x"), 0o644)
+	out, code = qmlsab(t, "report", dir, "--format", "json", "--gates", strict, "--history", "--history-db", filepath.Join(notADir, "h.db"))
+	if code != exitFailed || !strings.Contains(out, line) || !strings.Contains(out, "qmlsab report: --history: ") {
+		t.Errorf("a history that cannot be opened: exit %d, want 1 after the gate lines\n%s", code, out)
+	}
+}

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -33,18 +34,30 @@ func toolVersion() string {
 
 func main() {
 	if err := newApp().Run(os.Args); err != nil {
-		// cli.Exit errors have printed themselves and set the exit code.
+		// Most cli.Exit errors print themselves and exit with their code
+		// inside Run; one that reaches here (an After hook's) has not.
+		var ec cli.ExitCoder
+		if errors.As(err, &ec) {
+			if err.Error() != "" {
+				fmt.Fprintln(os.Stderr, err)
+			}
+			os.Exit(ec.ExitCode())
+		}
 		fmt.Fprintln(os.Stderr, "qmlsab:", err)
-		os.Exit(1)
+		os.Exit(exitFailed)
 	}
 }
 
 // newApp builds the command tree; tests run it with their own writers.
 func newApp() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:    "qmlsab",
 		Usage:   "A/B-test MongoDB query memory load shedding",
 		Version: toolVersion(),
+		// Values are taken as written: --label 'msg=fix a,b' is one
+		// label; a flag is repeated for more values.
+		DisableSliceFlagSeparator: true,
+		CustomAppHelpTemplate:     cli.AppHelpTemplate + "\n" + exitCodeHelp() + "\n",
 		Commands: []*cli.Command{
 			{
 				Name:  "version",
@@ -68,6 +81,8 @@ func newApp() *cli.App {
 			ftdcCommand(),
 		},
 	}
+	enforceUsage(app)
+	return app
 }
 
 // simCommand starts the embedded simulator as a replica set on loopback and

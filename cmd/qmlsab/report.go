@@ -60,6 +60,14 @@ func reportAction(c *cli.Context) error {
 	if a := c.Float64("alpha"); a <= 0 || a >= 1 {
 		return fail("--alpha %v: want a level between 0 and 1", a)
 	}
+	// Every flag is checked before anything is written: a label the
+	// history would refuse must not leave a report behind.
+	if _, err := labels(c); err != nil {
+		return fail("%v", err)
+	}
+	if c.IsSet("label") && !c.Bool("history") {
+		return fail("--label: labels are stored with the run in the history; add --history")
+	}
 	if len(dirs) == 0 {
 		d, err := report.Newest(c.String("results"))
 		if err != nil {
@@ -122,12 +130,9 @@ func reportAction(c *cli.Context) error {
 			fmt.Fprintf(c.App.Writer, "report: %s\n", filepath.Join(out, formats["html"]))
 		}
 	}()
-	if c.Bool("history") {
-		if err := addToHistory(c, c.String("history-db"), dirs); err != nil {
-			return fail("--history: %v", err)
-		}
-	}
 	if opts.Gates != nil {
+		// The gate lines come before the history step, so that a history
+		// that refuses the run does not hide what the gates found.
 		for _, arm := range a.Arms {
 			for _, g := range arm.Gates {
 				if g.NotApplicable {
@@ -136,9 +141,14 @@ func reportAction(c *cli.Context) error {
 				fmt.Fprintf(c.App.Writer, "gate %-32s %-4s %s\n", g.Gate.Name, arm.Name, g.Line())
 			}
 		}
-		if !a.GatesPass() {
-			return cli.Exit("qmlsab report: a gate failed", 3)
+	}
+	if c.Bool("history") {
+		if err := addToHistory(c, c.String("history-db"), dirs); err != nil {
+			return fail("--history: %v", err)
 		}
+	}
+	if opts.Gates != nil && !a.GatesPass() {
+		return cli.Exit("qmlsab report: a gate failed", exitGateFailed)
 	}
 	return nil
 }

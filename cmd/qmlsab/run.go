@@ -202,6 +202,11 @@ func runAction(c *cli.Context) error {
 		}
 	}
 	if runErr != nil {
+		if ctx.Err() != nil {
+			// Stopped by SIGINT or SIGTERM: not a failed run, and the
+			// finished trials are kept for --resume.
+			return cli.Exit(fmt.Sprintf("qmlsab run: %v", runErr), exitInterrupted)
+		}
 		return fail("%v", runErr)
 	}
 	if allInvalid != nil {

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// Exit codes are a contract with whatever runs qmlsab (a CI job, a
+// script): each code has one meaning, the same for every command.
+// exitRegression (4) is history detect's, declared with it.
+const (
+	exitOK          = 0
+	exitFailed      = 1
+	exitUsage       = 2
+	exitGateFailed  = 3
+	exitInterrupted = 130
+)
+
+// exitCodeRow is one row of the contract.
+type exitCodeRow struct {
+	Code    int
+	Meaning string
+}
+
+// exitCodes is the contract as data: `qmlsab --help` prints it and a test
+// holds the README's table to it.
+var exitCodes = []exitCodeRow{
+	{exitOK, "ok"},
+	{exitFailed, "bad input (a value that parses but is wrong: an unknown arm, a missing file, a malformed label) or a failed run"},
+	{exitUsage, "usage: an unknown command or flag, or a flag without its value; one line names the closest match"},
+	{exitGateFailed, "a gate failed (report --gates)"},
+	{exitRegression, "a regression (history detect)"},
+	{exitInterrupted, "interrupted by SIGINT or SIGTERM; the finished trials are kept (run --resume completes the run)"},
+}
+
+// exitCodeHelp is the contract as the root command's help prints it.
+func exitCodeHelp() string {
+	var b strings.Builder
+	b.WriteString("EXIT CODES:\n")
+	for _, e := range exitCodes {
+		fmt.Fprintf(&b, "   %-3d  %s\n", e.Code, e.Meaning)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// usageError is a command line that does not parse, said in one line:
+// what was not understood and, when one is close, what was meant.
+func usageError(cmdPath, what, given string, candidates []string) error {
+	msg := fmt.Sprintf("%s: unknown %s %q", cmdPath, what, given)
+	if m := closest(given, candidates); m != "" {
+		msg += fmt.Sprintf("; did you mean %q?", m)
+	} else if len(candidates) > 0 {
+		msg += fmt.Sprintf(" (known: %s)", strings.Join(candidates, ", "))
+	}
+	return cli.Exit(msg, exitUsage)
+}
+
+// closest is the candidate nearest to s by edit distance, if it is near
+// enough to be a typo (at most a third of the longer word, and at least
+// one edit allowed); a candidate s is a prefix of counts as near.
+func closest(s string, candidates []string) string {
+	best, bestD := "", -1
+	for _, c := range candidates {
+		d := editDistance(s, c)
+		if strings.HasPrefix(c, s) && len(s) >= 2 {
+			d = min(d, 1)
+		}
+		if bestD < 0 || d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if best == "" || bestD > max(1, max(len(s), len(best))/3) {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Damerau (optimal string alignment) distance: a
+// swap of neighbours (reprot, report) is one edit.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(ra)][len(rb)]
+}
+
+// commandNames are the names a command's subcommands answer to.
+func commandNames(cmds []*cli.Command) []string {
+	var names []string
+	for _, c := range cmds {
+		if !c.Hidden {
+			names = append(names, c.Names()...)
+		}
+	}
+	return names
+}
+
+// dashed is a flag as written on a command line: -n for a one-letter
+// name, --arms otherwise (the flag package writes every name with one
+// dash).
+func dashed(name string) string {
+	name = strings.TrimLeft(name, "-")
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// flagNames are a command's flags as written on a command line.
+func flagNames(flags []cli.Flag) []string {
+	var names []string
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			names = append(names, dashed(n))
+		}
+	}
+	return names
+}
+
+// enforceUsage makes every command of the tree answer a command line it
+// cannot parse with exit 2 and one line: an unknown subcommand (qmlsab
+// reprot, qmlsab history lst), an unknown flag wherever it is written, a
+// flag without its value. It is applied once to the whole tree, so
+// commands added later are covered without code of their own.
+func enforceUsage(app *cli.App) {
+	app.OnUsageError = flagUsageError(app.Name, func() []cli.Flag { return app.Flags })
+	app.Action = unknownCommand(app.Name, true, func() []*cli.Command { return app.Commands })
+	// qmlsab help reprot: the library's help command reports a topic it
+	// does not know only through CommandNotFound, which cannot fail the
+	// command; the miss is kept and returned once the command is done.
+	var helpMiss error
+	app.CommandNotFound = func(c *cli.Context, name string) {
+		path := app.Name
+		var names []string
+		if c.Command != nil && c.Command.Name != app.Name {
+			path = c.Command.HelpName
+			names = commandNames(c.Command.Subcommands)
+		} else {
+			names = commandNames(app.Commands)
+		}
+		helpMiss = usageError(path, "help topic", name, names)
+	}
+	app.After = func(*cli.Context) error { return helpMiss }
+	for _, c := range app.Commands {
+		enforceCommandUsage(c, app.Name+" "+c.Name)
+	}
+}
+
+func enforceCommandUsage(c *cli.Command, path string) {
+	c.OnUsageError = flagUsageError(path, func() []cli.Flag { return c.Flags })
+	switch {
+	case len(c.Subcommands) > 0 && c.Action == nil:
+		c.Action = unknownCommand(path, false, func() []*cli.Command { return c.Subcommands })
+	case c.Action != nil:
+		c.Action = withTrailingFlags(path, c.Action)
+	}
+	for _, s := range c.Subcommands {
+		enforceCommandUsage(s, path+" "+s.Name)
+	}
+}
+
+// unknownCommand is the action of a command that only groups others:
+// its help without arguments, a usage error for a name it does not have.
+func unknownCommand(path string, root bool, subcommands func() []*cli.Command) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if !c.Args().Present() {
+			if root {
+				return cli.ShowAppHelp(c)
+			}
+			return cli.ShowSubcommandHelp(c)
+		}
+		return usageError(path, "command", c.Args().First(), commandNames(subcommands()))
+	}
+}
+
+// flagUsageError turns the flag package's parse errors ("flag provided
+// but not defined: -arsm") into the one-line usage error.
+func flagUsageError(path string, flags func() []cli.Flag) cli.OnUsageErrorFunc {
+	return func(_ *cli.Context, err error, _ bool) error {
+		msg := err.Error()
+		if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+			return usageError(path, "flag", dashed(name), flagNames(flags()))
+		}
+		if name, ok := strings.CutPrefix(msg, "flag needs an argument: "); ok {
+			msg = fmt.Sprintf("flag %s needs a value", dashed(name))
+		}
+		return cli.Exit(fmt.Sprintf("%s: %s", path, msg), exitUsage)
+	}
+}
+
+// withTrailingFlags applies the flags written after a command's
+// positional arguments (qmlsab report DIR --gates X) before the action
+// runs, so a mistake among them is a usage error like one before them.
+func withTrailingFlags(path string, action cli.ActionFunc) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		if err := applyTrailingFlags(c); err != nil {
+			var u *unknownFlagError
+			if errors.As(err, &u) {
+				return usageError(path, "flag", u.flag, flagNames(c.Command.Flags))
+			}
+			return cli.Exit(fmt.Sprintf("%s: %v", path, err), exitUsage)
+		}
+		return action(c)
+	}
+}
