@@ -164,10 +164,11 @@ func addToHistory(c *cli.Context, loc string, dirs []string) error {
 			what += ", partial"
 		}
 		what += ")"
+		from := strings.Join(groups[i], " ")
 		if added {
-			fmt.Fprintf(c.App.Writer, "history: added %s to %s\n", what, history.RedactURI(loc))
+			fmt.Fprintf(c.App.Writer, "history: added %s as night %s to %s\n", from, what, history.RedactURI(loc))
 		} else {
-			fmt.Fprintf(c.App.Writer, "history: %s is already in %s; nothing changed\n", r.ID, history.RedactURI(loc))
+			fmt.Fprintf(c.App.Writer, "history: %s (night %s) is already in %s; nothing changed\n", from, r.ID, history.RedactURI(loc))
 		}
 	}
 	return nil
