@@ -70,7 +70,8 @@
 // the _id index makes ids unique with no further index; maps are stored as
 // arrays of {k, v} (labels, parameters) or {name, value} (metrics) so names
 // may contain '.' or '$'; startedNs holds the start time in Unix
-// nanoseconds (started, a date, is for people). Collection "meta" holds
+// nanoseconds (started, a date, is for people); partial is present and
+// true for a run stored before all its planned trials finished. Collection "meta" holds
 // {_id: "schema", version}.
 //
 //   - Version 1: indexes on runs by (startedNs, _id) and (workload,

@@ -414,6 +414,9 @@ func TestKubernetesRecipeRunsAsWritten(t *testing.T) {
 		t.Errorf("merged run: %d shards, %d hosts, %d+%d trials; want %d, %d, 6+6", len(r.Manifest.Shards), len(r.Manifest.Hosts),
 			len(r.Trials["D"]), len(r.Trials["E"]), completions, completions)
 	}
+	if !strings.HasPrefix(r.Manifest.RunID, config["QMLSAB_RUN_ID"]+"-") {
+		t.Errorf("the merged run's id is %q; want the ConfigMap's QMLSAB_RUN_ID %q and the plan", r.Manifest.RunID, config["QMLSAB_RUN_ID"])
+	}
 	if b, err := os.ReadFile(filepath.Join(merged, "report.html")); err != nil || !strings.Contains(string(b), `id="hosts-table"`) {
 		t.Errorf("the merged report lacks the host table: %v", err)
 	}
