@@ -103,6 +103,11 @@ func (s *checkedStore) selected(ctx context.Context, f Filter) ([]RunSummary, er
 	return out, nil
 }
 
+// unknownMetric is the error of a metric neither stored nor known.
+func unknownMetric(name string, known []string) error {
+	return fmt.Errorf("metric %q %w and is not one qmlsab computes (metrics it computes: %s)", name, ErrUnknown, strings.Join(known, ", "))
+}
+
 // holding lists distinct values for an error message.
 func holding(what string, values []string) string {
 	set := map[string]bool{}
@@ -146,7 +151,7 @@ func (s *checkedStore) checkArm(ctx context.Context, arm string, f Filter) error
 }
 
 func (s *checkedStore) unknownMetric(metric string) error {
-	return fmt.Errorf("metric %q %w and is not a metric qmlsab knows (%s)", metric, ErrUnknown, holding("known metrics", s.known))
+	return unknownMetric(metric, s.known)
 }
 
 func (s *checkedStore) Series(ctx context.Context, metric, arm string, f Filter) ([]SeriesPoint, error) {
@@ -198,7 +203,7 @@ func CheckNames(runs []Run, arms, metrics, known []string) error {
 	}
 	for _, m := range metrics {
 		if !stored[m] && !slices.Contains(known, m) {
-			return fmt.Errorf("metric %q %w and is not a metric qmlsab knows (%s)", m, ErrUnknown, holding("known metrics", known))
+			return unknownMetric(m, known)
 		}
 	}
 	return nil

@@ -168,7 +168,7 @@ func TestCheckedRefusesWhatMatchesNothing(t *testing.T) {
 		{"metric", func() error {
 			_, err := st.Series(ctx, "foo", "shed", Filter{})
 			return err
-		}, []string{`"foo"`, "known_but_unstored, ops/s"}},
+		}, []string{`"foo"`, "ops/s, known_but_unstored"}},
 		{"effect metric", func() error {
 			_, err := st.Effects(ctx, "foo", "shed", Filter{})
 			return err
