@@ -127,6 +127,19 @@ func readyNight(dirs []string, allowPartial bool) (partial bool, err error) {
 	return true, nil
 }
 
+// historyPreflight refuses, before anything is written, run folders that
+// addToHistory would refuse for their state: still being written, or
+// unfinished without --allow-partial (for report --history to check
+// with its other flags).
+func historyPreflight(c *cli.Context, dirs []string) error {
+	for _, g := range nights(dirs) {
+		if _, err := readyNight(g, c.Bool("allow-partial")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // addToHistory adds run folders to the history (the shard folders of one
 // plan as one night), saying for each night whether it was new. A run
 // still being written or unfinished is refused unless --allow-partial.
