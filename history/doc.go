@@ -20,6 +20,13 @@
 // directory on first use. The SQLite driver is pure Go (modernc.org/sqlite):
 // no C toolchain is needed.
 //
+// Readers use [OpenReadOnly], which creates, migrates and writes nothing:
+// a missing file is [ErrNoHistory]; an SQLite file no writer has open is
+// read as immutable (no locks, no -wal or -shm files), one a writer has
+// open through the writer's WAL; an older schema is read as it is. Wrapped
+// in [Checked], reads refuse a workload, label, arm or metric that matches
+// nothing ([ErrUnknown], naming the value and what the history holds).
+//
 // # Adding is idempotent
 //
 // A run is identified by its id. Adding an id that is already stored
@@ -44,6 +51,8 @@
 //     metric, shift, p). Children reference runs(id).
 //   - Version 2: indexes on trial_metrics and effects by (metric, arm, run_id)
 //     and on runs by (workload, started_ns).
+//   - Version 3: runs.partial, set for a run stored before all its planned
+//     trials finished ([Run.Partial]).
 //
 // Migrations are a list of steps applied in order in one transaction on
 // open. Before SQLite touches a file, Open reads its header: a file that is
@@ -61,7 +70,8 @@
 // the _id index makes ids unique with no further index; maps are stored as
 // arrays of {k, v} (labels, parameters) or {name, value} (metrics) so names
 // may contain '.' or '$'; startedNs holds the start time in Unix
-// nanoseconds (started, a date, is for people). Collection "meta" holds
+// nanoseconds (started, a date, is for people); partial is present and
+// true for a run stored before all its planned trials finished. Collection "meta" holds
 // {_id: "schema", version}.
 //
 //   - Version 1: indexes on runs by (startedNs, _id) and (workload,

@@ -27,8 +27,11 @@ type Run struct {
 	Labels         map[string]string `json:"labels,omitempty"`
 	Host           Host              `json:"host"`
 	Simulated      bool              `json:"simulated,omitempty"`
-	Trials         []Trial           `json:"trials,omitempty"`
-	Effects        []Effect          `json:"effects,omitempty"`
+	// Partial marks a run stored while some of its planned trials had not
+	// finished (history add --allow-partial).
+	Partial bool     `json:"partial,omitempty"`
+	Trials  []Trial  `json:"trials,omitempty"`
+	Effects []Effect `json:"effects,omitempty"`
 }
 
 // Arm is one configuration under test.
@@ -76,6 +79,7 @@ type RunSummary struct {
 	Labels         map[string]string `json:"labels,omitempty"`
 	Host           Host              `json:"host"`
 	Simulated      bool              `json:"simulated,omitempty"`
+	Partial        bool              `json:"partial,omitempty"`
 	Trials         int               `json:"trials"`
 }
 
@@ -149,6 +153,10 @@ var (
 	ErrNotHistory = errors.New("not a qmlsab history database")
 	// ErrInvalidRun: Add refused a run that breaks the rules in Validate.
 	ErrInvalidRun = errors.New("invalid run")
+	// ErrNoHistory: OpenReadOnly found no history at the location.
+	ErrNoHistory = errors.New("no history there")
+	// ErrReadOnly: Add on a store opened with OpenReadOnly.
+	ErrReadOnly = errors.New("history opened read-only")
 )
 
 // Open opens the history at location, creating it on first use. A
@@ -168,6 +176,26 @@ func Open(ctx context.Context, location string) (Store, error) {
 		return nil, errors.New("history: empty location")
 	}
 	return openSQLite(ctx, location)
+}
+
+// OpenReadOnly opens an existing history for reading only: it never
+// creates a file, a folder or a database, never migrates a schema and
+// never writes, so readers without write permission (or sharing a folder
+// with its owner) leave nothing behind. A missing SQLite file is an error
+// wrapping ErrNoHistory; an SQLite file of an older schema is read as it
+// is. Add on the returned store fails with ErrReadOnly.
+func OpenReadOnly(ctx context.Context, location string) (Store, error) {
+	lower := strings.ToLower(location)
+	switch {
+	case strings.HasPrefix(lower, "mongodb://"), strings.HasPrefix(lower, "mongodb+srv://"):
+		return openMongoReadOnly(ctx, location)
+	case strings.Contains(location, "://"):
+		scheme, _, _ := strings.Cut(location, "://")
+		return nil, fmt.Errorf("history: unsupported location scheme %q in %s (want mongodb://, mongodb+srv:// or a file path)", scheme, RedactURI(location))
+	case location == "":
+		return nil, errors.New("history: empty location")
+	}
+	return openSQLiteReadOnly(ctx, location)
 }
 
 // Validate checks the rules Add enforces: a non-empty id and start time
@@ -323,7 +351,7 @@ func conflict(id, stored, digest string) error {
 // summarize makes a run's summary.
 func summarize(r Run) RunSummary {
 	s := RunSummary{ID: r.ID, Started: r.Started, Workload: r.Workload, WorkloadDigest: r.WorkloadDigest,
-		Baseline: r.Baseline, Labels: r.Labels, Host: r.Host, Simulated: r.Simulated, Trials: len(r.Trials)}
+		Baseline: r.Baseline, Labels: r.Labels, Host: r.Host, Simulated: r.Simulated, Partial: r.Partial, Trials: len(r.Trials)}
 	for _, a := range r.Arms {
 		s.Arms = append(s.Arms, a.Name)
 	}

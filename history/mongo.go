@@ -49,14 +49,25 @@ const (
 var mongoSchemaVersion = len(mongoMigrations)
 
 type mongoStore struct {
-	uri    string // with credentials: only ever passed through redaction
-	where  string // redacted URI and database, for messages
-	client *mongo.Client
-	runs   *mongo.Collection
-	meta   *mongo.Collection
+	readOnly bool   // OpenReadOnly: never migrates or writes
+	uri      string // with credentials: only ever passed through redaction
+	where    string // redacted URI and database, for messages
+	client   *mongo.Client
+	runs     *mongo.Collection
+	meta     *mongo.Collection
 }
 
 func openMongo(ctx context.Context, uri string) (Store, error) {
+	return openMongoMode(ctx, uri, false)
+}
+
+// openMongoReadOnly connects without migrating: it checks the schema
+// version and writes nothing (a database without one reads as empty).
+func openMongoReadOnly(ctx context.Context, uri string) (Store, error) {
+	return openMongoMode(ctx, uri, true)
+}
+
+func openMongoMode(ctx context.Context, uri string, readOnly bool) (Store, error) {
 	where := RedactURI(uri)
 	cs, err := connstring.ParseAndValidate(uri)
 	if err != nil {
@@ -80,7 +91,7 @@ func openMongo(ctx context.Context, uri string) (Store, error) {
 		return nil, fmt.Errorf("history: %s: %w", where, redactErr(err, uri))
 	}
 	db := client.Database(dbName)
-	s := &mongoStore{uri: uri, where: where + " (database " + dbName + ")", client: client,
+	s := &mongoStore{readOnly: readOnly, uri: uri, where: where + " (database " + dbName + ")", client: client,
 		runs: db.Collection("runs"), meta: db.Collection("meta")}
 	if err := client.Ping(ctx, readpref.Primary()); err != nil {
 		s.abandon()
@@ -121,6 +132,9 @@ func (s *mongoStore) migrate(ctx context.Context) error {
 			Version int `bson:"version"`
 		}
 		err := s.meta.FindOne(ctx, bson.D{{Key: "_id", Value: mongoSchemaID}}).Decode(&m)
+		if errors.Is(err, mongo.ErrNoDocuments) && s.readOnly {
+			return nil // no history written yet: reads find nothing
+		}
 		if errors.Is(err, mongo.ErrNoDocuments) {
 			_, err = s.meta.InsertOne(ctx, bson.D{{Key: "_id", Value: mongoSchemaID}, {Key: "version", Value: 0}})
 			if err != nil && !mongo.IsDuplicateKeyError(err) {
@@ -139,6 +153,8 @@ func (s *mongoStore) migrate(ctx context.Context) error {
 			return nil
 		case m.Version < 0:
 			return fmt.Errorf("history: %s: %w: schema version %d", s.where, ErrNotHistory, m.Version)
+		case s.readOnly:
+			return nil // older documents read as they are
 		}
 		if err := mongoMigrations[m.Version](ctx, s); err != nil {
 			return s.err(fmt.Sprintf("migrating the schema to version %d", m.Version+1), err)
@@ -164,6 +180,7 @@ type mongoRun struct {
 	Arms           []mongoArm    `bson:"arms"`
 	Host           mongoHost     `bson:"host"`
 	Simulated      bool          `bson:"simulated"`
+	Partial        bool          `bson:"partial,omitempty"`
 	TrialCount     int           `bson:"trialCount"`
 	Trials         []mongoTrial  `bson:"trials"`
 	Effects        []mongoEffect `bson:"effects"`
@@ -234,7 +251,7 @@ func toMongo(r Run, digest string) mongoRun {
 	d := mongoRun{ID: r.ID, StartedNs: nanos(r.Started), Started: r.Started, Workload: r.Workload,
 		WorkloadDigest: r.WorkloadDigest, Baseline: r.Baseline, Labels: toKVs(r.Labels),
 		Host:      mongoHost{h.Name, h.CPUModel, h.Cores, h.MemoryBytes, h.Kernel, h.TargetKind},
-		Simulated: r.Simulated, TrialCount: len(r.Trials), Digest: digest, Added: time.Now().UTC()}
+		Simulated: r.Simulated, Partial: r.Partial, TrialCount: len(r.Trials), Digest: digest, Added: time.Now().UTC()}
 	for _, a := range r.Arms {
 		d.Arms = append(d.Arms, mongoArm{a.Name, a.Build, toKVs(a.Parameters)})
 	}
@@ -256,7 +273,7 @@ func (d mongoRun) run() Run {
 	r := Run{ID: d.ID, Started: fromNanos(d.StartedNs), Workload: d.Workload, WorkloadDigest: d.WorkloadDigest,
 		Baseline: d.Baseline, Labels: fromKVs(d.Labels),
 		Host:      Host{Name: h.Name, CPUModel: h.CPUModel, Cores: h.Cores, MemoryBytes: h.MemoryBytes, Kernel: h.Kernel, TargetKind: h.TargetKind},
-		Simulated: d.Simulated}
+		Simulated: d.Simulated, Partial: d.Partial}
 	for _, a := range d.Arms {
 		r.Arms = append(r.Arms, Arm{Name: a.Name, Build: a.Build, Parameters: fromKVs(a.Parameters)})
 	}
@@ -277,6 +294,9 @@ func (d mongoRun) run() Run {
 }
 
 func (s *mongoStore) Add(ctx context.Context, r Run) (bool, error) {
+	if s.readOnly {
+		return false, fmt.Errorf("history: %s: adding run %s: %w", s.where, r.ID, ErrReadOnly)
+	}
 	r, digest, err := prepare(r)
 	if err != nil {
 		return false, err

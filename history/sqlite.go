@@ -94,6 +94,10 @@ var sqliteMigrations = [][]string{
 		`CREATE INDEX effects_by_metric ON effects(metric, arm, run_id)`,
 		`CREATE INDEX runs_workload ON runs(workload, started_ns)`,
 	},
+	// 3: runs stored before all their planned trials had finished.
+	{
+		`ALTER TABLE runs ADD COLUMN partial INTEGER NOT NULL DEFAULT 0`,
+	},
 }
 
 // sqliteSchemaVersion is the schema version this code writes to SQLite files.
@@ -102,6 +106,11 @@ var sqliteSchemaVersion = len(sqliteMigrations)
 type sqliteStore struct {
 	db   *sql.DB
 	path string
+	// readOnly stores (OpenReadOnly) read the schema version they found:
+	// version 0 is a file without a schema (an empty history), and older
+	// versions lack later columns.
+	readOnly bool
+	version  int
 }
 
 // openSQLite opens (creating on first use) the history file at path. The
@@ -133,6 +142,63 @@ func openSQLite(ctx context.Context, path string) (Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// openSQLiteReadOnly opens an existing history file for reading without
+// writing anything: no folder, file, schema, WAL mode or -wal/-shm files.
+// SQLite in WAL mode makes a reader create the -shm and -wal files when
+// they are missing (and leave them behind), so a file without a -wal
+// file, which no writer has open, is read as immutable (no locks, no side
+// files); while a writer has it open, its -wal and -shm files exist and
+// the reader shares them read-only, seeing only committed runs.
+func openSQLiteReadOnly(ctx context.Context, path string) (Store, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("history: %s: %w", path, err)
+	}
+	exists, err := checkSQLiteFile(abs)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		return nil, fmt.Errorf("history: %s: %w (a reader never creates one: qmlsab history add or report --history does)", abs, ErrNoHistory)
+	}
+	mode := "mode=ro&immutable=1"
+	if _, err := os.Stat(abs + "-wal"); err == nil {
+		mode = "mode=ro"
+	}
+	dsn := "file:" + sqliteURIPath(abs) + fmt.Sprintf("?%s&_busy_timeout=%d&_pragma=query_only(1)", mode, sqliteBusyTimeout.Milliseconds())
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("history: %s: %w", abs, err)
+	}
+	s := &sqliteStore{db: db, path: abs, readOnly: true}
+	var appID, objects int
+	if err := db.QueryRowContext(ctx, `SELECT (SELECT user_version FROM pragma_user_version),
+		(SELECT application_id FROM pragma_application_id), (SELECT count(*) FROM sqlite_master)`).Scan(&s.version, &appID, &objects); err != nil {
+		db.Close()
+		return nil, s.sqlErr("reading the schema version", err)
+	}
+	switch {
+	case appID != 0 && uint32(appID) != sqliteAppID, appID == 0 && (s.version != 0 || objects != 0):
+		db.Close()
+		return nil, fmt.Errorf("history: %s: %w (application id %#x, %d schema objects)", abs, ErrNotHistory, uint32(appID), objects)
+	case s.version > sqliteSchemaVersion:
+		db.Close()
+		return nil, newerSQLite(abs, s.version)
+	}
+	return s, nil
+}
+
+// empty is a read-only store of a file without a schema yet.
+func (s *sqliteStore) empty() bool { return s.readOnly && s.version == 0 }
+
+// partialColumn reads runs.partial, which schema version 3 added.
+func (s *sqliteStore) partialColumn() string {
+	if s.readOnly && s.version < 3 {
+		return "0"
+	}
+	return "r.partial"
 }
 
 // sqliteURIPath escapes what a file: URI reserves.
@@ -293,6 +359,9 @@ func (s *sqliteStore) migrate(ctx context.Context, conn *sql.Conn) error {
 func (s *sqliteStore) Close() error { return s.db.Close() }
 
 func (s *sqliteStore) Add(ctx context.Context, r Run) (bool, error) {
+	if s.readOnly {
+		return false, fmt.Errorf("history: %s: adding run %s: %w", s.path, r.ID, ErrReadOnly)
+	}
 	r, digest, err := prepare(r)
 	if err != nil {
 		return false, err
@@ -304,10 +373,10 @@ func (s *sqliteStore) Add(ctx context.Context, r Run) (bool, error) {
 	defer tx.Rollback()
 	h := r.Host
 	res, err := tx.ExecContext(ctx, `INSERT INTO runs (id, started_ns, workload, workload_digest, baseline, simulated,
-		host_name, host_cpu_model, host_cores, host_memory_bytes, host_kernel, host_target_kind, digest, added_ns)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+		host_name, host_cpu_model, host_cores, host_memory_bytes, host_kernel, host_target_kind, digest, added_ns, partial)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 		r.ID, nanos(r.Started), r.Workload, r.WorkloadDigest, r.Baseline, r.Simulated,
-		h.Name, h.CPUModel, h.Cores, h.MemoryBytes, h.Kernel, h.TargetKind, digest, time.Now().UnixNano())
+		h.Name, h.CPUModel, h.Cores, h.MemoryBytes, h.Kernel, h.TargetKind, digest, time.Now().UnixNano(), r.Partial)
 	if err != nil {
 		return false, s.sqlErr("adding run "+r.ID, err)
 	}
@@ -418,9 +487,12 @@ func sqlWhere(f Filter) (string, []any) {
 // load reads the runs matching where, ordered by start time. With full
 // false it reads runs, labels and arms only, and counts the trials.
 func (s *sqliteStore) load(ctx context.Context, where string, args []any, full bool) ([]Run, []int, error) {
+	if s.empty() {
+		return nil, nil, nil
+	}
 	rows, err := s.db.QueryContext(ctx, `SELECT r.id, r.started_ns, r.workload, r.workload_digest, r.baseline, r.simulated,
 		r.host_name, r.host_cpu_model, r.host_cores, r.host_memory_bytes, r.host_kernel, r.host_target_kind,
-		(SELECT count(*) FROM trials t WHERE t.run_id = r.id)
+		(SELECT count(*) FROM trials t WHERE t.run_id = r.id), `+s.partialColumn()+`
 		FROM runs r WHERE `+where+` ORDER BY r.started_ns, r.id`, args...)
 	if err != nil {
 		return nil, nil, s.sqlErr("reading runs", err)
@@ -434,7 +506,7 @@ func (s *sqliteStore) load(ctx context.Context, where string, args []any, full b
 		var n int
 		h := &r.Host
 		if err := rows.Scan(&r.ID, &ns, &r.Workload, &r.WorkloadDigest, &r.Baseline, &r.Simulated,
-			&h.Name, &h.CPUModel, &h.Cores, &h.MemoryBytes, &h.Kernel, &h.TargetKind, &n); err != nil {
+			&h.Name, &h.CPUModel, &h.Cores, &h.MemoryBytes, &h.Kernel, &h.TargetKind, &n, &r.Partial); err != nil {
 			rows.Close()
 			return nil, nil, s.sqlErr("reading runs", err)
 		}
@@ -559,6 +631,9 @@ func (s *sqliteStore) List(ctx context.Context, f Filter) ([]RunSummary, error) 
 }
 
 func (s *sqliteStore) Series(ctx context.Context, metric, arm string, f Filter) ([]SeriesPoint, error) {
+	if s.empty() {
+		return nil, nil
+	}
 	where, args := sqlWhere(f)
 	rows, err := s.db.QueryContext(ctx, `SELECT r.id, r.started_ns, coalesce(a.build, ''), m.value
 		FROM trial_metrics m JOIN runs r ON r.id = m.run_id
@@ -590,6 +665,9 @@ func (s *sqliteStore) Series(ctx context.Context, metric, arm string, f Filter) 
 }
 
 func (s *sqliteStore) Effects(ctx context.Context, metric, arm string, f Filter) ([]EffectPoint, error) {
+	if s.empty() {
+		return nil, nil
+	}
 	where, args := sqlWhere(f)
 	rows, err := s.db.QueryContext(ctx, `SELECT r.id, r.started_ns, r.baseline, coalesce(a.build, ''), e.shift, e.p
 		FROM effects e JOIN runs r ON r.id = e.run_id

@@ -189,14 +189,29 @@ func TestSQLiteEmptyFileIsInitialised(t *testing.T) {
 
 func TestSQLiteMigratesAnOlderSchema(t *testing.T) {
 	path := makeHistory(t, 3)
-	// Turn the file back into schema version 1: without step 2's indexes.
+	// Turn the file back into schema version 1: without step 2's indexes
+	// and step 3's column.
 	db := rawSQLite(t, path)
-	for _, stmt := range []string{`DROP INDEX trial_metrics_by_metric`, `DROP INDEX effects_by_metric`, `DROP INDEX runs_workload`, `PRAGMA user_version = 1`} {
+	for _, stmt := range []string{`DROP INDEX trial_metrics_by_metric`, `DROP INDEX effects_by_metric`, `DROP INDEX runs_workload`,
+		`ALTER TABLE runs DROP COLUMN partial`, `PRAGMA user_version = 1`} {
 		if _, err := db.Exec(stmt); err != nil {
 			t.Fatal(err)
 		}
 	}
 	db.Close()
+	// A reader reads the old schema as it is and migrates nothing.
+	before := fileSnapshot(t, path)
+	ro, err := OpenReadOnly(context.Background(), path)
+	if err != nil {
+		t.Fatalf("OpenReadOnly of a version 1 file: %v", err)
+	}
+	if l, err := ro.List(context.Background(), Filter{}); err != nil || len(l) != 3 || l[0].Partial {
+		t.Fatalf("read-only List of a version 1 file = %v, %v", l, err)
+	}
+	ro.Close()
+	if after := fileSnapshot(t, path); after != before {
+		t.Fatalf("a reader changed the version 1 file: %s, then %s", before, after)
+	}
 	s := mustOpen(t, path)
 	if l, err := s.List(context.Background(), Filter{}); err != nil || len(l) != 3 {
 		t.Fatalf("List after migration = %v, %v", l, err)

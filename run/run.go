@@ -49,6 +49,10 @@ type Config struct {
 	Dir    string
 	Resume bool
 	Seed   uint64
+	// RunStamp, the same in every shard of one experiment, gives the
+	// shards one run id (store.NewRunID); empty: $QMLSAB_RUN_ID, and
+	// without that a run id of this folder alone.
+	RunStamp string
 	// Parallel trials at once (0: one per CPU for virtual-clock trials,
 	// which are pure computation; one at a time on the wall clock, where
 	// trials at once would share the CPUs they measure).
@@ -421,6 +425,13 @@ func manifest(cfg Config) (store.Manifest, error) {
 		return store.Manifest{}, err
 	}
 	m.Plan = plan.Record()
+	stamp := cfg.RunStamp
+	if stamp == "" {
+		stamp = os.Getenv(store.RunIDEnv)
+	}
+	if m.RunID, err = store.NewRunID(stamp, m.Plan.Digest, m.Created); err != nil {
+		return store.Manifest{}, err
+	}
 	if cfg.Shard != (store.Shard{}) {
 		m.Shard = &cfg.Shard
 	}

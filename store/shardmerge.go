@@ -77,7 +77,11 @@ func MergeShards(o MergeOptions) (Manifest, []string, error) {
 
 	first := runs[0].Manifest
 	host, _ := os.Hostname()
-	m := Manifest{Schema: ManifestSchema, ToolVersion: o.ToolVersion, Created: time.Now().UTC(), Host: host, CommandLine: o.CommandLine,
+	var sources []Manifest
+	for _, r := range set.Runs {
+		sources = append(sources, r.Manifest)
+	}
+	m := Manifest{Schema: ManifestSchema, ToolVersion: o.ToolVersion, Created: time.Now().UTC(), RunID: GroupRunID(sources), Host: host, CommandLine: o.CommandLine,
 		WorkloadName: first.WorkloadName, Workload: first.Workload, Arms: first.Arms, ArmList: first.ArmList, Seed: first.Seed,
 		Target: first.Target, Clock: first.Clock, Profile: first.Profile, Parallel: first.Parallel, Plan: &set.Plan, Shards: []ShardSource{}}
 	owner := map[int]*Run{} // unit → its shard

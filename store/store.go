@@ -11,6 +11,9 @@ package store
 import (
 	"bufio"
 	"compress/gzip"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,8 +53,12 @@ type Manifest struct {
 	Schema      string    `json:"schema"`
 	ToolVersion string    `json:"tool_version"`
 	Created     time.Time `json:"created"`
-	Host        string    `json:"host"`
-	CommandLine []string  `json:"command_line"`
+	// RunID names the experiment, for the history: made when the run (or
+	// each shard of one plan) is created, kept by resume and by merge
+	// (NewRunID, GroupRunID); empty in runs written before it existed.
+	RunID       string   `json:"run_id,omitempty"`
+	Host        string   `json:"host"`
+	CommandLine []string `json:"command_line"`
 	// WorkloadName names the workload; Workload is its resolved spec.
 	WorkloadName string          `json:"workload_name,omitempty"`
 	Workload     json.RawMessage `json:"workload,omitempty"`
@@ -363,12 +370,126 @@ func processAlive(pid int) bool {
 	return p.Signal(syscall.Signal(0)) == nil
 }
 
+// Writers is the live writers of any of dirs, as "DIR (pid N)": folders a
+// reader must not take as finished.
+func Writers(dirs []string) []string {
+	var out []string
+	for _, d := range dirs {
+		if pid := Writer(d); pid != 0 {
+			out = append(out, fmt.Sprintf("%s (pid %d holds its run.lock)", d, pid))
+		}
+	}
+	return out
+}
+
+// RunIDEnv is the environment variable that gives a run its stamp: the
+// same value in every shard of one experiment (a CI run number, say), so
+// shards started on several machines get one run id.
+const RunIDEnv = "QMLSAB_RUN_ID"
+
+// NewRunID makes the run id of a run created now. With a stamp (RunIDEnv)
+// it is the stamp and the plan digest's first 12 hex digits, the same in
+// every shard given that stamp; without one, the creation time and random
+// digits, unique to this folder.
+func NewRunID(stamp, planDigest string, created time.Time) (string, error) {
+	if stamp != "" {
+		for _, c := range stamp {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+				return "", fmt.Errorf("$%s %q: want letters, digits, '-', '_' or '.'", RunIDEnv, stamp)
+			}
+		}
+		return stamp + "-" + shortDigest(planDigest), nil
+	}
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("making a run id: %w", err)
+	}
+	return created.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:]), nil
+}
+
+func shortDigest(d string) string {
+	if len(d) > 12 {
+		return d[:12]
+	}
+	return d
+}
+
+// GroupRunID is the run id of shard manifests of one plan (the id a merge
+// of them records): their common run id when they share one, else one
+// derived from the plan digest and their run ids (or, for shards written
+// before run ids, their creation times), so the same shards always make
+// the same id and other shards of the same plan another.
+func GroupRunID(shards []Manifest) string {
+	if len(shards) == 0 {
+		return ""
+	}
+	var ids []string
+	for _, m := range shards {
+		id := m.RunID
+		if id == "" {
+			id = m.Created.UTC().Format(time.RFC3339Nano)
+		}
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 1 && shards[0].RunID != "" {
+		return ids[0]
+	}
+	slices.Sort(ids)
+	digest := ""
+	if shards[0].Plan != nil {
+		digest = shards[0].Plan.Digest
+	}
+	sum := sha256.Sum256([]byte(digest + "\n" + strings.Join(ids, "\n")))
+	return "plan-" + shortDigest(digest) + "-" + hex.EncodeToString(sum[:4])
+}
+
+// Completion counts a run's finished (valid or invalid) trials against
+// those it planned. The runs are one run folder (whole or merged) or the
+// shard folders of one plan, which plan the whole plan between them: a
+// missing shard's trials count as planned and not finished.
+func Completion(runs []*Run) (finished, planned int) {
+	listed := 0
+	for _, r := range runs {
+		for _, ts := range r.Manifest.Trials {
+			listed++
+			if ts.Status == Valid || ts.Status == Invalid {
+				finished++
+			}
+		}
+	}
+	planned = listed
+	if p := runs[0].Manifest.Plan; p != nil {
+		planned = max(planned, p.Units*len(p.Arms))
+	}
+	return finished, planned
+}
+
 // Run is a run folder as read back.
 type Run struct {
 	Dir      string
 	Manifest Manifest
 	// Trials are the finished trials, by arm, in index order.
 	Trials map[string][]Trial
+}
+
+// ReadManifest reads a run folder's manifest alone (either format, as
+// Open does), without its trials.
+func ReadManifest(dir string) (Manifest, error) {
+	mpath := filepath.Join(dir, ManifestFile)
+	b, err := os.ReadFile(mpath)
+	if err != nil {
+		return Manifest{}, fmt.Errorf("%s: %w", mpath, err)
+	}
+	m, err := decodeManifest(b)
+	if err != nil {
+		if isSchemaError(err) {
+			return Manifest{}, fmt.Errorf("%s: %w", mpath, err)
+		}
+		return Manifest{}, fmt.Errorf("%s: corrupt or truncated: %w", mpath, err)
+	}
+	return m, nil
 }
 
 // Open reads a run folder: the manifest (of the v2 or the v1 format; a v1

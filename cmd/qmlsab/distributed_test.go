@@ -76,7 +76,8 @@ type ghStep struct {
 }
 
 type ghJob struct {
-	Needs    any `yaml:"needs"`
+	Needs    any               `yaml:"needs"`
+	Env      map[string]string `yaml:"env"`
 	Strategy struct {
 		Matrix map[string][]any `yaml:"matrix"`
 	} `yaml:"strategy"`
@@ -85,10 +86,13 @@ type ghJob struct {
 
 var ghExpr = regexp.MustCompile(`\$\{\{\s*([^}]*?)\s*\}\}`)
 
-// The GitHub Actions recipe, as written: each matrix job's run: steps in
-// its own workspace (a separate process per shard, each its own host),
-// the artifacts uploaded and downloaded as the actions do with pattern:
-// and merge-multiple:, then the merge job's steps.
+// The GitHub Actions recipe, as written, for three nights into one
+// history: each night, each matrix job's run: steps in its own workspace
+// (a separate process per shard, each its own host), the artifacts
+// uploaded and downloaded as the actions do with pattern: and
+// merge-multiple:, then the merge job's steps (merge, report --history,
+// detect). The history then holds three nights, each with its shards'
+// hosts, though every night's merged folder has the same name.
 func TestGitHubActionsRecipeRunsAsWritten(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs the recipe's shards")
@@ -101,13 +105,8 @@ func TestGitHubActionsRecipeRunsAsWritten(t *testing.T) {
 		t.Fatalf("the workflow is not YAML: %v", err)
 	}
 	bin := buildQmlsab(t)
-	root := t.TempDir()
-	artifacts := filepath.Join(root, "artifacts")
-	db := filepath.Join(root, "history.db")
-	env := []string{}
-	for k, v := range wf.Env {
-		env = append(env, fmt.Sprintf("%s=%v", k, v))
-	}
+	base := t.TempDir()
+	db := filepath.Join(base, "history.db")
 	shardJob, mergeJob := wf.Jobs["shard"], wf.Jobs["merge"]
 	if len(shardJob.Steps) == 0 || len(mergeJob.Steps) == 0 || fmt.Sprint(mergeJob.Needs) != "shard" {
 		t.Fatalf("want a shard job and a merge job that needs it: %+v", wf.Jobs)
@@ -116,6 +115,36 @@ func TestGitHubActionsRecipeRunsAsWritten(t *testing.T) {
 	if fmt.Sprint(wf.Env["SHARDS"]) != fmt.Sprint(len(shards)) {
 		t.Fatalf("SHARDS is %v but the matrix has %d shards", wf.Env["SHARDS"], len(shards))
 	}
+	var nights []string
+	for night := 1; night <= 3; night++ {
+		id := fmt.Sprint(9000 + night) // github.run_id: one per workflow run
+		nights = append(nights, runGitHubNight(t, bin, wf.Env, shardJob, mergeJob, filepath.Join(base, "night-"+id),
+			map[string]string{"github.run_id": id, "github.ref_name": "main", "secrets.QMLSAB_HISTORY": db}))
+	}
+	out, code := qmlsab(t, "history", "list", "--db", db, "--label", "branch=main")
+	if code != 0 || strings.Count(out, "\n") != 1+len(nights) {
+		t.Fatalf("history list: exit %d, want %d nights:\n%s", code, len(nights), out)
+	}
+	t.Logf("history list:\n%s", out)
+	for _, id := range nights {
+		line := ""
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, "  "+id+"  ") {
+				line = l
+			}
+		}
+		if !strings.Contains(line, "runner-1,runner-2,runner-3") {
+			t.Errorf("night %s is not stored with its shards' hosts runner-1,runner-2,runner-3:\n%s", id, out)
+		}
+	}
+}
+
+// runGitHubNight runs the workflow's jobs once under root (one workflow
+// run: vars are its ${{ }} values) and returns the night's run id.
+func runGitHubNight(t *testing.T, bin string, wfEnv map[string]any, shardJob, mergeJob ghJob, root string, vars map[string]string) string {
+	t.Helper()
+	artifacts := filepath.Join(root, "artifacts")
+	shards := shardJob.Strategy.Matrix["shard"]
 	var amu sync.Mutex
 	// runJob runs a job's steps in a fresh workspace with bin/qmlsab.
 	runJob := func(job ghJob, name string, vars map[string]string, extra ...string) (string, error) {
@@ -137,6 +166,16 @@ func TestGitHubActionsRecipeRunsAsWritten(t *testing.T) {
 				return v
 			})
 			return out, bad
+		}
+		env := []string{}
+		for _, level := range []map[string]string{stringValues(wfEnv), job.Env} {
+			for k, v := range level {
+				v, err := sub(v)
+				if err != nil {
+					return "", err
+				}
+				env = append(env, k+"="+v)
+			}
 		}
 		for _, st := range job.Steps {
 			with := map[string]string{}
@@ -213,7 +252,11 @@ func TestGitHubActionsRecipeRunsAsWritten(t *testing.T) {
 	logs := make([]string, len(shards))
 	for i, s := range shards {
 		wg.Go(func() {
-			logs[i], errs[i] = runJob(shardJob, fmt.Sprintf("shard-job-%v", s), map[string]string{"matrix.shard": fmt.Sprint(s)}, hostEnv(fmt.Sprintf("runner-%v", s)))
+			shardVars := map[string]string{"matrix.shard": fmt.Sprint(s)}
+			for k, v := range vars {
+				shardVars[k] = v
+			}
+			logs[i], errs[i] = runJob(shardJob, fmt.Sprintf("shard-job-%v", s), shardVars, hostEnv(fmt.Sprintf("runner-%v", s)))
 		})
 	}
 	wg.Wait()
@@ -222,7 +265,7 @@ func TestGitHubActionsRecipeRunsAsWritten(t *testing.T) {
 			t.Fatalf("%v\n%s", err, logs[i])
 		}
 	}
-	out, err := runJob(mergeJob, "merge-job", map[string]string{"github.ref_name": "main", "secrets.QMLSAB_HISTORY": db})
+	out, err := runJob(mergeJob, "merge-job", vars)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -245,9 +288,22 @@ func TestGitHubActionsRecipeRunsAsWritten(t *testing.T) {
 	if !strings.Contains(out, "history: added") {
 		t.Errorf("the history step added nothing:\n%s", out)
 	}
-	if _, err := os.Stat(db); err != nil {
-		t.Errorf("no history at %s: %v", db, err)
+	if !strings.Contains(out, "$ bin/qmlsab history detect") {
+		t.Errorf("the merge job ran no history detect:\n%s", out)
 	}
+	if r.Manifest.RunID == "" || !strings.HasPrefix(r.Manifest.RunID, "gh-"+vars["github.run_id"]+"-") {
+		t.Errorf("the merged run's id is %q; want the workflow run's stamp gh-%s", r.Manifest.RunID, vars["github.run_id"])
+	}
+	return r.Manifest.RunID
+}
+
+// stringValues are a YAML mapping's values as strings.
+func stringValues(m map[string]any) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		out[k] = fmt.Sprint(v)
+	}
+	return out
 }
 
 // The Kubernetes recipe, as written: the Indexed Job's pods as separate
@@ -357,6 +413,9 @@ func TestKubernetesRecipeRunsAsWritten(t *testing.T) {
 	if len(r.Manifest.Shards) != completions || len(r.Manifest.Hosts) != completions || len(r.Trials["D"]) != 6 || len(r.Trials["E"]) != 6 {
 		t.Errorf("merged run: %d shards, %d hosts, %d+%d trials; want %d, %d, 6+6", len(r.Manifest.Shards), len(r.Manifest.Hosts),
 			len(r.Trials["D"]), len(r.Trials["E"]), completions, completions)
+	}
+	if !strings.HasPrefix(r.Manifest.RunID, config["QMLSAB_RUN_ID"]+"-") {
+		t.Errorf("the merged run's id is %q; want the ConfigMap's QMLSAB_RUN_ID %q and the plan", r.Manifest.RunID, config["QMLSAB_RUN_ID"])
 	}
 	if b, err := os.ReadFile(filepath.Join(merged, "report.html")); err != nil || !strings.Contains(string(b), `id="hosts-table"`) {
 		t.Errorf("the merged report lacks the host table: %v", err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/qmlsab/qmlsab/changepoint"
 	"github.com/qmlsab/qmlsab/history"
+	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/nightly"
 	"github.com/qmlsab/qmlsab/store"
 )
@@ -55,39 +56,132 @@ var filterFlags = []cli.Flag{
 	&cli.IntFlag{Name: "last", Usage: "keep the newest `N` nights"},
 }
 
+// openHistory opens the history for a reader (list, detect, export,
+// trend): read-only, never created, and checked, so a workload, label,
+// arm or metric that matches nothing is an error naming it rather than
+// an empty answer.
 func openHistory(ctx context.Context, loc string) (history.Store, error) {
-	st, err := history.Open(ctx, loc)
+	st, err := history.OpenReadOnly(ctx, loc)
 	if err != nil {
 		return nil, fmt.Errorf("history %s: %w", history.RedactURI(loc), err)
 	}
-	return st, nil
+	return history.Checked(st, knownMetrics()), nil
 }
 
-// addToHistory adds run folders to the history, saying for each whether
-// it was new.
+// knownMetrics are the metric names this qmlsab computes.
+func knownMetrics() []string {
+	var names []string
+	for _, m := range metric.Registry {
+		names = append(names, m.Name)
+	}
+	return names
+}
+
+// allowPartialFlag lets history add (and report --history) store a run
+// that has not finished every planned trial.
+var allowPartialFlag = &cli.BoolFlag{Name: "allow-partial", Usage: "store a run with unfinished trials (marked partial) instead of refusing it"}
+
+// nights groups run folders into nights: the shard folders of one plan
+// given together are one night, every other folder its own. Folders that
+// cannot be read are left alone here (FromRuns names the problem).
+func nights(dirs []string) [][]string {
+	var out [][]string
+	plan := map[string]int{} // plan digest of a shard group → its place in out
+	for _, d := range dirs {
+		r, err := store.Open(d)
+		if err == nil && r.Manifest.Shard != nil && r.Manifest.Plan != nil {
+			if i, ok := plan[r.Manifest.Plan.Digest]; ok {
+				out[i] = append(out[i], d)
+				continue
+			}
+			plan[r.Manifest.Plan.Digest] = len(out)
+		}
+		out = append(out, []string{d})
+	}
+	return out
+}
+
+// readyNight refuses a night still being written (a live run.lock) or
+// unfinished (fewer finished trials than planned) unless allowPartial,
+// and says whether it is partial.
+func readyNight(dirs []string, allowPartial bool) (partial bool, err error) {
+	if w := store.Writers(dirs); len(w) > 0 {
+		return false, fmt.Errorf("%s: still being written; add it when the run has finished", strings.Join(w, ", "))
+	}
+	var runs []*store.Run
+	for _, d := range dirs {
+		r, err := store.Open(d)
+		if err != nil {
+			return false, err
+		}
+		runs = append(runs, r)
+	}
+	finished, planned := store.Completion(runs)
+	if finished >= planned {
+		return false, nil
+	}
+	if !allowPartial {
+		return false, fmt.Errorf("%s: %d of %d planned trials finished; finish it (qmlsab run --resume, or the missing shards) or store it as partial with --allow-partial",
+			strings.Join(dirs, " "), finished, planned)
+	}
+	return true, nil
+}
+
+// historyPreflight refuses, before anything is written, run folders that
+// addToHistory would refuse for their state: still being written, or
+// unfinished without --allow-partial (for report --history to check
+// with its other flags).
+func historyPreflight(c *cli.Context, dirs []string) error {
+	for _, g := range nights(dirs) {
+		if _, err := readyNight(g, c.Bool("allow-partial")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addToHistory adds run folders to the history (the shard folders of one
+// plan as one night), saying for each night whether it was new. A run
+// still being written or unfinished is refused unless --allow-partial.
 func addToHistory(c *cli.Context, loc string, dirs []string) error {
 	l, err := labels(c)
 	if err != nil {
 		return err
 	}
-	st, err := openHistory(c.Context, loc)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	for _, d := range dirs {
-		r, err := nightly.FromRun(d, l)
+	groups := nights(dirs)
+	var runs []history.Run
+	for _, g := range groups {
+		partial, err := readyNight(g, c.Bool("allow-partial"))
 		if err != nil {
 			return err
 		}
+		r, err := nightly.FromRuns(g, l)
+		if err != nil {
+			return err
+		}
+		r.Partial = partial
+		runs = append(runs, r)
+	}
+	st, err := history.Open(c.Context, loc)
+	if err != nil {
+		return fmt.Errorf("history %s: %w", history.RedactURI(loc), err)
+	}
+	defer st.Close()
+	for i, r := range runs {
 		added, err := st.Add(c.Context, r)
 		if err != nil {
-			return fmt.Errorf("%s: %w", d, err)
+			return fmt.Errorf("%s: %w", strings.Join(groups[i], " "), err)
 		}
+		what := fmt.Sprintf("%s (%d trials", r.ID, len(r.Trials))
+		if r.Partial {
+			what += ", partial"
+		}
+		what += ")"
+		from := strings.Join(groups[i], " ")
 		if added {
-			fmt.Fprintf(c.App.Writer, "history: added %s (%d trials) to %s\n", r.ID, len(r.Trials), history.RedactURI(loc))
+			fmt.Fprintf(c.App.Writer, "history: added %s as night %s to %s\n", from, what, history.RedactURI(loc))
 		} else {
-			fmt.Fprintf(c.App.Writer, "history: %s is already in %s; nothing changed\n", r.ID, history.RedactURI(loc))
+			fmt.Fprintf(c.App.Writer, "history: %s (night %s) is already in %s; nothing changed\n", from, r.ID, history.RedactURI(loc))
 		}
 	}
 	return nil
@@ -105,7 +199,7 @@ func historyCommand() *cli.Command {
 				Name:      "add",
 				Usage:     "add run folders to the history (re-adding a run changes nothing)",
 				ArgsUsage: "RUN_DIR...",
-				Flags:     []cli.Flag{historyDBFlag("db"), labelFlag},
+				Flags:     []cli.Flag{historyDBFlag("db"), labelFlag, allowPartialFlag},
 				Action: func(c *cli.Context) error {
 					dirs, err := trailingFlags(c)
 					if err != nil {
@@ -144,6 +238,9 @@ func historyCommand() *cli.Command {
 						host := r.Host.Name
 						if r.Simulated {
 							host += " (SIMULATED)"
+						}
+						if r.Partial {
+							host += " (PARTIAL)"
 						}
 						var ls []string
 						for k, v := range r.Labels {
@@ -255,6 +352,9 @@ func historyCommand() *cli.Command {
 					defer st.Close()
 					runs, err := st.Runs(c.Context, f)
 					if err != nil {
+						return fail("export", "%v", err)
+					}
+					if err := history.CheckNames(runs, c.StringSlice("arm"), c.StringSlice("metric"), knownMetrics()); err != nil {
 						return fail("export", "%v", err)
 					}
 					var b strings.Builder

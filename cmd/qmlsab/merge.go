@@ -61,8 +61,8 @@ func mergeAction(c *cli.Context) error {
 			finished++
 		}
 	}
-	fmt.Fprintf(c.App.Writer, "merged %d shard(s) of plan %.12s, run on %d host(s) (%s): %d of %d trials into %s\n",
-		len(m.Shards), m.Plan.Digest, len(m.Hosts), strings.Join(hosts, ", "), finished, len(m.Trials), c.String("out"))
+	fmt.Fprintf(c.App.Writer, "merged %d shard(s) of plan %.12s (run %s), run on %d host(s) (%s): %d of %d trials into %s\n",
+		len(m.Shards), m.Plan.Digest, m.RunID, len(m.Hosts), strings.Join(hosts, ", "), finished, len(m.Trials), c.String("out"))
 	if m.Simulated {
 		fmt.Fprintln(c.App.Writer, "SIMULATED: the trials ran against mongosim, a model of mongod, not a real server.")
 	}
