@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/qmlsab/qmlsab/store"
@@ -211,26 +210,44 @@ func (in *Input) Valid(arm string) []Trial {
 	return out
 }
 
-// Newest is the newest run folder under root (by name: run ids start
-// with their UTC timestamp), for `qmlsab report` without arguments.
+// Newest is the run folder under root whose manifest was created last
+// (for `qmlsab report` without a folder): by the creation time the
+// manifest records, not by name, so a folder named my-baseline does not
+// shadow the runs after it. Equal times go to the name sorting last;
+// folders whose manifest cannot be read are passed over, and named when
+// no folder is left.
 func Newest(root string) (string, error) {
 	entries, err := os.ReadDir(root)
 	if err != nil {
 		return "", fmt.Errorf("no run given and %s cannot be read: %w", root, err)
 	}
-	var runs []string
-	for _, e := range entries {
-		if e.IsDir() {
-			if _, err := os.Stat(filepath.Join(root, e.Name(), store.ManifestFile)); err == nil {
-				runs = append(runs, e.Name())
-			}
+	var best string
+	var bestM *store.Manifest
+	var unreadable []string
+	for _, e := range entries { // sorted by name
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(root, e.Name())
+		if _, err := os.Stat(filepath.Join(dir, store.ManifestFile)); err != nil {
+			continue
+		}
+		m, err := store.ReadManifest(dir)
+		if err != nil {
+			unreadable = append(unreadable, fmt.Sprintf("%s: %v", dir, err))
+			continue
+		}
+		if bestM == nil || !m.Created.Before(bestM.Created) {
+			best, bestM = dir, &m
 		}
 	}
-	if len(runs) == 0 {
-		return "", fmt.Errorf("no run given and no run folder in %s (run qmlsab run first)", root)
+	switch {
+	case bestM != nil:
+		return best, nil
+	case len(unreadable) > 0:
+		return "", fmt.Errorf("no run given and no readable run folder in %s: %v", root, unreadable)
 	}
-	sort.Strings(runs)
-	return filepath.Join(root, runs[len(runs)-1]), nil
+	return "", fmt.Errorf("no run given and no run folder in %s (run qmlsab run first)", root)
 }
 
 // unifyHosts takes a host known only by its hostname (a run written

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qmlsab/qmlsab/report"
 	"github.com/qmlsab/qmlsab/store"
 )
 
@@ -261,11 +262,11 @@ func TestNewestRunIsByCreationTime(t *testing.T) {
 		}
 	}
 	os.MkdirAll(filepath.Join(root, "zzz-not-a-run"), 0o755)
-	got, err := newestRun(root)
+	got, err := report.Newest(root)
 	if err != nil || got != filepath.Join(root, "20260301T020000Z-b") {
-		t.Fatalf("newestRun = %q, %v; want the one created last, 20260301T020000Z-b", got, err)
+		t.Fatalf("report.Newest = %q, %v; want the one created last, 20260301T020000Z-b", got, err)
 	}
-	if _, err := newestRun(filepath.Join(root, "zzz-not-a-run")); err == nil {
-		t.Error("newestRun of a folder without runs: no error")
+	if _, err := report.Newest(filepath.Join(root, "zzz-not-a-run")); err == nil {
+		t.Error("report.Newest of a folder without runs: no error")
 	}
 }

@@ -31,6 +31,7 @@ func reportCommand() *cli.Command {
 			&cli.BoolFlag{Name: "history", Usage: "also add the run(s) to the history (--history-db) for qmlsab history detect and trend"},
 			historyDBFlag("history-db"),
 			labelFlag,
+			allowPartialFlag,
 		},
 		Action: reportAction,
 	}
@@ -74,6 +75,13 @@ func reportAction(c *cli.Context) error {
 			return fail("%v", err)
 		}
 		dirs = []string{d}
+	}
+	// A locked or unfinished run the history would refuse is refused
+	// before the report is written.
+	if c.Bool("history") {
+		if err := historyPreflight(c, dirs); err != nil {
+			return fail("--history: %v", err)
+		}
 	}
 	in, err := report.Load(dirs)
 	if err != nil {
