@@ -2,6 +2,7 @@ package nightly
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -145,6 +146,7 @@ func buildTrend(ctx context.Context, st history.Store, out string, opts TrendOpt
 	links := map[string]string{}
 	index := map[string]int{}
 	var workloads, baselines, hosts []string
+	folders := runFolders(opts.RunsRoot)
 	for i, r := range runs {
 		index[r.ID] = i
 		data.Nights = append(data.Nights, r.ID)
@@ -158,7 +160,7 @@ func buildTrend(ctx context.Context, st history.Store, out string, opts TrendOpt
 			h += " (" + r.Host.TargetKind + ")"
 		}
 		hosts = trendAdd(hosts, strings.TrimSpace(h))
-		if href, ok := trendLink(opts.RunsRoot, out, r.ID); ok {
+		if href, ok := trendLink(opts.RunsRoot, out, folders.of(r.ID)); ok {
 			links[r.ID] = href
 			data.Links = append(data.Links, [2]string{r.ID, href})
 		}
@@ -383,9 +385,44 @@ func trendAdd(list []string, s string) []string {
 	return append(list, s)
 }
 
+// runIndex maps a night's history id to the run folder under RunsRoot
+// that holds it.
+type runIndex map[string]string
+
+// runFolders indexes the run folders under root by the id history gives
+// them: the run id their manifest records, or (runs written before run
+// ids) the folder's name.
+func runFolders(root string) runIndex {
+	idx := runIndex{}
+	if root == "" {
+		return idx
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return idx
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		m, err := store.ReadManifest(filepath.Join(root, e.Name()))
+		if err != nil {
+			continue
+		}
+		if id := cmp.Or(m.RunID, e.Name()); idx[id] == "" {
+			idx[id] = e.Name()
+		}
+	}
+	return idx
+}
+
+// of is the folder of a night (its id itself when no folder records it,
+// as for a run stored from elsewhere under its folder's name).
+func (idx runIndex) of(id string) string { return cmp.Or(idx[id], id) }
+
 // trendLink is the path of a night's report relative to the page's
-// folder, when RunsRoot/<id>/report.html exists. Ids that are not a single
-// plain folder name are never linked.
+// folder, when RunsRoot/<folder>/report.html exists. Names that are not a
+// single plain folder name are never linked.
 func trendLink(root, out, id string) (string, bool) {
 	if root == "" || id == "" || !filepath.IsLocal(id) || strings.ContainsAny(id, `/\`) {
 		return "", false

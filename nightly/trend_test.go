@@ -15,6 +15,7 @@ import (
 
 	"github.com/qmlsab/qmlsab/changepoint"
 	"github.com/qmlsab/qmlsab/history"
+	"github.com/qmlsab/qmlsab/store"
 )
 
 const (
@@ -278,12 +279,20 @@ func TestTrendLinksFromAnotherFolder(t *testing.T) {
 	root := filepath.Join(dir, "results")
 	os.MkdirAll(filepath.Join(root, ids[20]), 0o755)
 	os.WriteFile(filepath.Join(root, ids[20], "report.html"), nil, 0o644)
+	// A night whose manifest records its run id is found in whatever
+	// folder holds it (a merged run is in "merged" every night).
+	merged := filepath.Join(root, "merged")
+	os.MkdirAll(merged, 0o755)
+	os.WriteFile(filepath.Join(merged, "report.html"), nil, 0o644)
+	if err := store.WriteJSON(filepath.Join(merged, store.ManifestFile), store.Manifest{Schema: store.ManifestSchema, RunID: ids[21]}); err != nil {
+		t.Fatal(err)
+	}
 	out := filepath.Join(dir, "site", "nightly", "trend.html")
 	if err := WriteTrend(context.Background(), st, out, TrendOptions{RunsRoot: root, Metrics: []string{"availability"}, Arms: []string{"B"}}); err != nil {
 		t.Fatal(err)
 	}
 	_, d := readTrend(t, out)
-	if want := [][2]string{{ids[20], "../../results/n20/report.html"}}; !slices.Equal(d.Links, want) {
+	if want := [][2]string{{ids[20], "../../results/n20/report.html"}, {ids[21], "../../results/merged/report.html"}}; !slices.Equal(d.Links, want) {
 		t.Errorf("links %q, want %q", d.Links, want)
 	}
 	if len(d.Options) != 2 {

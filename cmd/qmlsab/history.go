@@ -46,6 +46,9 @@ func filter(c *cli.Context) (history.Filter, error) {
 	if err != nil {
 		return history.Filter{}, err
 	}
+	if n := c.Int("last"); n < 0 {
+		return history.Filter{}, fmt.Errorf("--last %d: want a number of nights, at least 1 (or 0 for all)", n)
+	}
 	return history.Filter{Workload: c.String("workload"), Labels: l, Last: c.Int("last")}, nil
 }
 

@@ -74,6 +74,8 @@ func TestHistoryReadersRefuseWhatMatchesNothing(t *testing.T) {
 		{[]string{"history", "export", "--workload", "x"}, []string{`"x"`, "nightly"}},
 		{[]string{"trend", "--metric", "foo", "--out", filepath.Join(tmp, "trend.html")}, []string{`"foo"`}},
 		{[]string{"trend", "--arm", "Q", "--out", filepath.Join(tmp, "trend.html")}, []string{`"Q"`}},
+		{[]string{"trend", "--last", "-1", "--out", filepath.Join(tmp, "trend.html")}, []string{"--last -1"}},
+		{[]string{"history", "list", "--last", "-2"}, []string{"--last -2"}},
 	} {
 		out, code := qmlsab(t, append(c.args, "--db", db)...)
 		if code != 1 {
