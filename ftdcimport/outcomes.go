@@ -54,6 +54,10 @@ func LoadOutcomes(path string, canarySLO time.Duration) (*Outcomes, error) {
 		return nil, err
 	}
 	defer f.Close()
+	r, err := skipBOM(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	out := &Outcomes{}
 	add := func(line int, r record) error {
 		if err := out.add(r, canarySLO); err != nil {
@@ -62,9 +66,9 @@ func LoadOutcomes(path string, canarySLO time.Duration) (*Outcomes, error) {
 		return nil
 	}
 	if strings.HasSuffix(strings.ToLower(path), ".csv") {
-		return out, readCSV(path, f, add)
+		return out, readCSV(path, r, add)
 	}
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	line := 0
 	for sc.Scan() {
@@ -87,6 +91,25 @@ func LoadOutcomes(path string, canarySLO time.Duration) (*Outcomes, error) {
 		return nil, fmt.Errorf("%s:%d: %v", path, line+1, err)
 	}
 	return out, nil
+}
+
+// utf8BOM is the byte-order mark some editors and spreadsheet exports put
+// at the start of a UTF-8 file.
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+
+// skipBOM returns r positioned after a leading UTF-8 byte-order mark, if
+// there is one: the mark is not part of the first CSV header name or
+// JSON line.
+func skipBOM(r io.Reader) (io.Reader, error) {
+	br := bufio.NewReader(r)
+	head, err := br.Peek(len(utf8BOM))
+	if err != nil && err != io.EOF {
+		return nil, err
+	}
+	if bytes.Equal(head, utf8BOM) {
+		br.Discard(len(utf8BOM))
+	}
+	return br, nil
 }
 
 func readCSV(path string, r io.Reader, add func(int, record) error) error {

@@ -1,0 +1,52 @@
+package ftdcimport
+
+import (
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A UTF-8 byte-order mark, as spreadsheet exports and some editors write
+// it, is not part of the first header name or the first JSON line: the
+// file reads exactly as it does without one.
+func TestOutcomesAcceptAByteOrderMark(t *testing.T) {
+	const bom = "\uFEFF"
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, body string }{
+		{"o.csv", "kind,time,latencyMs,outcome\n" +
+			"storm,2025-06-01T10:00:10Z,120.5,completed\n" +
+			"canary,2025-06-01T10:00:12Z,3,\n"},
+		{"o.jsonl", `{"kind":"storm","time":"2025-06-01T10:00:10Z","latencyMs":120.5,"outcome":"completed"}` + "\n" +
+			`{"kind":"canary","time":"2025-06-01T10:00:12Z","latencyMs":3}` + "\n"},
+	} {
+		plain, err := LoadOutcomes(writeFile(t, filepath.Join(dir, "plain-"+tc.name), tc.body), time.Second)
+		if err != nil {
+			t.Fatalf("%s without a mark: %v", tc.name, err)
+		}
+		if len(plain.Storm) != 1 || len(plain.Canaries) != 1 {
+			t.Fatalf("%s without a mark: storm %v canaries %v, want one of each", tc.name, plain.Storm, plain.Canaries)
+		}
+		marked, err := LoadOutcomes(writeFile(t, filepath.Join(dir, "bom-"+tc.name), bom+tc.body), time.Second)
+		if err != nil {
+			t.Fatalf("%s with a byte-order mark: %v", tc.name, err)
+		}
+		if !reflect.DeepEqual(marked, plain) {
+			t.Errorf("%s with a byte-order mark read %+v, without %+v", tc.name, marked, plain)
+		}
+	}
+	// Only a leading mark is skipped: one inside the file is still an error
+	// naming the file and line.
+	path := writeFile(t, filepath.Join(dir, "mid.jsonl"), `{"kind":"canary","time":"2025-06-01T10:00:12Z","latencyMs":3}`+"\n"+bom+`{"kind":"canary","time":"2025-06-01T10:00:13Z","latencyMs":3}`+"\n")
+	if _, err := LoadOutcomes(path, time.Second); err == nil || !strings.Contains(err.Error(), path+":2:") {
+		t.Errorf("a mark inside the file: got %v, want an error at %s:2", err, path)
+	}
+	// An empty file and one holding only the mark read as no records.
+	for _, body := range []string{"", bom} {
+		o, err := LoadOutcomes(writeFile(t, filepath.Join(dir, "empty.jsonl"), body), time.Second)
+		if err != nil || len(o.Storm)+len(o.Canaries)+len(o.Kills) != 0 {
+			t.Errorf("body %q: %+v, %v; want no records and no error", body, o, err)
+		}
+	}
+}
