@@ -1,10 +1,10 @@
 package arms
 
 import (
-	"net/url"
 	"strings"
 
 	"github.com/qmlsab/qmlsab/arms/killop"
+	"github.com/qmlsab/qmlsab/internal/mongouri"
 )
 
 // Target kinds: how an arm's deployment comes to exist.
@@ -61,41 +61,16 @@ func (a Arm) Redacted() Arm {
 	return a
 }
 
-// RedactURI removes the password from a connection string and masks
-// query options that carry secrets (passwords, keys, tokens).
+// RedactURI returns an arm's connection string as it may be printed or
+// stored: its password and secret options replaced by "<redacted>"
+// (mongouri.Redact). An arm's uri is always meant as a URI, so text that
+// is not one at all is hidden whole.
 func RedactURI(uri string) string {
 	if uri == "" {
 		return ""
 	}
-	scheme, rest, ok := strings.Cut(uri, "://")
-	if !ok {
+	if !mongouri.HasScheme(uri) && !strings.Contains(uri, "://") {
 		return "<unparseable URI redacted>"
 	}
-	hostPart, query, _ := strings.Cut(rest, "?")
-	if at := strings.LastIndex(hostPart, "@"); at >= 0 {
-		user, _, _ := strings.Cut(hostPart[:at], ":")
-		hostPart = user + ":<redacted>@" + hostPart[at+1:]
-	}
-	out := scheme + "://" + hostPart
-	if query == "" {
-		return out
-	}
-	vals, err := url.ParseQuery(query)
-	if err != nil {
-		return out + "?<options redacted>"
-	}
-	var parts []string
-	for _, kv := range strings.Split(query, "&") {
-		k, _, _ := strings.Cut(kv, "=")
-		lk := strings.ToLower(k)
-		if strings.Contains(lk, "password") || strings.Contains(lk, "secret") || strings.Contains(lk, "token") ||
-			strings.Contains(lk, "key") && !strings.EqualFold(k, "tlsCertificateKeyFile") {
-			parts = append(parts, k+"=<redacted>")
-			continue
-		}
-		if _, ok := vals[k]; ok {
-			parts = append(parts, kv)
-		}
-	}
-	return out + "?" + strings.Join(parts, "&")
+	return mongouri.Redact(uri)
 }

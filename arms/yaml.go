@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/qmlsab/qmlsab/arms/killop"
+	"github.com/qmlsab/qmlsab/internal/mongouri"
 	"github.com/qmlsab/qmlsab/internal/yamlfile"
 )
 
@@ -128,10 +128,8 @@ func (p parser) arm(n *yaml.Node) (Arm, error) {
 		case "uri":
 			a.URI, err = p.str(v, "uri")
 			if err == nil {
-				if _, perr := connstring.ParseAndValidate(a.URI); perr != nil {
-					// The driver's message quotes the URI: redact it.
-					msg := strings.ReplaceAll(perr.Error(), a.URI, RedactURI(a.URI))
-					err = p.errf(v, "uri %s: %s", RedactURI(a.URI), msg)
+				if _, perr := mongouri.Parse(a.URI); perr != nil {
+					err = p.errf(v, "uri %v", perr)
 				}
 			}
 		case "setParameters":

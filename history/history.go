@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/qmlsab/qmlsab/internal/mongouri"
 )
 
 // Run is one `qmlsab run`: its arms, the metrics of each valid trial, and
@@ -163,11 +165,12 @@ var (
 // mongodb:// or mongodb+srv:// URI opens the MongoDB backend (database from
 // the URI path, "qmlsab" by default); anything else without a scheme is the
 // path of an SQLite file, created with its parent directory when missing.
-// Errors never contain a URI's password.
+// A location starting with mongodb: or mongodb+srv: in any case is always
+// a URI: without its "//" (mongodb:bob:pw@host) it is refused as malformed,
+// never taken for a file name. Errors never contain a URI's password.
 func Open(ctx context.Context, location string) (Store, error) {
-	lower := strings.ToLower(location)
 	switch {
-	case strings.HasPrefix(lower, "mongodb://"), strings.HasPrefix(lower, "mongodb+srv://"):
+	case mongouri.HasScheme(location):
 		return openMongo(ctx, location)
 	case strings.Contains(location, "://"):
 		scheme, _, _ := strings.Cut(location, "://")
@@ -185,9 +188,8 @@ func Open(ctx context.Context, location string) (Store, error) {
 // wrapping ErrNoHistory; an SQLite file of an older schema is read as it
 // is. Add on the returned store fails with ErrReadOnly.
 func OpenReadOnly(ctx context.Context, location string) (Store, error) {
-	lower := strings.ToLower(location)
 	switch {
-	case strings.HasPrefix(lower, "mongodb://"), strings.HasPrefix(lower, "mongodb+srv://"):
+	case mongouri.HasScheme(location):
 		return openMongoReadOnly(ctx, location)
 	case strings.Contains(location, "://"):
 		scheme, _, _ := strings.Cut(location, "://")

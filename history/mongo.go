@@ -11,7 +11,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
-	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
+
+	"github.com/qmlsab/qmlsab/internal/mongouri"
 )
 
 // MongoDefaultDatabase is the database used when the URI names none.
@@ -69,9 +70,9 @@ func openMongoReadOnly(ctx context.Context, uri string) (Store, error) {
 
 func openMongoMode(ctx context.Context, uri string, readOnly bool) (Store, error) {
 	where := RedactURI(uri)
-	cs, err := connstring.ParseAndValidate(uri)
+	cs, err := mongouri.Parse(uri)
 	if err != nil {
-		return nil, fmt.Errorf("history: %s: %w", where, redactErr(err, uri))
+		return nil, fmt.Errorf("history: %w", err)
 	}
 	dbName := cs.Database
 	if dbName == "" {

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/internal/mongouri"
 )
 
 // uriTarget attaches to an existing deployment: it never starts or kills a
@@ -31,12 +32,12 @@ func provisionURI(ctx context.Context, arm arms.Arm, opts Options) (Deployment, 
 	}
 	c, err := mongo.Connect(options.Client().ApplyURI(arm.URI).SetServerSelectionTimeout(15 * time.Second))
 	if err != nil {
-		return nil, fmt.Errorf("arm %s: connecting to %s: %w", arm.Name, arms.RedactURI(arm.URI), err)
+		return nil, fmt.Errorf("arm %s: connecting to %s: %w", arm.Name, arms.RedactURI(arm.URI), mongouri.RedactError(err, arm.URI))
 	}
 	defer c.Disconnect(context.Background())
 	members, err := discoverMembers(ctx, c)
 	if err != nil {
-		return nil, fmt.Errorf("arm %s: discovering the members of %s: %w", arm.Name, arms.RedactURI(arm.URI), err)
+		return nil, fmt.Errorf("arm %s: discovering the members of %s: %w", arm.Name, arms.RedactURI(arm.URI), mongouri.RedactError(err, arm.URI))
 	}
 	u := &uriTarget{uri: arm.URI, members: members, previous: map[string]map[string]bson.RawValue{}, logger: opts.Logger}
 	info, err := startupCheck(ctx, members, arm)
