@@ -19,6 +19,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/internal/mongouri"
 	"github.com/qmlsab/qmlsab/internal/yamlfile"
 	"github.com/qmlsab/qmlsab/workload"
 )
@@ -170,6 +171,9 @@ func (s *Spec) check() error {
 	}
 	check := func(paths []string, at ...string) error {
 		for j, p := range paths {
+			if mongouri.HasScheme(p) {
+				return s.errf(append(at, strconv.Itoa(j)), "diagnosticData %s: a MongoDB connection string; import reads members' diagnostic.data folders or FTDC files (copy them from the server first)", arms.RedactURI(p))
+			}
 			if _, err := os.Stat(s.path(p)); err != nil {
 				return s.errf(append(at, strconv.Itoa(j)), "diagnosticData %s: %v", p, err)
 			}
@@ -183,6 +187,9 @@ func (s *Spec) check() error {
 		if err := check(a.DiagnosticData, "arms", name, "diagnosticData"); err != nil {
 			return err
 		}
+	}
+	if mongouri.HasScheme(s.Outcomes) {
+		return s.errf([]string{"outcomes"}, "outcomes %s: a MongoDB connection string; want a JSON lines or CSV file", arms.RedactURI(s.Outcomes))
 	}
 	if s.Outcomes != "" {
 		if _, err := os.Stat(s.path(s.Outcomes)); err != nil {
@@ -271,9 +278,15 @@ func FromFlags(arm, start string, phases Phases, outcomes string, sources []stri
 		return nil, fmt.Errorf("no diagnostic data given: name each member's diagnostic.data directory")
 	}
 	for _, p := range sources {
+		if mongouri.HasScheme(p) {
+			return nil, fmt.Errorf("diagnostic data %s: a MongoDB connection string; import reads members' diagnostic.data folders or FTDC files (copy them from the server first)", arms.RedactURI(p))
+		}
 		if _, err := os.Stat(p); err != nil {
 			return nil, fmt.Errorf("diagnostic data %s: %v", p, err)
 		}
+	}
+	if mongouri.HasScheme(outcomes) {
+		return nil, fmt.Errorf("--outcomes %s: a MongoDB connection string; want a JSON lines or CSV file", arms.RedactURI(outcomes))
 	}
 	if outcomes != "" {
 		if _, err := os.Stat(outcomes); err != nil {
