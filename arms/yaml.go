@@ -27,7 +27,10 @@ func LoadFile(path string) ([]Arm, error) {
 
 // Parse validates an arms document strictly: unknown keys, wrong types,
 // a target without its mongod or uri, duplicate names and unknown actor
-// types are errors naming the file and line. The YAML is decoded by hand
+// types are errors naming the file and line. Anchors, aliases and merge
+// keys share settings between arms (yamlfile.Expand, within its limit), and
+// a top-level key whose value defines an anchor ("common: &common {…}") is
+// a definition, not an unknown key. The YAML is decoded by hand
 // from yaml.v3's node tree because its struct decoder reports neither the
 // line of a type mismatch per field nor unknown keys together with lines.
 func Parse(file string, data []byte) ([]Arm, error) {
@@ -40,6 +43,17 @@ func Parse(file string, data []byte) ([]Arm, error) {
 	if len(doc.Content) == 0 {
 		return nil, yamlfile.Errorf(file, 1, "empty arms file; want a mapping with an 'arms' list")
 	}
+	var defs []*yaml.Node // top-level keys that only define an anchor
+	if r := doc.Content[0]; r.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(r.Content); i += 2 {
+			if yamlfile.IsDefinition(r.Content[i], r.Content[i+1], map[string]bool{"arms": true}) {
+				defs = append(defs, r.Content[i])
+			}
+		}
+	}
+	if err := yamlfile.Expand(file, &doc); err != nil {
+		return nil, err
+	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
 		return nil, p.errf(root, "want a mapping with an 'arms' list, got %s", kindName(root))
@@ -51,7 +65,9 @@ func Parse(file string, data []byte) ([]Arm, error) {
 		case "arms":
 			armsNode = v
 		default:
-			return nil, p.errf(k, "unknown key %q (want 'arms')", k.Value)
+			if !slices.ContainsFunc(defs, func(d *yaml.Node) bool { return d.Value == k.Value && d.Line == k.Line }) {
+				return nil, p.errf(k, "unknown key %q (want 'arms', or a key whose value defines an &anchor for aliases)", k.Value)
+			}
 		}
 	}
 	if armsNode == nil {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -47,8 +48,11 @@ func Wrap(file string, err error) *Error {
 }
 
 // DecodeStrict decodes a YAML document into v, refusing unknown keys and
-// wrong types, and returns the document's root node for Line. An empty
-// document is an error.
+// wrong types, and returns the document's root node (aliases expanded and
+// merge keys applied, see Expand) for Line. An empty document is an error.
+// Anchors, aliases and merge keys are accepted within the expansion limit;
+// a top-level key of its own that only defines an anchor
+// ("common: &common {…}", see IsDefinition) is not an unknown key.
 func DecodeStrict(file string, data []byte, v any) (*yaml.Node, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
@@ -57,10 +61,39 @@ func DecodeStrict(file string, data []byte, v any) (*yaml.Node, error) {
 	if len(root.Content) == 0 {
 		return nil, Errorf(file, 1, "empty file")
 	}
+	var defs []string
+	if doc := root.Content[0]; doc.Kind == yaml.MappingNode {
+		known := fieldNames(reflect.TypeOf(v))
+		for i := 0; i+1 < len(doc.Content); i += 2 {
+			if IsDefinition(doc.Content[i], doc.Content[i+1], known) {
+				defs = append(defs, doc.Content[i].Value)
+			}
+		}
+	}
+	if err := Expand(file, &root); err != nil {
+		return nil, err
+	}
+	// yaml.v3 checks unknown keys only when decoding bytes, not nodes: the
+	// document is decoded into a struct holding v's type inline and one
+	// field per definition, so lines in its errors stay the file's own.
+	target := v
+	var holder reflect.Value
+	if rv := reflect.ValueOf(v); len(defs) > 0 && rv.Kind() == reflect.Pointer && rv.Elem().Kind() == reflect.Struct {
+		fields := []reflect.StructField{{Name: "Doc", Type: rv.Elem().Type(), Tag: `yaml:",inline"`}}
+		for i, d := range defs {
+			fields = append(fields, reflect.StructField{Name: fmt.Sprintf("Def%d", i), Type: reflect.TypeFor[yaml.Node](), Tag: reflect.StructTag(fmt.Sprintf("yaml:%q", d))})
+		}
+		holder = reflect.New(reflect.StructOf(fields))
+		holder.Elem().Field(0).Set(rv.Elem())
+		target = holder.Interface()
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+	if err := dec.Decode(target); err != nil && !errors.Is(err, io.EOF) {
 		return nil, Wrap(file, err)
+	}
+	if holder.IsValid() {
+		reflect.ValueOf(v).Elem().Set(holder.Elem().Field(0))
 	}
 	return root.Content[0], nil
 }
