@@ -37,8 +37,8 @@ func TestNewRunRefusesAFolderThatHoldsOtherFiles(t *testing.T) {
 }
 
 // The digest a new run records is the one its manifest's plan gives when
-// recomputed (store.CheckPlan), and an edit of the seed keeping the
-// digest is caught.
+// recomputed (store.CheckPlan), also once written and read back, and an
+// edit of the seed keeping the digest is caught.
 func TestARunsPlanDigestRecomputesFromItsManifest(t *testing.T) {
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
 	cfg := Config{Arms: planArms(t, "A", "D", "E"), N: 3, Workload: spec.Scaled(Profiles["quick"]), Profile: "quick", Seed: 9, Clock: Virtual,
@@ -49,6 +49,17 @@ func TestARunsPlanDigestRecomputesFromItsManifest(t *testing.T) {
 	}
 	if err := m.CheckPlan(cfg.Dir); err != nil {
 		t.Fatalf("a new run's plan: %v", err)
+	}
+	// As written to manifest.json and read back (re-indented workload).
+	if err := store.WriteJSON(filepath.Join(cfg.Dir, store.ManifestFile), m); err != nil {
+		t.Fatal(err)
+	}
+	back, err := store.ReadManifest(cfg.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := back.CheckPlan(cfg.Dir); err != nil {
+		t.Fatalf("a new run's plan read back: %v", err)
 	}
 	m.Seed++
 	if err := m.CheckPlan(cfg.Dir); err == nil || !strings.Contains(err.Error(), filepath.Join(cfg.Dir, store.ManifestFile)) {
