@@ -37,8 +37,8 @@ func TestNewRunRefusesAFolderThatHoldsOtherFiles(t *testing.T) {
 }
 
 // The digest a new run records is the one its manifest's plan gives when
-// recomputed (store.CheckPlan), also once written and read back, and an
-// edit of the seed keeping the digest is caught.
+// recomputed (store.CheckPlan), also once written and read back; an edit
+// of the seed keeping the digest is caught, and such a run is not resumed.
 func TestARunsPlanDigestRecomputesFromItsManifest(t *testing.T) {
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
 	cfg := Config{Arms: planArms(t, "A", "D", "E"), N: 3, Workload: spec.Scaled(Profiles["quick"]), Profile: "quick", Seed: 9, Clock: Virtual,
@@ -64,5 +64,15 @@ func TestARunsPlanDigestRecomputesFromItsManifest(t *testing.T) {
 	m.Seed++
 	if err := m.CheckPlan(cfg.Dir); err == nil || !strings.Contains(err.Error(), filepath.Join(cfg.Dir, store.ManifestFile)) {
 		t.Errorf("a reseeded manifest with the old digest: %v", err)
+	}
+
+	// Resuming the reseeded run is refused, naming its manifest, before
+	// any trial.
+	if err := store.WriteJSON(filepath.Join(cfg.Dir, store.ManifestFile), m); err != nil {
+		t.Fatal(err)
+	}
+	resume := Config{Arms: cfg.Arms, Resume: true, Dir: cfg.Dir, ToolVersion: "test", Host: &store.Host{ID: "h1", Hostname: "one"}}
+	if _, err := Execute(context.Background(), resume); err == nil || !strings.Contains(err.Error(), filepath.Join(cfg.Dir, store.ManifestFile)+": its plan digest") {
+		t.Errorf("resuming a reseeded run: %v", err)
 	}
 }

@@ -384,6 +384,11 @@ func manifest(cfg Config) (store.Manifest, error) {
 			return store.Manifest{}, err
 		}
 		m := r.Manifest
+		// A resumed run keeps its plan: one whose digest is not its own
+		// (the manifest edited since) is not resumed as that experiment.
+		if err := m.CheckPlan(cfg.Dir); err != nil {
+			return store.Manifest{}, err
+		}
 		switch {
 		case m.Shards != nil:
 			return store.Manifest{}, fmt.Errorf("%s is a merged run; resume its unfinished shards and merge them again", cfg.Dir)
