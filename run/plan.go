@@ -1,18 +1,14 @@
 package run
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/store"
 )
 
-// PlanSchema versions the plan's canonical form (what its digest hashes).
-const PlanSchema = "qmlsab/plan/v1"
+// PlanSchema versions the plan's canonical form (store.PlanSchema).
+const PlanSchema = store.PlanSchema
 
 // Plan is an experiment's deterministic schedule: a list of units, unit k
 // (0-based) being repetition block k+1 — every arm's trial of index k+1,
@@ -27,34 +23,11 @@ type Plan struct {
 }
 
 // PlannedTrial is one trial of a plan and its seed.
-type PlannedTrial struct {
-	Arm   string `json:"arm"`
-	Index int    `json:"index"`
-	Seed  uint64 `json:"seed"`
-}
+type PlannedTrial = store.PlannedTrial
 
-// TrialSeed is the seed of the trial of this index (1-based) of the arm at
-// position armPos of nArms: the run seed plus the trial's place in the
-// interleaved order D1 E1 D2 E2 …, as every run has seeded its trials.
-// A trial's seed does not depend on when it runs, or on which shard.
+// TrialSeed is the seed of a trial (store.TrialSeed).
 func TrialSeed(runSeed uint64, armPos, nArms, index int) uint64 {
-	return runSeed + uint64((index-1)*nArms+armPos)
-}
-
-// blockOrder is unit k's order of nArms arms: a Fisher-Yates shuffle
-// driven by a PCG generator seeded with the run seed and the unit, so it
-// is the same on every machine and Go version.
-func blockOrder(seed uint64, k, nArms int) []int {
-	rng := rand.NewPCG(seed, 0x9e3779b97f4a7c15^uint64(k))
-	p := make([]int, nArms)
-	for i := range p {
-		p[i] = i
-	}
-	for i := nArms - 1; i > 0; i-- {
-		j := int(rng.Uint64() % uint64(i+1))
-		p[i], p[j] = p[j], p[i]
-	}
-	return p
+	return store.TrialSeed(runSeed, armPos, nArms, index)
 }
 
 // NewPlan is the plan of n trials of each arm (in the order given, the
@@ -64,17 +37,7 @@ func NewPlan(armList []arms.Arm, n int, workloadJSON []byte, clock string, seed 
 	for _, a := range armList {
 		p.Arms = append(p.Arms, a.Name)
 	}
-	for k := range n {
-		var unit []PlannedTrial
-		for _, pos := range blockOrder(seed, k, len(p.Arms)) {
-			unit = append(unit, PlannedTrial{Arm: p.Arms[pos], Index: k + 1, Seed: TrialSeed(seed, pos, len(p.Arms), k+1)})
-		}
-		p.Units = append(p.Units, unit)
-	}
-	wl, err := store.CanonicalJSON(workloadJSON)
-	if err != nil {
-		return Plan{}, fmt.Errorf("plan: workload: %w", err)
-	}
+	p.Units = store.PlanUnits(p.Arms, n, seed)
 	redacted := make([]arms.Arm, len(armList))
 	for i, a := range armList {
 		redacted[i] = a.Redacted()
@@ -83,20 +46,9 @@ func NewPlan(armList []arms.Arm, n int, workloadJSON []byte, clock string, seed 
 	if err != nil {
 		return Plan{}, fmt.Errorf("plan: arms: %w", err)
 	}
-	canonical, err := json.Marshal(struct {
-		Schema   string           `json:"schema"`
-		Workload json.RawMessage  `json:"workload"`
-		Arms     string           `json:"arms"`
-		Clock    string           `json:"clock"`
-		N        int              `json:"n"`
-		Seed     uint64           `json:"seed"`
-		Units    [][]PlannedTrial `json:"units"`
-	}{PlanSchema, wl, string(armsYAML), clock, n, seed, p.Units})
-	if err != nil {
+	if p.Digest, err = store.PlanDigest(workloadJSON, string(armsYAML), clock, seed, p.Units); err != nil {
 		return Plan{}, err
 	}
-	sum := sha256.Sum256(canonical)
-	p.Digest = hex.EncodeToString(sum[:])
 	return p, nil
 }
 

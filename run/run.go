@@ -384,6 +384,11 @@ func manifest(cfg Config) (store.Manifest, error) {
 			return store.Manifest{}, err
 		}
 		m := r.Manifest
+		// A resumed run keeps its plan: one whose digest is not its own
+		// (the manifest edited since) is not resumed as that experiment.
+		if err := m.CheckPlan(cfg.Dir); err != nil {
+			return store.Manifest{}, err
+		}
 		switch {
 		case m.Shards != nil:
 			return store.Manifest{}, fmt.Errorf("%s is a merged run; resume its unfinished shards and merge them again", cfg.Dir)
@@ -399,6 +404,11 @@ func manifest(cfg Config) (store.Manifest, error) {
 	}
 	if _, err := os.Stat(path); err == nil {
 		return store.Manifest{}, fmt.Errorf("%s already holds a run; use --resume %s or another --out", cfg.Dir, cfg.Dir)
+	}
+	// A new run goes into a new or empty folder, never among files that
+	// are no part of it (the lock taken just before is its own).
+	if err := store.CheckNewRunFolder(cfg.Dir); err != nil {
+		return store.Manifest{}, fmt.Errorf("--out %w, and is not a run (no %s in it); name a new or empty folder", err, store.ManifestFile)
 	}
 	host, _ := os.Hostname()
 	redacted := make([]arms.Arm, len(cfg.Arms))

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -361,7 +362,7 @@ func TestMergeOfV1Shards(t *testing.T) {
 	copyTree(t, "testdata/v1shard1", s1)
 	copyTree(t, "testdata/v1shard2", s2)
 	merge := func(out string) (store.Manifest, error) {
-		m, _, err := store.MergeShards(store.MergeOptions{Dirs: []string{s1, s2}, Expect: 2, Out: filepath.Join(tmp, out), ToolVersion: "test"})
+		m, _, err := store.MergeShards(context.Background(), store.MergeOptions{Dirs: []string{s1, s2}, Expect: 2, Out: filepath.Join(tmp, out), ToolVersion: "test"})
 		return m, err
 	}
 

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -28,6 +29,187 @@ type Plan struct {
 	// Arms in plan order (the baseline first): a trial's seed is the run
 	// seed + (index−1)·len(Arms) + the arm's position here.
 	Arms []string `json:"arms"`
+}
+
+// PlanSchema versions the plan's canonical form (what its digest hashes).
+const PlanSchema = "qmlsab/plan/v1"
+
+// PlannedTrial is one trial of a plan and its seed.
+type PlannedTrial struct {
+	Arm   string `json:"arm"`
+	Index int    `json:"index"`
+	Seed  uint64 `json:"seed"`
+}
+
+// TrialSeed is the seed of the trial of this index (1-based) of the arm at
+// position armPos of nArms: the run seed plus the trial's place in the
+// interleaved order D1 E1 D2 E2 …, as every run has seeded its trials.
+// A trial's seed does not depend on when it runs, or on which shard.
+func TrialSeed(runSeed uint64, armPos, nArms, index int) uint64 {
+	return runSeed + uint64((index-1)*nArms+armPos)
+}
+
+// blockOrder is unit k's order of nArms arms: a Fisher-Yates shuffle
+// driven by a PCG generator seeded with the run seed and the unit, so it
+// is the same on every machine and Go version.
+func blockOrder(seed uint64, k, nArms int) []int {
+	rng := rand.NewPCG(seed, 0x9e3779b97f4a7c15^uint64(k))
+	p := make([]int, nArms)
+	for i := range p {
+		p[i] = i
+	}
+	for i := nArms - 1; i > 0; i-- {
+		j := int(rng.Uint64() % uint64(i+1))
+		p[i], p[j] = p[j], p[i]
+	}
+	return p
+}
+
+// PlanUnits are the n units of a plan of these arms (in plan order, the
+// baseline first) from a run seed: unit k is every arm's trial of index
+// k+1, in its block order, each with its seed.
+func PlanUnits(armNames []string, n int, seed uint64) [][]PlannedTrial {
+	var units [][]PlannedTrial
+	for k := range n {
+		var unit []PlannedTrial
+		for _, pos := range blockOrder(seed, k, len(armNames)) {
+			unit = append(unit, PlannedTrial{Arm: armNames[pos], Index: k + 1, Seed: TrialSeed(seed, pos, len(armNames), k+1)})
+		}
+		units = append(units, unit)
+	}
+	return units
+}
+
+// PlanDigest is the SHA-256 (hex) of a plan's canonical form: the
+// resolved workload (JSON, keys sorted), the redacted arms as their YAML
+// (what a manifest's Arms holds), the clock, n, the seed and the units.
+// It is the one place the digest is made: run makes a new plan's here,
+// and CheckPlan recomputes a recorded one here.
+func PlanDigest(workloadJSON []byte, armsYAML, clock string, seed uint64, units [][]PlannedTrial) (string, error) {
+	wl, err := CanonicalJSON(workloadJSON)
+	if err != nil {
+		return "", fmt.Errorf("plan: workload: %w", err)
+	}
+	canonical, err := json.Marshal(struct {
+		Schema   string           `json:"schema"`
+		Workload json.RawMessage  `json:"workload"`
+		Arms     string           `json:"arms"`
+		Clock    string           `json:"clock"`
+		N        int              `json:"n"`
+		Seed     uint64           `json:"seed"`
+		Units    [][]PlannedTrial `json:"units"`
+	}{PlanSchema, wl, armsYAML, clock, len(units), seed, units})
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(canonical)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// CheckPlan recomputes the digest of the manifest's plan from what the
+// manifest records of it (workload, arms, clock, seed, the plan's arms and
+// n) and refuses a plan whose recorded digest is not that one: a manifest
+// edited by hand (another seed, say) is not taken for a part of the
+// experiment its digest names. A plan begun in the v1 format hashed the
+// workload as that format encoded it, so the workload is also tried in
+// that encoding (downgradeWorkloadV1: the v1 file's own, for a v1
+// manifest or a v1 shard this qmlsab resumed). A manifest without a plan
+// passes. The error names the manifest file of dir.
+func (m Manifest) CheckPlan(dir string) error {
+	if m.Plan == nil {
+		return nil
+	}
+	mpath := filepath.Join(dir, ManifestFile)
+	var armsYAML string
+	if len(m.Arms) > 0 {
+		if err := json.Unmarshal(m.Arms, &armsYAML); err != nil {
+			return fmt.Errorf("%s: arms: %w", mpath, err)
+		}
+	}
+	units := PlanUnits(m.Plan.Arms, m.Plan.Units, m.Seed)
+	encodings := [][]byte{m.Workload}
+	if v1, err := downgradeWorkloadV1(m.Workload); err == nil {
+		encodings = append(encodings, v1)
+	}
+	for _, wl := range encodings {
+		digest, err := PlanDigest(wl, armsYAML, m.Clock, m.Seed, units)
+		if err != nil {
+			return fmt.Errorf("%s: %w", mpath, err)
+		}
+		if digest == m.Plan.Digest {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: its plan digest %.12s is not the digest of the plan it records (workload, arms, clock, seed %d, %d units): the manifest was edited after its plan was made, so it is refused",
+		mpath, m.Plan.Digest, m.Seed, m.Plan.Units)
+}
+
+// downgradeWorkloadV1 is the inverse of upgradeWorkloadV1: a v2 workload
+// in the v1 encoding (below the kind's key, the v1 key names and
+// durations in nanoseconds), as a v1 plan's digest hashed it.
+func downgradeWorkloadV1(raw json.RawMessage) (json.RawMessage, error) {
+	var top map[string]any
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.UseNumber()
+	if err := dec.Decode(&top); err != nil {
+		return nil, err
+	}
+	v1Key := make(map[string]string, len(v1WorkloadKeys))
+	for old, v2 := range v1WorkloadKeys {
+		v1Key[v2] = old
+	}
+	var down func(v any) (any, error)
+	down = func(v any) (any, error) {
+		switch v := v.(type) {
+		case map[string]any:
+			out := make(map[string]any, len(v))
+			for k, x := range v {
+				old, ok := v1Key[k]
+				if !ok {
+					old = k
+				}
+				if v1DurationKeys[old] {
+					n, ok := x.(json.Number)
+					if !ok {
+						return nil, fmt.Errorf("%s: %v is not a duration in seconds", k, x)
+					}
+					var sec Seconds
+					if err := sec.UnmarshalJSON([]byte(n)); err != nil {
+						return nil, fmt.Errorf("%s: %w", k, err)
+					}
+					out[old] = int64(sec)
+					continue
+				}
+				d, err := down(x)
+				if err != nil {
+					return nil, err
+				}
+				out[old] = d
+			}
+			return out, nil
+		case []any:
+			out := make([]any, len(v))
+			for i, x := range v {
+				d, err := down(x)
+				if err != nil {
+					return nil, err
+				}
+				out[i] = d
+			}
+			return out, nil
+		}
+		return v, nil
+	}
+	for _, kind := range []string{"spill_to_disk", "merge_partial_write"} {
+		if settings, ok := top[kind]; ok {
+			d, err := down(settings)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", kind, err)
+			}
+			top[kind] = d
+		}
+	}
+	return json.Marshal(top)
 }
 
 // Unit is the plan unit a trial of this index belongs to (0-based).
@@ -185,7 +367,8 @@ func (s *ShardSet) Problems() []string {
 // CheckShards checks that run folders are shards of one plan that fit
 // together: every folder is a shard of a plan, all of the same plan and
 // workload and shard count (expect, when not 0), no shard or trial given
-// twice, every trial in a unit of its shard. What is merely missing
+// twice, every trial in a unit of its shard, every plan's digest the one
+// its manifest's plan gives (CheckPlan). What is merely missing
 // (shards, unfinished trials) is left in the set's Problems for the
 // caller to refuse or warn about. Errors name the folder.
 func CheckShards(runs []*Run, expect int) (*ShardSet, error) {
@@ -266,6 +449,13 @@ func CheckShards(runs []*Run, expect int) (*ShardSet, error) {
 					return nil, fmt.Errorf("%s: shard %s lacks trial %s of its unit %d", mpath, m.Shard, trialKey(arm, k+1), k+1)
 				}
 			}
+		}
+	}
+	// Each plan's digest is recomputed, not trusted (after the checks
+	// between shards, whose refusals say more).
+	for _, r := range runs {
+		if err := r.Manifest.CheckPlan(r.Dir); err != nil {
+			return nil, err
 		}
 	}
 	if expect == 0 {

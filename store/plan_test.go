@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,13 +10,19 @@ import (
 )
 
 // writeShard writes shard i/n of a plan of units D,E blocks, every trial
-// valid with one metric, and returns its folder.
-func writeShard(t *testing.T, root string, i, n, units int, digest string, edit func(*Manifest)) string {
+// valid with one metric, and returns its folder. The plan's digest is
+// the one its manifest gives, made before edit changes the manifest.
+func writeShard(t *testing.T, root string, i, n, units int, edit func(*Manifest)) string {
 	t.Helper()
 	dir := filepath.Join(root, "shard-"+string(rune('0'+i)))
 	m := Manifest{Schema: ManifestSchema, Created: time.Unix(1, 0).UTC(), Seed: 1, Target: "embedded", Simulated: true,
 		WorkloadName: "w", Workload: []byte(`{"name":"w","kind":"spill_to_disk"}`), ArmList: []ArmInfo{{Name: "D"}, {Name: "E"}},
-		Plan: &Plan{Digest: digest, Units: units, Arms: []string{"D", "E"}}, Shard: &Shard{Index: i, Count: n}}
+		Plan: &Plan{Units: units, Arms: []string{"D", "E"}}, Shard: &Shard{Index: i, Count: n}}
+	digest, err := PlanDigest(m.Workload, "", m.Clock, m.Seed, PlanUnits(m.Plan.Arms, units, m.Seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Plan.Digest = digest
 	h := Host{Hostname: "h" + string(rune('0'+i))}.WithID()
 	m.AddHost(h)
 	for _, k := range m.Shard.Units(units) {
@@ -38,10 +45,10 @@ func writeShard(t *testing.T, root string, i, n, units int, digest string, edit 
 
 func TestMergeShardsChecksBeforeWriting(t *testing.T) {
 	root := t.TempDir()
-	s1 := writeShard(t, root, 1, 2, 3, "p", nil)
-	s2 := writeShard(t, root, 2, 2, 3, "p", nil)
+	s1 := writeShard(t, root, 1, 2, 3, nil)
+	s2 := writeShard(t, root, 2, 2, 3, nil)
 	out := filepath.Join(root, "out", "merged")
-	m, problems, err := MergeShards(MergeOptions{Dirs: []string{s2, s1}, Expect: 2, Out: out})
+	m, problems, err := MergeShards(context.Background(), MergeOptions{Dirs: []string{s2, s1}, Expect: 2, Out: out})
 	if err != nil || len(problems) != 0 {
 		t.Fatalf("merge: %v %v", err, problems)
 	}
@@ -68,10 +75,10 @@ func TestMergeShardsChecksBeforeWriting(t *testing.T) {
 		want string
 	}{
 		{"a trial outside its shard's units", func() []string {
-			return []string{writeShard(t, bad, 1, 2, 3, "p", func(m *Manifest) { m.Trials[0].Index, m.Trials[0].Status = 2, Pending }), s2}
+			return []string{writeShard(t, bad, 1, 2, 3, func(m *Manifest) { m.Trials[0].Index, m.Trials[0].Status = 2, Pending }), s2}
 		}, MergeOptions{Expect: 2}, "trial E#2 is not in shard 1/2's units (1, 3)"},
 		{"a shard lacking a trial", func() []string {
-			return []string{writeShard(t, bad, 1, 2, 3, "p", func(m *Manifest) { m.Trials = m.Trials[1:] }), s2}
+			return []string{writeShard(t, bad, 1, 2, 3, func(m *Manifest) { m.Trials = m.Trials[1:] }), s2}
 		}, MergeOptions{Expect: 2}, "shard 1/2 lacks trial E#1 of its unit 1"},
 		{"another split", func() []string { return []string{s1, s2} }, MergeOptions{Expect: 3}, "shard 1/2, but --expect 3"},
 		{"out not empty", func() []string {
@@ -82,7 +89,7 @@ func TestMergeShardsChecksBeforeWriting(t *testing.T) {
 		{"a merged run", func() []string { return []string{out} }, MergeOptions{Expect: 2}, out + " is a merged run"},
 		{"wall-clock shards run at other parallelism", func() []string {
 			wall := func(par int) func(*Manifest) { return func(m *Manifest) { m.Clock, m.Parallel = "wall", par } }
-			return []string{writeShard(t, bad, 1, 2, 3, "p", wall(1)), writeShard(t, bad, 2, 2, 3, "p", wall(4))}
+			return []string{writeShard(t, bad, 1, 2, 3, wall(1)), writeShard(t, bad, 2, 2, 3, wall(4))}
 		}, MergeOptions{Expect: 2}, "ran 4 wall-clock trials at once, but"},
 	}
 	for _, c := range cases {
@@ -92,7 +99,7 @@ func TestMergeShardsChecksBeforeWriting(t *testing.T) {
 			o.Out = filepath.Join(bad, "never")
 		}
 		before, _ := os.ReadDir(filepath.Dir(o.Out))
-		_, _, err := MergeShards(o)
+		_, _, err := MergeShards(context.Background(), o)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v; want %q", c.name, err, c.want)
 		}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -26,14 +28,17 @@ type MergeOptions struct {
 }
 
 // MergeShards merges shard folders of one plan into one run folder that
-// reads like any other: the trials' folders are linked (or copied) as they
+// reads like any other: the trials' files are linked (or copied) as they
 // are, the manifest lists every trial in plan order with the host that ran
 // it, the hosts and the shards. Statistics are not merged: a report
 // recomputes them from the trials. Everything is checked before anything
-// is written, and the folder is built beside Out and renamed into place,
-// so on any error nothing is written. It returns the merged manifest and
-// what a partial merge lacks.
-func MergeShards(o MergeOptions) (Manifest, []string, error) {
+// is written — a shard's files must be regular files in real folders
+// (checkShardFiles), its plan digest must be the one its plan gives — and
+// the folder is built beside Out and renamed into place, so on any error,
+// and when ctx ends (the CLI cancels it on SIGINT, SIGTERM and SIGHUP),
+// nothing is left: the folder being built is removed. It returns the
+// merged manifest and what a partial merge lacks.
+func MergeShards(ctx context.Context, o MergeOptions) (Manifest, []string, error) {
 	switch {
 	case o.Expect < 1:
 		return Manifest{}, nil, fmt.Errorf("--expect %d: the number of shards the run was split into (at least 1)", o.Expect)
@@ -43,19 +48,17 @@ func MergeShards(o MergeOptions) (Manifest, []string, error) {
 		return Manifest{}, nil, errors.New("no shard folder given")
 	}
 	out := filepath.Clean(o.Out)
-	if fi, err := os.Stat(out); err == nil {
-		if !fi.IsDir() {
-			return Manifest{}, nil, fmt.Errorf("--out %s exists and is not a folder", o.Out)
-		}
-		if entries, _ := os.ReadDir(out); len(entries) > 0 {
-			return Manifest{}, nil, fmt.Errorf("--out %s exists and is not empty; merge into a new folder", o.Out)
-		}
+	if err := CheckNewRunFolder(o.Out); err != nil {
+		return Manifest{}, nil, fmt.Errorf("--out %w; merge into a new folder", err)
 	}
 	var runs []*Run
 	for _, dir := range o.Dirs {
 		d := filepath.Clean(dir)
 		if d == out || strings.HasPrefix(out, d+string(filepath.Separator)) {
 			return Manifest{}, nil, fmt.Errorf("--out %s is inside shard folder %s", o.Out, dir)
+		}
+		if err := checkShardFiles(dir); err != nil {
+			return Manifest{}, nil, err
 		}
 		if pid := Writer(dir); pid != 0 {
 			return Manifest{}, nil, fmt.Errorf("%s is still being written (pid %d holds its run.lock); merge when it has finished", dir, pid)
@@ -107,7 +110,7 @@ func MergeShards(o MergeOptions) (Manifest, []string, error) {
 			owner[k] = r
 		}
 	}
-	var copies []func(tmp string) error
+	var copies []func(ctx context.Context, tmp string) error
 	for k := range set.Plan.Units {
 		r, ok := owner[k]
 		if !ok { // a missing shard's unit (--allow-partial): still to run
@@ -124,7 +127,7 @@ func MergeShards(o MergeOptions) (Manifest, []string, error) {
 				ts.Status, ts.Reason, ts.Host = Pending, "", ""
 			} else {
 				src, rel := TrialDir(r.Dir, ts.Arm, ts.Index), TrialDir("", ts.Arm, ts.Index)
-				copies = append(copies, func(tmp string) error { return linkTree(src, filepath.Join(tmp, rel)) })
+				copies = append(copies, func(ctx context.Context, tmp string) error { return linkTree(ctx, src, filepath.Join(tmp, rel)) })
 			}
 			m.Trials = append(m.Trials, ts)
 		}
@@ -148,9 +151,12 @@ func MergeShards(o MergeOptions) (Manifest, []string, error) {
 		return Manifest{}, nil, err
 	}
 	for _, c := range copies {
-		if err := c(tmp); err != nil {
+		if err := c(ctx, tmp); err != nil {
 			return Manifest{}, nil, err
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return Manifest{}, nil, fmt.Errorf("merge stopped (%w); nothing was written to %s", err, o.Out)
 	}
 	if err := WriteJSON(filepath.Join(tmp, ManifestFile), m); err != nil {
 		return Manifest{}, nil, err
@@ -162,16 +168,110 @@ func MergeShards(o MergeOptions) (Manifest, []string, error) {
 	return m, problems, nil
 }
 
-// linkTree recreates the folder src at dst, each file hard-linked (a
-// trial's files are never changed once written), or copied where links
-// cannot be made (another file system).
-func linkTree(src, dst string) error {
-	if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
-		return nil // an invalid trial that wrote nothing
-	}
-	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+// checkShardFiles refuses a shard folder holding anything merge must not
+// open or link: its manifest, its lock and every finished trial's folder
+// (and the arm folder above it) must be regular files and real folders.
+// A symbolic link would be linked as itself (a relative one then breaks
+// in the merged run, an absolute one points outside it); a named pipe
+// blocks whoever opens it until a writer comes, which may be never; a
+// device or a socket is no result. Nothing is followed or opened: every
+// check is an lstat. Errors name the path and what it is.
+func checkShardFiles(dir string) error {
+	for _, name := range []string{ManifestFile, lockFile} {
+		p := filepath.Join(dir, name)
+		fi, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // Open names a missing manifest; no lock is no writer
+		}
 		if err != nil {
 			return err
+		}
+		if !fi.Mode().IsRegular() {
+			return notRegular(p, fi.Mode())
+		}
+	}
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return err
+	}
+	for _, ts := range m.Trials {
+		if ts.Status != Valid && ts.Status != Invalid {
+			continue
+		}
+		trial := TrialDir(dir, ts.Arm, ts.Index)
+		for _, p := range []string{filepath.Dir(trial), trial} {
+			fi, err := os.Lstat(p)
+			if errors.Is(err, fs.ErrNotExist) {
+				break // an invalid trial that wrote nothing; Open names a missing valid one
+			}
+			if err != nil {
+				return err
+			}
+			if !fi.IsDir() {
+				return notRegular(p, fi.Mode())
+			}
+		}
+		if err := walkRegular(trial, func(string, fs.DirEntry) error { return nil }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// walkRegular walks the folder root (not following links), calling fn for
+// each folder and regular file, and fails at the first entry that is
+// neither, naming it. A root that does not exist is an empty walk.
+func walkRegular(root string, fn func(path string, d fs.DirEntry) error) error {
+	if _, err := os.Lstat(root); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && !d.Type().IsRegular() {
+			return notRegular(path, d.Type())
+		}
+		return fn(path, d)
+	})
+}
+
+// notRegular is the refusal of a path that is not a regular file or a
+// folder, saying what it is.
+func notRegular(path string, mode fs.FileMode) error {
+	kind := "not a regular file or folder"
+	switch {
+	case mode&fs.ModeSymlink != 0:
+		kind = "a symbolic link"
+		if to, err := os.Readlink(path); err == nil {
+			kind += " (to " + to + ")"
+		}
+	case mode&fs.ModeNamedPipe != 0:
+		kind = "a named pipe (FIFO)"
+	case mode&fs.ModeSocket != 0:
+		kind = "a socket"
+	case mode&fs.ModeCharDevice != 0:
+		kind = "a character device"
+	case mode&fs.ModeDevice != 0:
+		kind = "a device"
+	case mode.IsDir():
+		kind = "a folder where a file belongs"
+	}
+	return fmt.Errorf("%s is %s: a shard is merged from regular files and folders only (put the file itself in its place)", path, kind)
+}
+
+// mergeCopied, when set (by tests), is called after each file is linked
+// or copied into the merged folder.
+var mergeCopied func(path string)
+
+// linkTree recreates the folder src at dst, each file hard-linked (a
+// trial's files are never changed once written), or copied where links
+// cannot be made (another file system). It stops when ctx ends, and
+// refuses anything but regular files and folders, naming it.
+func linkTree(ctx context.Context, src, dst string) error {
+	return walkRegular(src, func(path string, d fs.DirEntry) error {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("merge stopped (%w)", err)
 		}
 		rel, _ := filepath.Rel(src, path)
 		target := filepath.Join(dst, rel)
@@ -181,26 +281,55 @@ func linkTree(src, dst string) error {
 		if strings.HasPrefix(d.Name(), ".") && strings.Contains(d.Name(), ".tmp") {
 			return nil // a temporary file a killed writer left behind
 		}
-		if os.Link(path, target) == nil {
-			return nil
+		if os.Link(path, target) != nil {
+			if err := copyFile(ctx, path, target); err != nil {
+				return err
+			}
 		}
-		return copyFile(path, target)
+		if mergeCopied != nil {
+			mergeCopied(target)
+		}
+		return nil
 	})
 }
 
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
+// copyChunk is how much copyFile copies between looks at its context.
+const copyChunk = 1 << 20
+
+// copyFile copies the regular file src to the new file dst. It opens src
+// without following a link and without waiting for a writer (a named pipe
+// put in the file's place after it was checked), and refuses anything it
+// opened that is not a regular file; it stops when ctx ends.
+func copyFile(ctx context.Context, src, dst string) error {
+	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return err
+		return fmt.Errorf("copying %s: %w", src, err)
 	}
 	defer in.Close()
+	fi, err := in.Stat()
+	if err != nil {
+		return fmt.Errorf("copying %s: %w", src, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return notRegular(src, fi.Mode())
+	}
 	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return fmt.Errorf("copying %s: %w", src, err)
+	for {
+		if err := ctx.Err(); err != nil {
+			out.Close()
+			return fmt.Errorf("copying %s: merge stopped (%w)", src, err)
+		}
+		_, err := io.CopyN(out, in, copyChunk)
+		if err == io.EOF {
+			break // the whole file is copied
+		}
+		if err != nil {
+			out.Close()
+			return fmt.Errorf("copying %s: %w", src, err)
+		}
 	}
 	if err := out.Sync(); err != nil {
 		out.Close()

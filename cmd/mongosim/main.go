@@ -33,6 +33,10 @@ func (p setParams) Set(v string) error {
 	return nil
 }
 
+// exitDBPathInUse is mongod's exit status when its dbpath is locked by
+// another process (an uncaught start-up exception).
+const exitDBPathInUse = 100
+
 func main() {
 	os.Exit(run(os.Args[1:]))
 }
@@ -82,6 +86,18 @@ func run(args []string) int {
 	logger := slog.New(slog.NewJSONHandler(out, nil))
 	var store mongosim.Storage
 	if *dbpath != "" {
+		// One process per dbpath, as mongod: a second one would interleave
+		// the first one's oplog file and diagnostic.data.
+		lock, err := mongosim.LockDBPath(*dbpath)
+		if err != nil {
+			logger.Error("exception at start-up", "error", err.Error())
+			fmt.Fprintf(os.Stderr, "mongosim: %v\n", err)
+			if errors.Is(err, mongosim.ErrDBPathInUse) {
+				return exitDBPathInUse
+			}
+			return 1
+		}
+		defer lock.Release()
 		store = &mongosim.DirStorage{Dir: *dbpath}
 	}
 	opts := mongosim.Options{BindIP: *bindIP, Port: *port, ReplSet: *replSet, Storage: store,

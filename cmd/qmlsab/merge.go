@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
 
@@ -40,8 +42,15 @@ func mergeAction(c *cli.Context) error {
 	case len(dirs) == 0:
 		return fail("give the shard folders to merge")
 	}
-	m, problems, err := store.MergeShards(store.MergeOptions{Dirs: dirs, Expect: c.Int("expect"), Out: c.String("out"),
+	// A merge stopped by a signal (Ctrl-C, kill, the terminal closed)
+	// removes the folder it was building: nothing half-made is left.
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	m, problems, err := store.MergeShards(ctx, store.MergeOptions{Dirs: dirs, Expect: c.Int("expect"), Out: c.String("out"),
 		AllowPartial: c.Bool("allow-partial"), ToolVersion: toolVersion(), CommandLine: os.Args})
+	if err != nil && ctx.Err() != nil {
+		return cli.Exit(fmt.Sprintf("qmlsab merge: %v", err), exitInterrupted)
+	}
 	if err != nil {
 		return fail("%v", err)
 	}

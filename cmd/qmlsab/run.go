@@ -148,6 +148,15 @@ func runAction(c *cli.Context) error {
 			dir += fmt.Sprintf("-shard%dof%d", shard.Index, shard.Count)
 		}
 	}
+	if resumed == nil {
+		// Refused before anything is said or made; the run layer checks
+		// again under the folder's lock.
+		if _, err := os.Stat(filepath.Join(dir, store.ManifestFile)); err != nil {
+			if err := store.CheckNewRunFolder(dir); err != nil {
+				return fail("--out %v, and is not a run (no %s in it); name a new or empty folder", err, store.ManifestFile)
+			}
+		}
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fail("--out: %v", err)
 	}

@@ -1,0 +1,78 @@
+package run
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/qmlsab/qmlsab/store"
+	"github.com/qmlsab/qmlsab/workload"
+)
+
+// A new run goes into a new or empty folder: a folder holding other files
+// and no run is refused before any trial, naming it, and left as it was.
+func TestNewRunRefusesAFolderThatHoldsOtherFiles(t *testing.T) {
+	spec, _ := workload.Builtin(workload.KindSpillToDisk)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Arms: planArms(t, "D", "E"), N: 1, Workload: spec, Profile: "quick", Seed: 9, Clock: Virtual, ToolVersion: "test",
+		Host: &store.Host{ID: "h1", Hostname: "one"}, Dir: dir}
+	_, err := Execute(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "--out "+dir+" exists and is not empty (it holds notes.txt)") || !strings.Contains(err.Error(), "not a run") {
+		t.Fatalf("a run into a folder of other files: %v", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if !slices.Equal(names, []string{"notes.txt"}) {
+		t.Errorf("the refused run changed the folder: %v", names)
+	}
+}
+
+// The digest a new run records is the one its manifest's plan gives when
+// recomputed (store.CheckPlan), also once written and read back; an edit
+// of the seed keeping the digest is caught, and such a run is not resumed.
+func TestARunsPlanDigestRecomputesFromItsManifest(t *testing.T) {
+	spec, _ := workload.Builtin(workload.KindSpillToDisk)
+	cfg := Config{Arms: planArms(t, "A", "D", "E"), N: 3, Workload: spec.Scaled(Profiles["quick"]), Profile: "quick", Seed: 9, Clock: Virtual,
+		ToolVersion: "test", Dir: t.TempDir(), Shard: store.Shard{Index: 1, Count: 2}}
+	m, err := manifest(cfg.withDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.CheckPlan(cfg.Dir); err != nil {
+		t.Fatalf("a new run's plan: %v", err)
+	}
+	// As written to manifest.json and read back (re-indented workload).
+	if err := store.WriteJSON(filepath.Join(cfg.Dir, store.ManifestFile), m); err != nil {
+		t.Fatal(err)
+	}
+	back, err := store.ReadManifest(cfg.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := back.CheckPlan(cfg.Dir); err != nil {
+		t.Fatalf("a new run's plan read back: %v", err)
+	}
+	m.Seed++
+	if err := m.CheckPlan(cfg.Dir); err == nil || !strings.Contains(err.Error(), filepath.Join(cfg.Dir, store.ManifestFile)) {
+		t.Errorf("a reseeded manifest with the old digest: %v", err)
+	}
+
+	// Resuming the reseeded run is refused, naming its manifest, before
+	// any trial.
+	if err := store.WriteJSON(filepath.Join(cfg.Dir, store.ManifestFile), m); err != nil {
+		t.Fatal(err)
+	}
+	resume := Config{Arms: cfg.Arms, Resume: true, Dir: cfg.Dir, ToolVersion: "test", Host: &store.Host{ID: "h1", Hostname: "one"}}
+	if _, err := Execute(context.Background(), resume); err == nil || !strings.Contains(err.Error(), filepath.Join(cfg.Dir, store.ManifestFile)+": its plan digest") {
+		t.Errorf("resuming a reseeded run: %v", err)
+	}
+}
