@@ -28,6 +28,7 @@ import (
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/arms/actor"
 	"github.com/qmlsab/qmlsab/collect"
+	"github.com/qmlsab/qmlsab/internal/mongouri"
 	"github.com/qmlsab/qmlsab/internal/zero"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/mongosim"
@@ -461,8 +462,14 @@ func shardName(s *store.Shard) string {
 func redactArgs(args []string) []string {
 	out := make([]string, len(args))
 	for i, a := range args {
-		if len(a) > 10 && (a[:10] == "mongodb://" || (len(a) > 14 && a[:14] == "mongodb+srv://")) {
+		// A URI alone or as a flag's value (--history-db=mongodb://…),
+		// in any case and however malformed.
+		flag, value, isFlag := strings.Cut(a, "=")
+		switch {
+		case mongouri.HasScheme(a):
 			a = arms.RedactURI(a)
+		case isFlag && strings.HasPrefix(flag, "-") && mongouri.HasScheme(value):
+			a = flag + "=" + arms.RedactURI(value)
 		}
 		out[i] = a
 	}

@@ -203,3 +203,17 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// The command line a manifest records keeps no password, whether a URI is
+// an argument of its own or a flag's value, in any case, malformed or not.
+func TestRecordedCommandLineHidesPasswords(t *testing.T) {
+	args := []string{"qmlsab", "run", "mongodb://bob:S3cretPW@h:1/", "--history-db=MONGODB://bob:S3cretPW@h:1/",
+		"--x=mongodb:bob:S3cretPW@h", "mongodb+srv://bob:S3cretPW@h/", "--arms", "D"}
+	got := strings.Join(redactArgs(args), " ")
+	if strings.Contains(got, "S3cretPW") {
+		t.Errorf("recorded command line %q holds the password", got)
+	}
+	if !strings.Contains(got, "--arms D") || !strings.Contains(got, "--history-db=") {
+		t.Errorf("recorded command line %q lost what is not secret", got)
+	}
+}
