@@ -169,16 +169,7 @@ var (
 // a URI: without its "//" (mongodb:bob:pw@host) it is refused as malformed,
 // never taken for a file name. Errors never contain a URI's password.
 func Open(ctx context.Context, location string) (Store, error) {
-	switch {
-	case mongouri.HasScheme(location):
-		return openMongo(ctx, location)
-	case strings.Contains(location, "://"):
-		scheme, _, _ := strings.Cut(location, "://")
-		return nil, fmt.Errorf("history: unsupported location scheme %q in %s (want mongodb://, mongodb+srv:// or a file path)", scheme, RedactURI(location))
-	case location == "":
-		return nil, errors.New("history: empty location")
-	}
-	return openSQLite(ctx, location)
+	return open(ctx, location, false)
 }
 
 // OpenReadOnly opens an existing history for reading only: it never
@@ -188,16 +179,27 @@ func Open(ctx context.Context, location string) (Store, error) {
 // wrapping ErrNoHistory; an SQLite file of an older schema is read as it
 // is. Add on the returned store fails with ErrReadOnly.
 func OpenReadOnly(ctx context.Context, location string) (Store, error) {
+	return open(ctx, location, true)
+}
+
+// open picks the backend a location names, for writing or reading only.
+func open(ctx context.Context, location string, readOnly bool) (Store, error) {
 	switch {
 	case mongouri.HasScheme(location):
-		return openMongoReadOnly(ctx, location)
+		if readOnly {
+			return openMongoReadOnly(ctx, location)
+		}
+		return openMongo(ctx, location)
 	case strings.Contains(location, "://"):
 		scheme, _, _ := strings.Cut(location, "://")
 		return nil, fmt.Errorf("history: unsupported location scheme %q in %s (want mongodb://, mongodb+srv:// or a file path)", scheme, RedactURI(location))
 	case location == "":
 		return nil, errors.New("history: empty location")
 	}
-	return openSQLiteReadOnly(ctx, location)
+	if readOnly {
+		return openSQLiteReadOnly(ctx, location)
+	}
+	return openSQLite(ctx, location)
 }
 
 // Validate checks the rules Add enforces: a non-empty id and start time
