@@ -29,10 +29,10 @@ tidy-check:
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 
 race:
-	$(GO) test -race -short -count=1 $(RACE_PKGS)
+	$(GO) test -race -short -count=1 -timeout 30m $(RACE_PKGS)
 	# The orchestrator runs trials, faults and actors concurrently: real-time
 	# runs under -race, faults included.
-	$(GO) test -race -count=1 -run '^(TestRunWritesInterleavedValidTrials|TestFaultsOnTheEmbeddedSet|TestKillOpActorSurvivesADroppedConnection|TestVirtualTrialRecordsWhatTheModelDid)$$' ./run/
+	$(GO) test -race -count=1 -timeout 30m -run '^(TestRunWritesInterleavedValidTrials|TestFaultsOnTheEmbeddedSet|TestKillOpActorSurvivesADroppedConnection|TestVirtualTrialRecordsWhatTheModelDid)$$' ./run/
 
 # Short fuzz runs of every fuzz target (seed corpora live in testdata/fuzz).
 fuzz:
@@ -57,13 +57,15 @@ chromium-check:
 	  $$(command -v sudo) apt-get update -qq && $$(command -v sudo) apt-get install -y -qq chromium >/dev/null; }
 	QMLSAB_CHROMIUM=$$(command -v chromium) $(GO) test -count=1 -run '^(TestReportDrawsInChromium|TestTrendDrawsInChromium|TestSweepDrawsInChromium)$$' ./cmd/qmlsab/
 
-# Go's own summary comes last so it closes the output CI reads.
+# Go's own summary comes last so it closes the output CI reads. Packages
+# of real-time trials take minutes, more on a busy machine: -timeout 30m
+# is a hang guard, not a speed target (go test's default is 10 minutes).
 test: fmt-check tidy-check vet build
 	$(MAKE) mongosh-check
 	$(MAKE) chromium-check
 	$(MAKE) fuzz
 	$(MAKE) race
-	$(GO) test -count=1 $(PKGS)
+	$(GO) test -count=1 -timeout 30m $(PKGS)
 
 bench: build
 	bash scripts/bench.sh

@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -535,12 +536,13 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 	bg.Go(func() { sampler.Run(tctx) })
 	var kmu sync.Mutex
 	var kills []store.Kill
+	var rounds atomic.Int64 // the killOp actor's decisions
 	if k := arm.KillOp(); k != nil {
 		c, err := mongo.Connect(options.Client().ApplyURI(dep.URI()).SetAppName("qmlsab-killop"))
 		if err == nil {
 			defer c.Disconnect(context.Background())
 			bg.Go(func() {
-				_ = actor.KillOp(tctx, c, *k, func(e store.Kill) { kmu.Lock(); kills = append(kills, e); kmu.Unlock() }, actor.WithLog(cfg.Log))
+				_ = actor.KillOp(tctx, c, *k, func(e store.Kill) { kmu.Lock(); kills = append(kills, e); kmu.Unlock() }, actor.WithLog(cfg.Log), actor.WithRounds(&rounds))
 			})
 		}
 	}
@@ -555,6 +557,26 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 	}
 	start := time.Now().Add(500 * time.Millisecond)
 	bg.Go(func() { liveProgress(tctx, d, sampler, start, report) })
+	// The actor's decisions within the trial's phases (-1: it ended first).
+	var inTrial atomic.Int64
+	inTrial.Store(-1)
+	bg.Go(func() {
+		at := func(t time.Time) bool {
+			select {
+			case <-tctx.Done():
+				return false
+			case <-time.After(time.Until(t)):
+				return true
+			}
+		}
+		if !at(start) {
+			return
+		}
+		r0 := rounds.Load()
+		if at(start.Add(cfg.Workload.Duration())) {
+			inTrial.Store(rounds.Load() - r0)
+		}
+	})
 	var fmu sync.Mutex
 	var extra []store.Event // faults applied, then topology changes
 	for _, f := range cfg.Faults {
@@ -608,6 +630,17 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 		if lost, total := metric.Unreachable(samples), cfg.Workload.Duration(); lost > max(5*time.Second, total/10) {
 			return store.Invalid, fmt.Sprintf("host saturated: no member of the in-process set answered serverStatus for %.0f s of %.0f s; run fewer trials at once (--parallel) or use --clock virtual",
 				lost.Seconds(), total.Seconds())
+		}
+		// The killOp actor runs on this host too. On a quiet host it
+		// decides at its interval's rate; one that decided at less than
+		// four fifths of it was starved of CPU, and memory it would have
+		// freed in time (a crash of D's set) measured the host.
+		if k := arm.KillOp(); k != nil && inTrial.Load() >= 0 {
+			total := cfg.Workload.Duration()
+			if want := int64(total / k.Interval); inTrial.Load() < want*4/5 {
+				return store.Invalid, fmt.Sprintf("host saturated: the killOp actor decided %d times in the trial's %.0f s where its %v interval asks for %d; run fewer trials at once (--parallel) or use --clock virtual",
+					inTrial.Load(), total.Seconds(), k.Interval, want)
+			}
 		}
 	}
 	return store.Valid, ""

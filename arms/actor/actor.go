@@ -7,12 +7,14 @@ package actor
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"math"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -30,11 +32,20 @@ import (
 // Option adjusts how KillOp runs.
 type Option func(*killOpOptions)
 
-type killOpOptions struct{ log *slog.Logger }
+type killOpOptions struct {
+	log    *slog.Logger
+	rounds *atomic.Int64
+}
 
 // WithLog sends what the actor has to say (why it does nothing, for one) to
 // log instead of slog's default logger.
 func WithLog(log *slog.Logger) Option { return func(o *killOpOptions) { o.log = log } }
+
+// WithRounds counts in n the rounds the actor completed (ticks at which
+// the server's answers let it decide, or told it that it cannot): a
+// harness on a starved host sees its actor complete far fewer than its
+// interval asks.
+func WithRounds(n *atomic.Int64) Option { return func(o *killOpOptions) { o.rounds = n } }
 
 // KillOp runs the killOp actor until ctx ends: every interval it reads the
 // primary's resident memory (serverStatus) and its operations ($currentOp),
@@ -54,7 +65,7 @@ func KillOp(ctx context.Context, c *mongo.Client, cfg killop.Config, onKill func
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return runKillOp(ctx, wireServer{c.Database("admin")}, cfg, onKill, o.log)
+	return runKillOp(ctx, wireServer{c.Database("admin")}, cfg, onKill, o)
 }
 
 // server is what the killOp actor asks of the member it watches.
@@ -66,7 +77,8 @@ type server interface {
 }
 
 // runKillOp is KillOp's loop over any server.
-func runKillOp(ctx context.Context, srv server, cfg killop.Config, onKill func(store.Kill), log *slog.Logger) error {
+func runKillOp(ctx context.Context, srv server, cfg killop.Config, onKill func(store.Kill), o killOpOptions) error {
+	log := cmp.Or(o.log, slog.Default())
 	said := map[string]bool{}
 	idle := func(reason string) {
 		if !said[reason] {
@@ -92,6 +104,9 @@ func runKillOp(ctx context.Context, srv server, cfg killop.Config, onKill func(s
 		}
 		if _, ok := MemoryLimitMB(hostInfo); !ok {
 			idle(noLimit)
+			if o.rounds != nil {
+				o.rounds.Add(1)
+			}
 			continue
 		}
 		ss, err := srv.serverStatus(ctx)
@@ -108,6 +123,9 @@ func runKillOp(ctx context.Context, srv server, cfg killop.Config, onKill func(s
 			}
 		}
 		d := Decide(cfg, hostInfo, ss, ops)
+		if o.rounds != nil {
+			o.rounds.Add(1)
+		}
 		if d.Idle != "" {
 			idle(d.Idle)
 		}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -165,7 +166,7 @@ func TestKillOpActorWithoutResidentMemorySaysSoOnceAndKillsNothing(t *testing.T)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- runKillOp(ctx, srv, cfg, func(store.Kill) { t.Error("killed an operation") }, slog.New(slog.NewTextHandler(&logs, nil)))
+		done <- runKillOp(ctx, srv, cfg, func(store.Kill) { t.Error("killed an operation") }, killOpOptions{log: slog.New(slog.NewTextHandler(&logs, nil))})
 	}()
 	select {
 	case <-srv.statusReached:
@@ -191,7 +192,9 @@ func TestKillOpActorWithoutMemoryLimitSaysSoAndStopsCleanly(t *testing.T) {
 	cfg.Interval = time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- runKillOp(ctx, srv, cfg, nil, slog.New(slog.NewTextHandler(&logs, nil))) }()
+	go func() {
+		done <- runKillOp(ctx, srv, cfg, nil, killOpOptions{log: slog.New(slog.NewTextHandler(&logs, nil))})
+	}()
 	deadline := time.Now().Add(60 * time.Second)
 	for !strings.Contains(logs.String(), "memLimitMB") {
 		if time.Now().After(deadline) {
@@ -228,7 +231,10 @@ func TestKillOpActorReadsOperationsOnlyAboveItsThreshold(t *testing.T) {
 		cfg.Interval = time.Millisecond
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		go func() { done <- runKillOp(ctx, srv, cfg, nil, slog.New(slog.DiscardHandler)) }()
+		var rounds atomic.Int64
+		go func() {
+			done <- runKillOp(ctx, srv, cfg, nil, killOpOptions{log: slog.New(slog.DiscardHandler), rounds: &rounds})
+		}()
 		select {
 		case <-srv.statusReached:
 		case <-time.After(60 * time.Second):
@@ -241,6 +247,9 @@ func TestKillOpActorReadsOperationsOnlyAboveItsThreshold(t *testing.T) {
 		srv.mu.Lock()
 		asked := srv.opsAsked
 		srv.mu.Unlock()
+		if n := rounds.Load(); n < 19 {
+			t.Errorf("resident %d MB: %d rounds counted over 20 answered serverStatus, want each one", c.residentMB, n)
+		}
 		if (asked > 0) != c.wantOps {
 			t.Errorf("resident %d MB of 1000 (threshold 70 %%): $currentOp asked %d times", c.residentMB, asked)
 		}
