@@ -121,6 +121,10 @@ func sweepAction(c *cli.Context) error {
 		rand.Read(id)
 		dir = filepath.Join("results", "sweep-"+time.Now().UTC().Format("20060102T150405Z")+"-"+hex.EncodeToString(id))
 	}
+	// From here a signal is the sweep's to handle: the folder it makes
+	// goes with it.
+	ctx, stop := interruptContext(c.Context)
+	defer stop()
 	_, statErr := os.Stat(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fail("--out: %v", err)
@@ -139,8 +143,6 @@ func sweepAction(c *cli.Context) error {
 	fmt.Fprintf(c.App.Writer, "qmlsab sweep (SIMULATED: mongosim's model in virtual time): %d cells × %d arms × %d seeds = %d trials of %v model time each, profile %s\n",
 		cells, len(selected), cfg.Seeds, total, base.Workload.Phases.Total(), c.String("profile"))
 	cfg.Progress = sweepProgress(c.App.Writer)
-	ctx, stop := interruptContext(c.Context)
-	defer stop()
 	restoreGC := sweep.TuneGC()
 	defer restoreGC()
 	res, err := sweep.Run(ctx, cfg)
