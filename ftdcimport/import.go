@@ -1,6 +1,7 @@
 package ftdcimport
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +25,18 @@ const TargetImported = "imported"
 type Options struct {
 	ToolVersion string
 	CommandLine []string
+	// Context, when set, stops the import once it is done (a signal):
+	// between sources, between trials written, and before the folder is
+	// renamed into place; what was assembled is removed. Nil: never.
+	Context context.Context
+}
+
+// stopped is the context's error, if the import is to stop.
+func (o Options) stopped() error {
+	if o.Context == nil {
+		return nil
+	}
+	return context.Cause(o.Context)
 }
 
 // Result is what an import wrote.
@@ -83,6 +96,9 @@ func Import(spec *Spec, dir string, opts Options) (*Result, error) {
 	}
 	data := map[string]read{}
 	for _, src := range order {
+		if err := opts.stopped(); err != nil {
+			return nil, err
+		}
 		trs := windows[src]
 		keep := func(t time.Time) bool {
 			return slices.ContainsFunc(trs, func(tr TrialSpec) bool {
@@ -233,11 +249,17 @@ func Import(spec *Spec, dir string, opts Options) (*Result, error) {
 	}
 	write := func() error {
 		for _, td := range trials {
+			if err := opts.stopped(); err != nil {
+				return err
+			}
 			if err := store.WriteTrial(store.TrialDir(tmp, td.spec.Arm, td.index), td.files); err != nil {
 				return err
 			}
 		}
-		return store.WriteJSON(filepath.Join(tmp, store.ManifestFile), m)
+		if err := store.WriteJSON(filepath.Join(tmp, store.ManifestFile), m); err != nil {
+			return err
+		}
+		return opts.stopped()
 	}
 	if err := write(); err != nil {
 		os.RemoveAll(tmp)

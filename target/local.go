@@ -141,7 +141,7 @@ func provisionLocal(ctx context.Context, arm arms.Arm, opts Options) (Deployment
 const interimParam = "diagnosticDataCollectionSamplesPerInterimUpdate"
 
 // start launches a member in its own process group, its output in the
-// trial folder.
+// trial folder; on Linux the member is killed if qmlsab dies.
 func (l *local) start(m *member) error {
 	args := []string{"--replSet", "rs0", "--port", strconv.Itoa(m.port), "--bind_ip", "127.0.0.1", "--dbpath", m.dbpath}
 	args = append(args, l.extraArgs...)
@@ -160,7 +160,7 @@ func (l *local) start(m *member) error {
 	cmd := exec.Command(l.arm.Mongod, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	if err := startMember(cmd); err != nil { // dies with qmlsab (parentdeath_linux.go)
 		logf.Close()
 		return fmt.Errorf("starting %s: %w", l.arm.Mongod, err)
 	}

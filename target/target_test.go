@@ -22,7 +22,13 @@ import (
 
 var mongosimBin string
 
-func TestMain(m *testing.M) { stormtest.MainWithMongosim(m, &mongosimBin) }
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(provisionerEnv); dir != "" {
+		runProvisioner(dir) // re-executed by TestLocalMembersDieWithAKilledQmlsab
+		return
+	}
+	stormtest.MainWithMongosim(m, &mongosimBin)
+}
 
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 

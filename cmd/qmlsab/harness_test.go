@@ -15,14 +15,10 @@ import (
 	"github.com/qmlsab/qmlsab/workload"
 )
 
-// buildQmlsab builds this command into a temporary folder.
+// buildQmlsab is this command as a binary, built once for the package.
 func buildQmlsab(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "qmlsab")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return qmlsabBinary(t)
 }
 
 // qmlsab SIGKILLed in the middle of a trial leaves a run that --resume

@@ -165,15 +165,26 @@ func addToHistory(c *cli.Context, loc string, dirs []string) error {
 		r.Partial = partial
 		runs = append(runs, r)
 	}
-	st, err := history.Open(c.Context, loc)
+	// A signal stops the adding between nights, or rolls back the night
+	// being added: each night is in the history whole or not at all.
+	ctx, stop := interruptContext(c.Context)
+	defer stop()
+	st, err := history.Open(ctx, loc)
 	if err != nil {
-		return fmt.Errorf("history %s: %w", history.RedactURI(loc), err)
+		return interruptedOr(ctx, fmt.Errorf("history %s: %w", history.RedactURI(loc), err))
 	}
 	defer st.Close()
 	for i, r := range runs {
-		added, err := st.Add(c.Context, r)
+		if ctx.Err() != nil {
+			var left []string
+			for _, g := range groups[i:] {
+				left = append(left, g...)
+			}
+			return interruptedOr(ctx, fmt.Errorf("%s: not added", strings.Join(left, " ")))
+		}
+		added, err := st.Add(ctx, r)
 		if err != nil {
-			return fmt.Errorf("%s: %w", strings.Join(groups[i], " "), err)
+			return interruptedOr(ctx, fmt.Errorf("%s: %w", strings.Join(groups[i], " "), err))
 		}
 		what := fmt.Sprintf("%s (%d trials", r.ID, len(r.Trials))
 		if r.Partial {
@@ -212,7 +223,7 @@ func historyCommand() *cli.Command {
 						return fail("add", "give at least one run folder")
 					}
 					if err := addToHistory(c, c.String("db"), dirs); err != nil {
-						return fail("add", "%v", err)
+						return exitFor(err, fail("add", "%v", err))
 					}
 					return nil
 				},

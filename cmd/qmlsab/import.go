@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -80,7 +81,14 @@ func importFTDCAction(c *cli.Context) error {
 		rand.Read(id)
 		dir = filepath.Join("results", time.Now().UTC().Format("20060102T150405Z")+"-"+hex.EncodeToString(id))
 	}
-	res, err := ftdcimport.Import(spec, dir, ftdcimport.Options{ToolVersion: toolVersion(), CommandLine: os.Args})
+	// A signal stops the import before its folder is renamed into place:
+	// what it assembled beside --out is removed, and --out is not made.
+	ctx, stop := interruptContext(c.Context)
+	defer stop()
+	res, err := ftdcimport.Import(spec, dir, ftdcimport.Options{ToolVersion: toolVersion(), CommandLine: os.Args, Context: ctx})
+	if err != nil && ctx.Err() != nil {
+		return cli.Exit(fmt.Sprintf("qmlsab import ftdc: %v; nothing written to %s", context.Cause(ctx), dir), exitInterrupted)
+	}
 	if err != nil {
 		return fail("%v", err)
 	}

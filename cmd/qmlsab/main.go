@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"runtime/debug"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -100,7 +98,7 @@ func simCommand() *cli.Command {
 			if c.Int("members") < 1 || c.Int("members") > 7 {
 				return cli.Exit("qmlsab sim: --members must be between 1 and 7", 1)
 			}
-			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+			ctx, stop := interruptContext(c.Context)
 			defer stop()
 			if d := c.Duration("for"); d > 0 {
 				var cancel context.CancelFunc

@@ -3,9 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/urfave/cli/v2"
 
@@ -44,7 +42,7 @@ func mergeAction(c *cli.Context) error {
 	}
 	// A merge stopped by a signal (Ctrl-C, kill, the terminal closed)
 	// removes the folder it was building: nothing half-made is left.
-	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := interruptContext(c.Context)
 	defer stop()
 	m, problems, err := store.MergeShards(ctx, store.MergeOptions{Dirs: dirs, Expect: c.Int("expect"), Out: c.String("out"),
 		AllowPartial: c.Bool("allow-partial"), ToolVersion: toolVersion(), CommandLine: os.Args})

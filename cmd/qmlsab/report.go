@@ -80,7 +80,7 @@ func reportAction(c *cli.Context) error {
 	// before the report is written.
 	if c.Bool("history") {
 		if err := historyPreflight(c, dirs); err != nil {
-			return fail("--history: %v", err)
+			return exitFor(err, fail("--history: %v", err))
 		}
 	}
 	in, err := report.Load(dirs)
@@ -152,7 +152,7 @@ func reportAction(c *cli.Context) error {
 	}
 	if c.Bool("history") {
 		if err := addToHistory(c, c.String("history-db"), dirs); err != nil {
-			return fail("--history: %v", err)
+			return exitFor(err, fail("--history: %v", err))
 		}
 	}
 	if opts.Gates != nil && !a.GatesPass() {

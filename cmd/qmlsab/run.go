@@ -1,18 +1,17 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -101,7 +100,7 @@ func runAction(c *cli.Context) error {
 	if c.Bool("verbose") {
 		logLevel = slog.LevelInfo
 	}
-	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptContext(c.Context)
 	defer stop()
 	cfg := run.Config{
 		Arms: selected, N: c.Int("n"), Workload: spec, Profile: c.String("profile"), Resume: resumed != nil,
@@ -212,9 +211,9 @@ func runAction(c *cli.Context) error {
 	}
 	if runErr != nil {
 		if ctx.Err() != nil {
-			// Stopped by SIGINT or SIGTERM: not a failed run, and the
-			// finished trials are kept for --resume.
-			return cli.Exit(fmt.Sprintf("qmlsab run: %v", runErr), exitInterrupted)
+			// Stopped by a signal (interruptContext's): not a failed run,
+			// and the finished trials are kept for --resume.
+			return cli.Exit(fmt.Sprintf("qmlsab run: %v (%v)", runErr, context.Cause(ctx)), exitInterrupted)
 		}
 		return fail("%v", runErr)
 	}

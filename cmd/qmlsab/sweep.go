@@ -1,16 +1,15 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -122,11 +121,16 @@ func sweepAction(c *cli.Context) error {
 		rand.Read(id)
 		dir = filepath.Join("results", "sweep-"+time.Now().UTC().Format("20060102T150405Z")+"-"+hex.EncodeToString(id))
 	}
+	// From here a signal is the sweep's to handle: the folder it makes
+	// goes with it.
+	ctx, stop := interruptContext(c.Context)
+	defer stop()
 	_, statErr := os.Stat(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fail("--out: %v", err)
 	}
-	if statErr != nil {
+	made := statErr != nil
+	if made {
 		// A folder made for this sweep goes again if the sweep writes
 		// nothing into it (os.Remove leaves a folder that is not empty).
 		defer func() { os.Remove(dir) }()
@@ -139,14 +143,18 @@ func sweepAction(c *cli.Context) error {
 	fmt.Fprintf(c.App.Writer, "qmlsab sweep (SIMULATED: mongosim's model in virtual time): %d cells × %d arms × %d seeds = %d trials of %v model time each, profile %s\n",
 		cells, len(selected), cfg.Seeds, total, base.Workload.Phases.Total(), c.String("profile"))
 	cfg.Progress = sweepProgress(c.App.Writer)
-	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	restoreGC := sweep.TuneGC()
 	defer restoreGC()
 	res, err := sweep.Run(ctx, cfg)
 	if err != nil {
 		if ctx.Err() != nil {
-			return fail("interrupted; nothing written")
+			// Stopped by a signal: the sweep writes only at its end, so
+			// nothing is half-made; the folder it made goes with it.
+			kept := "its folder " + dir + " is removed"
+			if !made {
+				kept = dir + " was there before and is left as it was"
+			}
+			return cli.Exit(fmt.Sprintf("qmlsab sweep: %v; nothing written, %s", context.Cause(ctx), kept), exitInterrupted)
 		}
 		return fail("%v", err)
 	}
