@@ -144,3 +144,18 @@ func TestWorstAcceptedCornerRunsUnderTheBudget(t *testing.T) {
 		t.Errorf("peak resident memory %d MiB, over the budget of %d MiB", peakKB>>10, budget>>20)
 	}
 }
+
+// TestHistoryDetectBoundsPermutations checks that --permutations past the
+// documented maximum is refused, naming the flag, before the history is
+// opened (it allocated 800 MB for 100,000,000 and died).
+func TestHistoryDetectBoundsPermutations(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "history.db")
+	got, code := qmlsab(t, "history", "detect", "--permutations", "100000000", "--db", db)
+	want := "qmlsab history detect: --permutations 100000000: at most 100000 (p-values down to 1/(N+1))"
+	if code != 1 || strings.TrimSpace(got) != want {
+		t.Errorf("exit %d: %s\nwant exit 1: %s", code, strings.TrimSpace(got), want)
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Error("a refused detect created the history database")
+	}
+}
