@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/qmlsab/qmlsab/internal/yamlfile"
+	"github.com/qmlsab/qmlsab/store"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -223,7 +223,7 @@ func (s Spec) Validate() error {
 
 // LoadFile reads a workload file.
 func LoadFile(path string) (Spec, error) {
-	b, err := os.ReadFile(path)
+	b, err := store.ReadFileCapped(path, store.MaxSpecFileBytes)
 	if err != nil {
 		return Spec{}, fmt.Errorf("reading workload file: %w", err)
 	}
