@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -15,6 +16,10 @@ const (
 	DefaultPermutations = 100
 	DefaultSeed         = 1234
 	DefaultMinSegment   = 2
+	// MaxPermutations bounds Permutations: ten thousand times the
+	// default, p-values down to 1e-5, in bounded time (each shuffle of a
+	// candidate that passes is drawn) and memory.
+	MaxPermutations = 100_000
 )
 
 // Options tunes detection. The zero value means the defaults.
@@ -23,8 +28,8 @@ type Options struct {
 	// its permutation p-value is at most PValue. 0 means DefaultPValue; it
 	// must lie in (0, 1).
 	PValue float64
-	// Permutations is the number of shuffles per test. 0 means
-	// DefaultPermutations. The smallest possible p-value is
+	// Permutations is the number of shuffles per test, at most
+	// MaxPermutations. 0 means DefaultPermutations. The smallest possible p-value is
 	// 1/(Permutations+1), so it must be large enough for that to reach PValue.
 	Permutations int
 	// Seed selects the pseudo-random shuffles. 0 means DefaultSeed.
@@ -78,6 +83,8 @@ func (o Options) resolved() (Options, error) {
 		return o, fmt.Errorf("changepoint: PValue %v is not in (0, 1)", o.PValue)
 	case o.Permutations < 0:
 		return o, fmt.Errorf("changepoint: Permutations %d is negative", o.Permutations)
+	case o.Permutations > MaxPermutations:
+		return o, fmt.Errorf("changepoint: Permutations %d is more than %d", o.Permutations, MaxPermutations)
 	case 1/float64(o.Permutations+1) > o.PValue:
 		return o, fmt.Errorf("changepoint: %d permutations cannot give a p-value of %v or less", o.Permutations, o.PValue)
 	case o.MinSegment < 0:
@@ -259,8 +266,7 @@ func (d *detector) prepare(lo, hi int) *segment {
 		return seg
 	}
 	seg.best, seg.q, seg.ok, seg.sd = lo+b, q, true, sd
-	seg.perm = make([]float64, 0, d.o.Permutations)
-	return seg
+	return seg // seg.perm grows as shuffles are drawn: a test stopped early draws few
 }
 
 // draw extends seg.perm to n shuffles, on up to Workers goroutines.
@@ -269,7 +275,7 @@ func (d *detector) draw(seg *segment, n int) {
 	if n <= from {
 		return
 	}
-	seg.perm = seg.perm[:n]
+	seg.perm = slices.Grow(seg.perm, n-from)[:n]
 	lo, hi := seg.lo, seg.hi
 	workers := min(d.o.Workers, n-from)
 	// Below about a million terms a goroutine costs more than it saves.

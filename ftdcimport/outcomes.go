@@ -54,7 +54,7 @@ func LoadOutcomes(path string, canarySLO time.Duration) (*Outcomes, error) {
 		return nil, err
 	}
 	defer f.Close()
-	r, err := skipBOM(f)
+	r, err := skipBOM(store.CapReader(f, path, store.MaxInputFileBytes, "is"))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/internal/mongouri"
 	"github.com/qmlsab/qmlsab/internal/yamlfile"
+	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/workload"
 )
 
@@ -84,7 +85,7 @@ type TrialSpec struct {
 // LoadSpec reads and checks an import spec; problems are errors naming
 // the file and line.
 func LoadSpec(path string) (*Spec, error) {
-	b, err := os.ReadFile(path)
+	b, err := store.ReadFileCapped(path, store.MaxSpecFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("reading import spec: %w", err)
 	}

@@ -3,13 +3,13 @@ package report
 import (
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 
 	"github.com/qmlsab/qmlsab/internal/yamlfile"
 	"github.com/qmlsab/qmlsab/investigation"
 	"github.com/qmlsab/qmlsab/metric"
+	"github.com/qmlsab/qmlsab/store"
 )
 
 // Gate is a check over an arm's trial metrics: Of (median, mean, min,
@@ -232,7 +232,7 @@ func LoadGates(nameOrFile string) (GateSet, error) {
 	if gs, ok := BuiltinGates[nameOrFile]; ok {
 		return gs, nil
 	}
-	b, err := os.ReadFile(nameOrFile)
+	b, err := store.ReadFileCapped(nameOrFile, store.MaxSpecFileBytes)
 	if err != nil {
 		return GateSet{}, fmt.Errorf("gates %q: not a built-in set (sweeper-acceptance) and not a readable file: %w", nameOrFile, err)
 	}

@@ -8,6 +8,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -166,8 +167,34 @@ func (cfg Config) Validate() error {
 		if err := cfg.Workload.Validate(); err != nil {
 			return fmt.Errorf("--workload %s: %w", cfg.Workload.Name, err)
 		}
+		if err := cfg.checkTrialMemory(); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// checkTrialMemory refuses, before any trial starts, a virtual run whose
+// trials would not fit their memory budget once the profile has scaled
+// the phases (Validate checked the workload as given): a run of P trials
+// at once needs P × workload.TrialBytes, within P × the trial budget.
+func (cfg Config) checkTrialMemory() error {
+	if cfg.Workload.SpillToDisk == nil || (cfg.Clock != "" && cfg.Clock != Virtual) {
+		return nil
+	}
+	profile := cmp.Or(cfg.Profile, "default")
+	w := cfg.Workload.Scaled(Profiles[profile]).SpillToDisk
+	need := w.TrialBytes()
+	if need <= workload.MaxTrialHeapBytes {
+		return nil
+	}
+	parallel := cfg.Parallel
+	if parallel == 0 {
+		parallel = runtime.GOMAXPROCS(0)
+	}
+	return fmt.Errorf("--workload %s with --profile %s: the %v trial of canaryRate %v and stormRate %v over a %v storm needs ~%s a virtual trial, the budget is %s × %d trials at once; lower canaryRate, stormRate or the phases, or use a shorter --profile",
+		cfg.Workload.Name, profile, w.Phases.Total(), w.CanaryRate, w.StormRate, w.Phases.Storm,
+		workload.FormatBytes(need), workload.FormatBytes(workload.MaxTrialHeapBytes), parallel)
 }
 
 // Execute runs (or resumes) the experiment and returns the run folder.

@@ -288,8 +288,14 @@ func WriteJSONLinesGz[T any](path string, records []T) error {
 }
 
 // ReadJSONLinesGz reads what WriteJSONLinesGz wrote; a truncated or
-// corrupt file is an error naming it.
+// corrupt file, or one inflating past its limit (InflatedLimit), is an
+// error naming it.
 func ReadJSONLinesGz[T any](path string) ([]T, error) {
+	return readJSONLinesGz[T](path, InflatedLimit(path))
+}
+
+// readJSONLinesGz is ReadJSONLinesGz inflating at most limit bytes.
+func readJSONLinesGz[T any](path string, limit int64) ([]T, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -300,7 +306,7 @@ func ReadJSONLinesGz[T any](path string) ([]T, error) {
 		return nil, fmt.Errorf("%s: corrupt or truncated: %w", path, err)
 	}
 	var out []T
-	sc := bufio.NewScanner(zr)
+	sc := bufio.NewScanner(CapReader(zr, path, limit, "inflates to"))
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	line := 0
 	for sc.Scan() {
@@ -312,6 +318,9 @@ func ReadJSONLinesGz[T any](path string) ([]T, error) {
 		out = append(out, r)
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, ErrTooLarge) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%s: corrupt or truncated: %w", path, err)
 	}
 	return out, nil
@@ -478,9 +487,9 @@ type Run struct {
 // Open does), without its trials.
 func ReadManifest(dir string) (Manifest, error) {
 	mpath := filepath.Join(dir, ManifestFile)
-	b, err := os.ReadFile(mpath)
+	b, err := ReadFileCapped(mpath, MaxManifestBytes)
 	if err != nil {
-		return Manifest{}, fmt.Errorf("%s: %w", mpath, err)
+		return Manifest{}, fileErr(mpath, err)
 	}
 	m, err := decodeManifest(b)
 	if err != nil {
@@ -500,9 +509,9 @@ func ReadManifest(dir string) (Manifest, error) {
 // trials.
 func Open(dir string) (*Run, error) {
 	mpath := filepath.Join(dir, "manifest.json")
-	b, err := os.ReadFile(mpath)
+	b, err := ReadFileCapped(mpath, MaxManifestBytes)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", mpath, err)
+		return nil, fileErr(mpath, err)
 	}
 	r := &Run{Dir: dir, Trials: map[string][]Trial{}}
 	if r.Manifest, err = decodeManifest(b); err != nil {
@@ -516,12 +525,12 @@ func Open(dir string) (*Run, error) {
 			continue
 		}
 		tpath := filepath.Join(TrialDir(dir, ts.Arm, ts.Index), "trial.json")
-		tb, err := os.ReadFile(tpath)
+		tb, err := ReadFileCapped(tpath, MaxTrialFileBytes)
 		if ts.Status == Invalid && errors.Is(err, fs.ErrNotExist) {
 			continue // it failed before it measured anything (its reason is in the manifest)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", tpath, err)
+			return nil, fileErr(tpath, err)
 		}
 		t, err := decodeTrial(tb)
 		if err != nil {

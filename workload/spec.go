@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/qmlsab/qmlsab/internal/yamlfile"
+	"github.com/qmlsab/qmlsab/store"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -113,8 +113,9 @@ func fieldErr(msg string, path ...string) error { return &FieldError{Path: path,
 
 // Bounds of a workload's values: what MongoDB allows (a document is at
 // most 16 MiB) and what the virtual engine can run in bounded memory and
-// time. A virtual trial within these bounds stays under MaxTrialHeapBytes
-// of memory (a test runs one at the largest storm).
+// time. Each bound holds alone; together, a virtual trial's memory
+// (SpillToDisk.TrialBytes) must also stay under MaxTrialHeapBytes, which
+// Validate checks.
 const (
 	MaxDocBytes    = 16 << 20 // BSON's document size limit
 	MaxStormRate   = 1000     // storm queries per second
@@ -127,8 +128,9 @@ const (
 	MaxBatchDocs   = 10_000_000
 	MaxMergeOps    = 10_000
 	MaxSourceDocs  = 1_000_000
-	// MaxTrialHeapBytes is the memory a virtual trial within the bounds
-	// stays under.
+	// MaxTrialHeapBytes is a virtual trial's memory budget: a workload
+	// whose TrialBytes exceed it is refused, and a run of P trials at once
+	// needs at most P times it.
 	MaxTrialHeapBytes = 1 << 30
 )
 
@@ -183,6 +185,9 @@ func (s Spec) Validate() error {
 				return err
 			}
 		}
+		if err := w.checkTrialBytes(); err != nil {
+			return err
+		}
 		if w.AppName == "" || w.CanaryAppName == "" || w.AppName == w.CanaryAppName {
 			return fieldErr("appName and canaryAppName must be set and differ (the killOp actor tells them apart)", k, "appName")
 		}
@@ -218,7 +223,7 @@ func (s Spec) Validate() error {
 
 // LoadFile reads a workload file.
 func LoadFile(path string) (Spec, error) {
-	b, err := os.ReadFile(path)
+	b, err := store.ReadFileCapped(path, store.MaxSpecFileBytes)
 	if err != nil {
 		return Spec{}, fmt.Errorf("reading workload file: %w", err)
 	}

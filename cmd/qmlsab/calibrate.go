@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -22,6 +23,7 @@ import (
 	"github.com/qmlsab/qmlsab/run"
 	"github.com/qmlsab/qmlsab/run/virtual"
 	"github.com/qmlsab/qmlsab/sweep"
+	"github.com/qmlsab/qmlsab/workload"
 )
 
 // calibrateCommand prints the calibration table: the spill_to_disk storm
@@ -78,11 +80,14 @@ func calibrateCommand() *cli.Command {
 			if c.Bool("host") {
 				cfg.Hardware = model.HostHardware()
 			}
-			if r := c.Float64("storm-rate"); r > 0 {
-				cfg.Workload.StormRate = r
+			if c.IsSet("storm-rate") {
+				cfg.Workload.StormRate = c.Float64("storm-rate")
 			}
-			if d := c.Duration("storm"); d > 0 {
-				cfg.Workload.Phases.Storm = d
+			if c.IsSet("storm") {
+				cfg.Workload.Phases.Storm = c.Duration("storm")
+			}
+			if err := checkCalibrateWorkload(c, cfg.Workload); err != nil {
+				return err
 			}
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -98,6 +103,35 @@ func calibrateCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// checkCalibrateWorkload holds the table's storm to the workload's bounds,
+// memory included, as run and sweep do; the error names the flag that
+// set the offending value, or the workload's key.
+func checkCalibrateWorkload(c *cli.Context, w workload.SpillToDisk) error {
+	err := workload.Spec{Name: workload.KindSpillToDisk, Kind: workload.KindSpillToDisk, SpillToDisk: &w}.Validate()
+	if err == nil {
+		return nil
+	}
+	flag := ""
+	var fe *workload.FieldError
+	if errors.As(err, &fe) {
+		switch strings.Join(fe.Path[1:], ".") {
+		case "stormRate":
+			flag = "storm-rate"
+		case "phases.storm", "phases":
+			flag = "storm"
+		case "canaryRate":
+			// The canaries' term grows with the storm's length.
+			if c.IsSet("storm") {
+				flag = "storm"
+			}
+		}
+	}
+	if flag != "" && c.IsSet(flag) {
+		return cli.Exit(fmt.Sprintf("qmlsab calibrate: --%s: %v", flag, err), 1)
+	}
+	return cli.Exit(fmt.Sprintf("qmlsab calibrate: workload: %v", err), 1)
 }
 
 // fitAction is calibrate --fit.

@@ -276,7 +276,7 @@ func historyCommand() *cli.Command {
 					&cli.IntFlag{Name: "recent", Value: 1, Usage: "a regression starting in the newest `K` nights fails (exit 4)"},
 					&cli.StringFlag{Name: "format", Value: "text", Usage: "text, md (a block for a pull request or chat) or json"},
 					&cli.Float64Flag{Name: "p", Value: changepoint.DefaultPValue, Usage: "significance level of the permutation test"},
-					&cli.IntFlag{Name: "permutations", Value: changepoint.DefaultPermutations, Usage: "shuffles per test"},
+					&cli.IntFlag{Name: "permutations", Value: changepoint.DefaultPermutations, Usage: "shuffles per test (at most 100000)"},
 					&cli.IntFlag{Name: "min-segment", Value: changepoint.DefaultMinSegment, Usage: "fewest nights a segment may hold"},
 					&cli.Uint64Flag{Name: "seed", Value: changepoint.DefaultSeed, Usage: "random seed of the shuffles (results are reproducible)"},
 					&cli.IntFlag{Name: "baseline-nights", Value: nightly.DefaultBaselineNights, Usage: "tonight's check: the newest night's trials against those of the last `K` nights after the latest change point"},
@@ -307,6 +307,9 @@ func historyCommand() *cli.Command {
 					format := c.String("format")
 					if format != "text" && format != "md" && format != "json" {
 						return fail("detect", "--format %q: want text, md or json", format)
+					}
+					if n := c.Int("permutations"); n > changepoint.MaxPermutations {
+						return fail("detect", "--permutations %d: at most %d (p-values down to 1/(N+1))", n, changepoint.MaxPermutations)
 					}
 					st, err := openHistory(c.Context, c.String("db"))
 					if err != nil {

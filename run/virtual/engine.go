@@ -379,13 +379,46 @@ func (s *sim) startQuery(at time.Duration, q model.QueryShape, rec *opRecord) {
 		return
 	}
 	s.cursorSeq++
-	gms := s.params.GetMoreWorks(q)
 	agg := s.params.AggregateWork(q)
+	rest := &cursorRest{shape: q, left: q.OutputBytes}
 	cursor := int64(0)
-	if len(gms) > 0 {
+	if rest.left > 0 {
 		cursor = s.cursorSeq
 	}
-	s.submitStorm(n, &model.Op{Kind: model.KindAggregate, AppName: s.cfg.Workload.AppName, Eligible: true, CursorID: cursor, Work: agg}, gms, rec)
+	s.submitStorm(n, &model.Op{Kind: model.KindAggregate, AppName: s.cfg.Workload.AppName, Eligible: true, CursorID: cursor, Work: agg}, rest, rec)
+}
+
+// cursorRest is what an open cursor has left to return. Its getMores are
+// made one at a time, when the previous one ends: the whole list
+// (model.Params.GetMoreWorks) would hold one Work per batch for every open
+// cursor, 4000 of them per query at batchDocs 1 with the default sizes,
+// which took a trial past 3 GiB.
+type cursorRest struct {
+	shape model.QueryShape
+	left  int64 // output bytes not yet returned
+}
+
+// batchBytes is what one getMore returns: the model's rule (BatchDocs
+// documents, 16 MiB when the batch size is unset), which a test checks
+// against model.Params.GetMoreWorks.
+func (c *cursorRest) batchBytes() int64 {
+	if b := c.shape.BatchDocs * max(c.shape.DocBytes, 1); b > 0 {
+		return b
+	}
+	return 16 << 20
+}
+
+// next is the cursor's next getMore; ok is false once it is exhausted.
+func (c *cursorRest) next(p model.Params) (w model.Work, ok bool) {
+	if c.left <= 0 {
+		return model.Work{}, false
+	}
+	one := c.shape
+	one.OutputBytes = min(c.left, c.batchBytes())
+	w = p.GetMoreWorks(one)[0] // one batch: the model's work for it
+	c.left -= one.OutputBytes
+	w.Exhausts = c.left <= 0
+	return w, true
 }
 
 func (s *sim) flushPending() {
@@ -403,18 +436,21 @@ func (s *sim) flushPending() {
 
 // submitStorm runs a storm op, then the query's next getMore, until the
 // cursor is exhausted or an op fails.
-func (s *sim) submitStorm(n *model.Node, op *model.Op, rest []model.Work, rec *opRecord) {
+func (s *sim) submitStorm(n *model.Node, op *model.Op, rest *cursorRest, rec *opRecord) {
 	op.Done = func(o model.Outcome) {
-		switch {
-		case o.Code != 0:
+		if o.Code != 0 {
 			rec.trackedBytes = o.TrackedBytes
 			s.answer(rec, o.Code)
-		case len(rest) == 0:
+			return
+		}
+		next, more := rest.next(s.params)
+		switch {
+		case !more:
 			s.answer(rec, 0)
 		case n.Dead():
 			s.answer(rec, model.CodeHostUnreachable)
 		default:
-			s.submitStorm(n, &model.Op{Kind: model.KindGetMore, AppName: op.AppName, Eligible: true, CursorID: op.CursorID, Work: rest[0]}, rest[1:], rec)
+			s.submitStorm(n, &model.Op{Kind: model.KindGetMore, AppName: op.AppName, Eligible: true, CursorID: op.CursorID, Work: next}, rest, rec)
 		}
 	}
 	n.Submit(op)

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/qmlsab/qmlsab/workload"
+)
+
+// TestCalibrateHoldsTheWorkloadBounds checks that calibrate's storm flags
+// go through the workload's validation: what run refuses, calibrate
+// refuses too, naming the flag, before any trial starts.
+func TestCalibrateHoldsTheWorkloadBounds(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--storm-rate", "1e9"}, "qmlsab calibrate: --storm-rate: spill_to_disk.stormRate: 1e+09 is outside [0.001, 1000]"},
+		{[]string{"--storm-rate", "-5"}, "qmlsab calibrate: --storm-rate: spill_to_disk.stormRate: -5 is outside [0.001, 1000]"},
+		{[]string{"--storm-rate", "0"}, "qmlsab calibrate: --storm-rate: spill_to_disk.stormRate: 0 is outside [0.001, 1000]"},
+		{[]string{"--storm", "1000h"}, "qmlsab calibrate: --storm: spill_to_disk.phases.storm: 1000h0m0s is outside [1ms, 2h0m0s]"},
+		{[]string{"--storm", "-1s"}, "qmlsab calibrate: --storm: spill_to_disk.phases.storm: -1s is outside [1ms, 2h0m0s]"},
+		{[]string{"--storm-rate", "1000", "--storm", "10m"}, "qmlsab calibrate: --storm-rate: spill_to_disk.stormRate: 1000 queries/s over a 10m0s storm is 600000 queries; at most 300000 per trial"},
+	} {
+		got, code := qmlsab(t, append([]string{"calibrate", "--arms", "E", "--seeds", "1"}, tc.args...)...)
+		if code != 1 || strings.TrimSpace(got) != tc.want {
+			t.Errorf("%v:\n exit %d: %s\nwant exit 1: %s", tc.args, code, strings.TrimSpace(got), tc.want)
+		}
+	}
+}
+
+// TestRunAndSweepRefuseATrialPastItsMemory checks that a workload file
+// that fits as given but not under --profile long is refused by run and
+// by sweep before anything runs, with the figure.
+func TestRunAndSweepRefuseATrialPastItsMemory(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "canaries.yaml")
+	os.WriteFile(file, []byte("name: canaries\nkind: spill_to_disk\nspill_to_disk:\n  canaryRate: 1000\n  phases: {warmup: 20m, storm: 10m, recovery: 10m}\n"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--arms", "E", "--n", "1", "--workload", file, "--profile", "long", "--parallel", "2", "--out", filepath.Join(dir, "run")},
+			"qmlsab run: --workload canaries with --profile long: the 1h20m0s trial of canaryRate 1000 and stormRate 271.5 over a 20m0s storm needs ~1.9 GiB a virtual trial, the budget is 1 GiB × 2 trials at once"},
+		{[]string{"sweep", "--arms", "E", "--n", "1", "--workload", file, "--profile", "long", "--vary", "workload.stormRate=100,200", "--out", filepath.Join(dir, "sweep")},
+			"workload: spill_to_disk.canaryRate: canaryRate 1000 over a 1h20m0s trial (4800000 canaries): a virtual trial needs ~1.7 GiB, the budget is 1 GiB a trial"},
+	} {
+		got, code := qmlsab(t, tc.args...)
+		if code != 1 || !strings.Contains(got, tc.want) {
+			t.Errorf("%v:\n exit %d: %s\nwant exit 1 and: %s", tc.args, code, strings.TrimSpace(got), tc.want)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("a refused run or sweep left %d entries beside the workload file", len(entries)-1)
+	}
+}
+
+// memoryChild is set in the child process of TestWorstAcceptedCornerRuns
+// UnderTheBudget: the run's arguments, separated by the unit separator (0x1f).
+const memoryChild = "QMLSAB_TEST_MEMORY_CHILD"
+
+// TestWorstAcceptedCornerRunsUnderTheBudget runs, at the default
+// parallelism, the accepted workload with the largest memory the model
+// allows: the largest storm (300,000 queries), the most canaries, the
+// smallest getMore batch (batchDocs 1, 4000 getMores a query), and the
+// longest trial the budget then accepts, in a child process whose Go
+// memory limit is the run's budget (the trial budget × the trials at
+// once); the child's peak resident memory (VmHWM) must stay under it.
+func TestWorstAcceptedCornerRunsUnderTheBudget(t *testing.T) {
+	if args := os.Getenv(memoryChild); args != "" {
+		out, code := qmlsab(t, strings.Split(args, "\x1f")...)
+		status, _ := os.ReadFile("/proc/self/status")
+		for _, line := range strings.Split(string(status), "\n") {
+			if strings.HasPrefix(line, "VmHWM:") {
+				fmt.Println("peak", strings.TrimSpace(strings.TrimPrefix(line, "VmHWM:")))
+			}
+		}
+		if code != 0 {
+			t.Fatalf("run exit %d: %s", code, out)
+		}
+		return
+	}
+	if testing.Short() {
+		t.Skip("two virtual trials of 36 model minutes")
+	}
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		t.Skip("no /proc/self/status to read the peak resident memory from")
+	}
+	w := workload.DefaultSpillToDisk()
+	w.StormRate, w.CanaryRate = workload.MaxStormRate, workload.MaxCanaryRate
+	w.BatchDocs = 1 // the most getMores a cursor drains
+	w.Phases = workload.Phases{Warmup: 0, Storm: time.Duration(workload.MaxStormOps/workload.MaxStormRate) * time.Second}
+	spec := workload.Spec{Name: "worst", Kind: workload.KindSpillToDisk, SpillToDisk: &w}
+	for { // the longest recovery the budget accepts
+		w.Phases.Recovery += time.Minute
+		if spec.Validate() != nil {
+			w.Phases.Recovery -= time.Minute
+			break
+		}
+	}
+	if err := spec.Validate(); err != nil || w.TrialBytes() < workload.MaxTrialHeapBytes*9/10 {
+		t.Fatalf("the corner: %v, %d bytes a trial, want within 10%% of the budget", err, w.TrialBytes())
+	}
+	b, err := workload.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "worst.yaml")
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Two trials: the default parallelism runs min(trials, CPUs) at once.
+	parallel := min(2, runtime.GOMAXPROCS(0))
+	budget := int64(parallel) * workload.MaxTrialHeapBytes
+	args := []string{"run", "--arms", "E", "--n", "2", "--workload", file, "--out", filepath.Join(dir, "run")}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWorstAcceptedCornerRunsUnderTheBudget$", "-test.count=1")
+	cmd.Env = append(os.Environ(), memoryChild+"="+strings.Join(args, "\x1f"), "GOMEMLIMIT="+strconv.FormatInt(budget, 10), "GOGC=100")
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the worst corner's run: %v\n%s", err, out)
+	}
+	var peakKB int64
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(line, "peak "); ok {
+			peakKB, _ = strconv.ParseInt(strings.TrimSuffix(v, " kB"), 10, 64)
+		}
+	}
+	if peakKB == 0 {
+		t.Fatalf("the child printed no peak:\n%s", out)
+	}
+	t.Logf("%d trials of %v (%d canaries, %.0f storm queries each) at %d at once: peak resident %d MiB, budget %d MiB, formula %d MiB a trial, %v",
+		2, w.Phases.Total(), int64(w.CanaryRate*w.Phases.Total().Seconds()), w.StormRate*w.Phases.Storm.Seconds(), parallel,
+		peakKB>>10, budget>>20, w.TrialBytes()>>20, time.Since(start).Round(time.Second))
+	if peakKB<<10 > budget {
+		t.Errorf("peak resident memory %d MiB, over the budget of %d MiB", peakKB>>10, budget>>20)
+	}
+}
+
+// TestHistoryDetectBoundsPermutations checks that --permutations past the
+// documented maximum is refused, naming the flag, before the history is
+// opened (it allocated 800 MB for 100,000,000 and died).
+func TestHistoryDetectBoundsPermutations(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "history.db")
+	got, code := qmlsab(t, "history", "detect", "--permutations", "100000000", "--db", db)
+	want := "qmlsab history detect: --permutations 100000000: at most 100000 (p-values down to 1/(N+1))"
+	if code != 1 || strings.TrimSpace(got) != want {
+		t.Errorf("exit %d: %s\nwant exit 1: %s", code, strings.TrimSpace(got), want)
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Error("a refused detect created the history database")
+	}
+}

@@ -1,0 +1,94 @@
+package store
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestReadersRefuseASparseFileUnread checks that a trial.json or a
+// manifest.json of gigabytes (a sparse file: no disk used) is refused by
+// its size, naming the file and the limit, instead of read whole.
+func TestReadersRefuseASparseFileUnread(t *testing.T) {
+	for _, tc := range []struct {
+		file, want string
+	}{
+		{filepath.Join("E", "trial-1", TrialFile), "is more than 16 MiB"},
+		{ManifestFile, "is more than 64 MiB"},
+	} {
+		dir := t.TempDir()
+		writeRun(t, dir)
+		path := filepath.Join(dir, tc.file)
+		if err := os.Truncate(path, 6<<30); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Open(dir)
+		if err == nil || !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), path+" "+tc.want) {
+			t.Errorf("a 6 GiB %s: error %v, want it to name the file and %q", tc.file, err, tc.want)
+		}
+		if strings.Count(err.Error(), path) != 1 {
+			t.Errorf("the file is named more than once: %v", err)
+		}
+	}
+	dir := t.TempDir()
+	writeRun(t, dir)
+	os.Truncate(filepath.Join(dir, ManifestFile), 6<<30)
+	if _, err := ReadManifest(dir); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("ReadManifest of a 6 GiB manifest: %v", err)
+	}
+}
+
+// TestJSONLinesGzRefusesABomb checks that a small gzip file inflating
+// past its limit is an error naming it, after reading no more than the
+// limit; and that a file of exactly the limit is read.
+func TestJSONLinesGzRefusesABomb(t *testing.T) {
+	dir := t.TempDir()
+	line := []byte(`{"at":"2024-01-01T00:00:00Z","member":"m0","up":true,"values":{}}` + "\n")
+	write := func(name string, lines int) string {
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+		zw.Write(bytes.Repeat(line, lines))
+		zw.Close()
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, buf.Bytes(), 0o644)
+		return p
+	}
+	limit := int64(len(line) * 1000)
+	exact := write("exact.jsonl.gz", 1000)
+	if got, err := readJSONLinesGz[Sample](exact, limit); err != nil || len(got) != 1000 {
+		t.Errorf("a file of exactly the limit: %d records, %v", len(got), err)
+	}
+	bomb := write(SeriesFile, 20_000)
+	if st, _ := os.Stat(bomb); st.Size() > limit/10 {
+		t.Fatalf("the bomb is %d bytes compressed; want a bomb", st.Size())
+	}
+	_, err := readJSONLinesGz[Sample](bomb, limit)
+	if err == nil || !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), bomb+" inflates to more than") {
+		t.Errorf("a bomb: error %v, want it to name %s", err, bomb)
+	}
+	// The limits by kind of file.
+	if InflatedLimit(filepath.Join(dir, SeriesFile)) != MaxInflatedBytes || InflatedLimit(filepath.Join(dir, CanaryFile)) != MaxCanariesInflatedBytes {
+		t.Error("per-file inflated limits")
+	}
+}
+
+// TestReadFileCappedReadsAPipeUpToItsLimit checks the limit on what is no
+// regular file (no size to look at): it is counted as read.
+func TestReadFileCappedReadsAPipeUpToItsLimit(t *testing.T) {
+	r := CapReader(strings.NewReader(strings.Repeat("x", 100)), "in", 99, "is")
+	var buf bytes.Buffer
+	_, err := buf.ReadFrom(r)
+	var le *LimitError
+	if !errors.As(err, &le) || buf.Len() > 99 || le.Path != "in" {
+		t.Errorf("100 bytes through a 99-byte cap: %d read, %v", buf.Len(), err)
+	}
+	r = CapReader(strings.NewReader(strings.Repeat("x", 99)), "in", 99, "is")
+	buf.Reset()
+	if _, err := buf.ReadFrom(r); err != nil || buf.Len() != 99 {
+		t.Errorf("99 bytes through a 99-byte cap: %d read, %v", buf.Len(), err)
+	}
+}

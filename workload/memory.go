@@ -1,0 +1,91 @@
+package workload
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// A virtual trial's memory. The virtual engine keeps a trial's records in
+// memory until the trial ends and writes them then, so a trial's peak heap
+// is a fixed part plus one term per kind of record. Each constant is the
+// peak heap per record measured on one virtual trial (runtime.MemStats
+// HeapInuse sampled every 20 ms, default GOGC, records written to a run
+// folder), rounded up by about a third: the safety factor. The measured
+// figures are beside each.
+const (
+	// trialBaseBytes is a trial with almost nothing in it: the model's
+	// three members, the extractor table, the writers' buffers (measured:
+	// 16 MiB for the default workload, records included).
+	trialBaseBytes = 32 << 20
+	// canaryBytes is one canary: its record (56 bytes) while the trial
+	// runs, the slice's growth, its JSON line and gzip output when written
+	// (measured: 231–240 bytes, 1.2 M and 7.2 M canaries).
+	canaryBytes = 320
+	// stormQueryBytes is one storm query: its operation and cursor while
+	// it is queued or running, its record, and the killOp actor's kill
+	// record (measured: 760 bytes for arm D, which queues and kills all
+	// 300,000 queries of the largest storm; 340 for E, which crashes
+	// instead). A cursor's getMores are made one at a time, so the batch
+	// size is no term.
+	stormQueryBytes = 1024
+	// sampleBytes is one member's sample: its serverStatus values and
+	// census, and its share of the per-second series (measured: 4.5 KiB).
+	sampleBytes = 6 << 10
+	// sampledMembers are the members sampled each interval.
+	sampledMembers = 3
+	// trialSampleInterval is how often a virtual trial samples its members
+	// (the run's default).
+	trialSampleInterval = time.Second
+)
+
+// TrialBytes is the heap one virtual trial of this workload needs at its
+// peak, from the model above:
+//
+//	32 MiB                                   the engine and writers
+//	+ canaryRate × trial length × 320 B      canaries
+//	+ stormRate × storm length × 1 KiB       storm queries (and kills)
+//	+ 3 × (trial length / 1 s + 2) × 6 KiB   members' samples
+//
+// Nothing else a workload sets is a term: scanDocs, docBytes, holdBytes
+// and loadBytes are modelled sizes, not allocations, and getMores are made
+// one at a time. Validate refuses a workload whose trial needs more than
+// MaxTrialHeapBytes.
+func (w SpillToDisk) TrialBytes() int64 {
+	t := w.Phases.Total().Seconds()
+	canaries := w.CanaryRate * t * canaryBytes
+	storm := w.StormRate * w.Phases.Storm.Seconds() * stormQueryBytes
+	samples := sampledMembers * (t/trialSampleInterval.Seconds() + 2) * sampleBytes
+	total := trialBaseBytes + canaries + storm + samples
+	if !(total < math.MaxInt64) { // NaN or beyond: Validate's ranges refuse these first
+		return math.MaxInt64
+	}
+	return int64(total)
+}
+
+// checkTrialBytes refuses a workload whose virtual trial would not fit
+// its memory budget, naming the key whose term is the largest.
+func (w SpillToDisk) checkTrialBytes() error {
+	need := w.TrialBytes()
+	if need <= MaxTrialHeapBytes {
+		return nil
+	}
+	t := w.Phases.Total()
+	canaries := w.CanaryRate * t.Seconds()
+	queries := w.StormRate * w.Phases.Storm.Seconds()
+	key, what := "canaryRate", fmt.Sprintf("canaryRate %v over a %v trial (%.0f canaries)", w.CanaryRate, t, canaries)
+	if queries*stormQueryBytes > canaries*canaryBytes {
+		key, what = "stormRate", fmt.Sprintf("stormRate %v over a %v storm (%.0f queries)", w.StormRate, w.Phases.Storm, queries)
+	}
+	return fieldErr(fmt.Sprintf("%s: a virtual trial needs ~%s, the budget is %s a trial; lower canaryRate, stormRate or the phases",
+		what, FormatBytes(need), FormatBytes(MaxTrialHeapBytes)), KindSpillToDisk, key)
+}
+
+// FormatBytes is a size in GiB or MiB, as the bounds' messages give it.
+func FormatBytes(b int64) string {
+	if b >= 1<<30 {
+		return strconv.FormatFloat(math.Round(float64(b)/(1<<30)*10)/10, 'f', -1, 64) + " GiB"
+	}
+	return fmt.Sprintf("%d MiB", (b+(1<<20)-1)>>20)
+}
