@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -89,7 +86,7 @@ func calibrateCommand() *cli.Command {
 			if err := checkCalibrateWorkload(c, cfg.Workload); err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+			ctx, stop := interruptContext(c.Context)
 			defer stop()
 			start := time.Now()
 			trials, err := virtual.RunMatrix(ctx, cfg, list, c.Int("seeds"))
@@ -188,7 +185,7 @@ func fitAction(c *cli.Context) error {
 	cfg := sweep.FitConfig{Base: base, D: role("D"), E: role("E"), F: role("F"), M: role("M"), Space: space, Seed: c.Uint64("seed"),
 		FitSeeds: c.Int("fit-seeds"), PredictSeeds: c.Int("seeds"), Samples: c.Int("samples"), Refine: c.Int("refine"),
 		Parallel: c.Int("parallel"), Progress: fitProgress(c.App.ErrWriter)}
-	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptContext(c.Context)
 	defer stop()
 	restoreGC := sweep.TuneGC()
 	defer restoreGC()
