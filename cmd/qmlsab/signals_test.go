@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/qmlsab/qmlsab/mongosim"
 	"github.com/qmlsab/qmlsab/store"
 )
 
@@ -285,5 +291,62 @@ func TestRunOnALocalTargetStopsItsMembersOnSIGHUP(t *testing.T) {
 	checkInterrupted(t, bin, dir, p, "L#1", "--arms-file", armsFile)
 	if left := membersUnder(t, dir); len(left) > 0 {
 		t.Errorf("member processes left after the resumed run:\n%s", strings.Join(left, "\n"))
+	}
+}
+
+// SIGHUP during a trial on a uri target (a server qmlsab did not start)
+// restores every server parameter the arm changed, as Ctrl-C does.
+func TestRunOnAURITargetRestoresParametersOnSIGHUP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a short wall-clock trial on an in-process mongosim set")
+	}
+	ctx := context.Background()
+	rs, err := mongosim.StartReplicaSet(ctx, mongosim.ReplicaSetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	const name = "queryMemoryLoadSheddingHighMarkPercent"
+	param := func() string {
+		c, err := mongo.Connect(options.Client().ApplyURI(rs.URI()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Disconnect(ctx)
+		raw, err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "getParameter", Value: 1}, {Key: name, Value: 1}}).Raw()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw.Lookup(name).String()
+	}
+	before := param()
+	bin := qmlsabBinary(t)
+	tmp := t.TempDir()
+	armsFile := filepath.Join(tmp, "arms.yaml")
+	wl := filepath.Join(tmp, "long.yaml")
+	for file, doc := range map[string]string{
+		armsFile: "arms:\n  - name: U\n    target: uri\n    uri: \"" + rs.URI() + "\"\n    setParameters: {" + name + ": \"93\"}\n",
+		wl:       "name: long\nkind: spill_to_disk\nspill_to_disk:\n  stormRate: 5\n  phases: {warmup: 1s, storm: 10m, recovery: 1s}\n",
+	} {
+		if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := filepath.Join(tmp, "run")
+	p := startQmlsab(t, bin, "run", "--arms", "U", "--arms-file", armsFile, "--workload", wl, "--n", "1", "--out", dir)
+	p.waitFor(t, "trial U#1: storm")
+	during := param()
+	p.cmd.Process.Signal(syscall.SIGHUP)
+	if code := p.finish(false); code != exitInterrupted {
+		t.Fatalf("exit %d, want %d\n%s%s", code, exitInterrupted, p.out.String(), p.stderr.String())
+	}
+	if during == before {
+		t.Fatalf("%s was %s before and during the trial: the arm changed nothing, the test proves nothing", name, before)
+	}
+	if after := param(); after != before {
+		t.Errorf("%s: %s before, %s during, %s after SIGHUP; want it restored", name, before, during, after)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "run.lock")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("run.lock after the interrupt: %v; want it released", err)
 	}
 }
