@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -33,6 +34,15 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// A signal ignored here (SIGHUP under nohup or a CI runner) would be
+	// ignored in every qmlsab the tests start, which keeps it ignored as
+	// nohup asks; the signal tests need the default disposition, which a
+	// handler in this process gives its children.
+	for _, sig := range []os.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM} {
+		if signal.Ignored(sig) {
+			signal.Notify(make(chan os.Signal, 1), sig)
+		}
+	}
 	code := m.Run()
 	if binaryDir != "" {
 		os.RemoveAll(binaryDir)
