@@ -193,6 +193,13 @@ func TestFTDCOfARunRoundTripsAndImportsToTheSameReport(t *testing.T) {
 					// gauge (read tickets moved 99 → 104 in one CI run) on top
 					// of what one sample changes.
 					limit := tol[arm][name] + 0.06*math.Abs(want) + 1e-9*math.Abs(want)
+					if name == metric.LowQueueGrowth {
+						// A 0/1 verdict of a significance test (slope > 0 at
+						// p < 0.01): a trial on the border flips with the
+						// sample timing, which moves the median of n trials
+						// by 1/n, not by what one sample changes.
+						limit = max(limit, 1/float64(len(r.Trials[arm])))
+					}
 					t.Logf("%s %-26s run %12.4f  import %12.4f  |Δ| %10.4f  one sample %10.4f", arm, name, want, got, math.Abs(got-want), tol[arm][name])
 					if math.Abs(got-want) > limit {
 						t.Errorf("%s %s: import median %v, run's %v: |Δ| %v is more than one sample changes (%v)", arm, name, got, want, math.Abs(got-want), tol[arm][name])
