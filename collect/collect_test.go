@@ -134,8 +134,21 @@ func TestSamplerSeesAGapAFailoverAndARestart(t *testing.T) {
 	if gaps == 0 {
 		t.Error("no gap sampled while a member was down")
 	}
-	if n := metric.PrimaryChanges(samples); n != 1 {
-		t.Errorf("primary changes = %d, want 1", n)
+	// One failover at least; on a busy host starved heartbeats can cause
+	// another election, which the sampler rightly counts. The samples end
+	// on the primary the set has.
+	if n := metric.PrimaryChanges(samples); n < 1 {
+		t.Errorf("primary changes = %d, want the failover", n)
+	}
+	last := ""
+	for _, smp := range samples {
+		if smp.Up && smp.Primary {
+			last = smp.Member
+		}
+	}
+	if p := rs.Primary(); p >= 0 && last != rs.Hosts()[p] {
+		want := rs.Hosts()[p]
+		t.Errorf("the last primary sampled is %q, the set's is %q", last, want)
 	}
 	if n := metric.RestartCount(samples); n != 1 {
 		t.Errorf("restarts = %d, want 1 (the killed member came back as a new process)", n)
