@@ -137,6 +137,24 @@ func (f *fakeServer) killOp(_ context.Context, id int64) error {
 	return nil
 }
 
+// runUntil20Statuses runs the actor against srv until it has read
+// serverStatus 20 times, then stops it.
+func runUntil20Statuses(t *testing.T, srv *fakeServer, cfg killop.Config, onKill func(store.Kill), o killOpOptions) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runKillOp(ctx, srv, cfg, onKill, o) }()
+	select {
+	case <-srv.statusReached:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the actor never read serverStatus 20 times")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 // logBuffer is a slog destination safe for the actor's goroutine.
 type logBuffer struct {
 	mu sync.Mutex
@@ -163,20 +181,7 @@ func TestKillOpActorWithoutResidentMemorySaysSoOnceAndKillsNothing(t *testing.T)
 	var logs logBuffer
 	cfg := killop.Default("storm")
 	cfg.Interval = time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- runKillOp(ctx, srv, cfg, func(store.Kill) { t.Error("killed an operation") }, killOpOptions{log: slog.New(slog.NewTextHandler(&logs, nil))})
-	}()
-	select {
-	case <-srv.statusReached:
-	case <-time.After(60 * time.Second):
-		t.Fatal("the actor never read serverStatus 20 times")
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	runUntil20Statuses(t, srv, cfg, func(store.Kill) { t.Error("killed an operation") }, killOpOptions{log: slog.New(slog.NewTextHandler(&logs, nil))})
 	if n := strings.Count(logs.String(), "mem.resident"); n != 1 {
 		t.Errorf("said why it does nothing %d times over 20 ticks, want once:\n%s", n, logs.String())
 	}
@@ -229,21 +234,8 @@ func TestKillOpActorReadsOperationsOnlyAboveItsThreshold(t *testing.T) {
 			ops: []bson.Raw{stormOp(t, int64(9), 500<<20)}}
 		cfg := killop.Default("storm")
 		cfg.Interval = time.Millisecond
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
 		var rounds atomic.Int64
-		go func() {
-			done <- runKillOp(ctx, srv, cfg, nil, killOpOptions{log: slog.New(slog.DiscardHandler), rounds: &rounds})
-		}()
-		select {
-		case <-srv.statusReached:
-		case <-time.After(60 * time.Second):
-			t.Fatal("the actor never read serverStatus 20 times")
-		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		runUntil20Statuses(t, srv, cfg, nil, killOpOptions{log: slog.New(slog.DiscardHandler), rounds: &rounds})
 		srv.mu.Lock()
 		asked := srv.opsAsked
 		srv.mu.Unlock()

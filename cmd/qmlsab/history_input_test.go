@@ -24,20 +24,6 @@ func quickRun(t *testing.T, wl, dir string, seed int, more ...string) {
 	}
 }
 
-// folderNames are the names in dir, sorted.
-func folderNames(t *testing.T, dir string) []string {
-	t.Helper()
-	es, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range es {
-		out = append(out, e.Name())
-	}
-	return out
-}
-
 var addedNight = regexp.MustCompile(`added .* as night (\S+) \(`)
 
 // Nothing unknown passes: a label, arm, metric or workload that matches
@@ -59,7 +45,7 @@ func TestHistoryReadersRefuseWhatMatchesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Chmod(hist, 0o755) })
-	before := folderNames(t, hist)
+	before := dirEntries(t, hist)
 	for _, c := range []struct {
 		args []string
 		want []string
@@ -96,7 +82,7 @@ func TestHistoryReadersRefuseWhatMatchesNothing(t *testing.T) {
 	if out, code := qmlsab(t, "history", "detect", "--db", db, "--arm", "D", "--metric", "availability"); code != 0 {
 		t.Errorf("history detect of what exists: exit %d:\n%s", code, out)
 	}
-	if after := folderNames(t, hist); !slices.Equal(after, before) {
+	if after := dirEntries(t, hist); !slices.Equal(after, before) {
 		t.Errorf("readers changed the history's folder: %v, then %v", before, after)
 	}
 	// A history that does not exist is an error, and nothing is created.
