@@ -1,6 +1,7 @@
 package ftdcimport
 
 import (
+	"context"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -21,14 +22,14 @@ func TestOutcomesAcceptAByteOrderMark(t *testing.T) {
 		{"o.jsonl", `{"kind":"storm","time":"2025-06-01T10:00:10Z","latencyMs":120.5,"outcome":"completed"}` + "\n" +
 			`{"kind":"canary","time":"2025-06-01T10:00:12Z","latencyMs":3}` + "\n"},
 	} {
-		plain, err := LoadOutcomes(writeFile(t, filepath.Join(dir, "plain-"+tc.name), tc.body), time.Second)
+		plain, err := LoadOutcomes(context.Background(), writeFile(t, filepath.Join(dir, "plain-"+tc.name), tc.body), time.Second)
 		if err != nil {
 			t.Fatalf("%s without a mark: %v", tc.name, err)
 		}
 		if len(plain.Storm) != 1 || len(plain.Canaries) != 1 {
 			t.Fatalf("%s without a mark: storm %v canaries %v, want one of each", tc.name, plain.Storm, plain.Canaries)
 		}
-		marked, err := LoadOutcomes(writeFile(t, filepath.Join(dir, "bom-"+tc.name), bom+tc.body), time.Second)
+		marked, err := LoadOutcomes(context.Background(), writeFile(t, filepath.Join(dir, "bom-"+tc.name), bom+tc.body), time.Second)
 		if err != nil {
 			t.Fatalf("%s with a byte-order mark: %v", tc.name, err)
 		}
@@ -39,12 +40,12 @@ func TestOutcomesAcceptAByteOrderMark(t *testing.T) {
 	// Only a leading mark is skipped: one inside the file is still an error
 	// naming the file and line.
 	path := writeFile(t, filepath.Join(dir, "mid.jsonl"), `{"kind":"canary","time":"2025-06-01T10:00:12Z","latencyMs":3}`+"\n"+bom+`{"kind":"canary","time":"2025-06-01T10:00:13Z","latencyMs":3}`+"\n")
-	if _, err := LoadOutcomes(path, time.Second); err == nil || !strings.Contains(err.Error(), path+":2:") {
+	if _, err := LoadOutcomes(context.Background(), path, time.Second); err == nil || !strings.Contains(err.Error(), path+":2:") {
 		t.Errorf("a mark inside the file: got %v, want an error at %s:2", err, path)
 	}
 	// An empty file and one holding only the mark read as no records.
 	for _, body := range []string{"", bom} {
-		o, err := LoadOutcomes(writeFile(t, filepath.Join(dir, "empty.jsonl"), body), time.Second)
+		o, err := LoadOutcomes(context.Background(), writeFile(t, filepath.Join(dir, "empty.jsonl"), body), time.Second)
 		if err != nil || len(o.Storm)+len(o.Canaries)+len(o.Kills) != 0 {
 			t.Errorf("body %q: %+v, %v; want no records and no error", body, o, err)
 		}

@@ -31,6 +31,14 @@ type Options struct {
 	Context context.Context
 }
 
+// context is the import's context (Background when none is set).
+func (o Options) context() context.Context {
+	if o.Context == nil {
+		return context.Background()
+	}
+	return o.Context
+}
+
 // stopped is the context's error, if the import is to stop.
 func (o Options) stopped() error {
 	if o.Context == nil {
@@ -73,7 +81,7 @@ func Import(spec *Spec, dir string, opts Options) (*Result, error) {
 	res := &Result{Dir: dir, Missing: map[string][]string{}}
 	var outcomes *Outcomes
 	if spec.Outcomes != "" {
-		if outcomes, err = LoadOutcomes(spec.path(spec.Outcomes), wl.SpillToDisk.CanarySLO); err != nil {
+		if outcomes, err = LoadOutcomes(opts.context(), spec.path(spec.Outcomes), wl.SpillToDisk.CanarySLO); err != nil {
 			return nil, err
 		}
 	}

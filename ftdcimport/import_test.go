@@ -1,6 +1,7 @@
 package ftdcimport
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -207,7 +208,7 @@ func TestImportErrorsNameTheFileAndLine(t *testing.T) {
 
 func TestOutcomeLatenciesKeepTheirNanoseconds(t *testing.T) {
 	path := writeFile(t, filepath.Join(t.TempDir(), "o.jsonl"), `{"kind":"canary","time":"2025-06-01T10:00:00Z","latencyMs":2.111338}`+"\n")
-	o, err := LoadOutcomes(path, time.Second)
+	o, err := LoadOutcomes(context.Background(), path, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

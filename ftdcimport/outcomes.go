@@ -3,6 +3,7 @@ package ftdcimport
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -48,12 +49,27 @@ var columns = []string{"kind", "time", "latencyMs", "outcome", "code", "stage", 
 // LoadOutcomes reads a client-side outcomes file: CSV when its name ends
 // in .csv, JSON lines otherwise. canarySLO decides a canary's ok when the
 // file does not. Errors name the file and line.
-func LoadOutcomes(path string, canarySLO time.Duration) (*Outcomes, error) {
+//
+// The file may be a pipe (`--outcomes <(zcat outcomes.jsonl.gz)`) whose
+// writer stalls: when ctx ends, a read waiting on it returns, so a signal
+// stops the import instead of leaving it blocked.
+func LoadOutcomes(ctx context.Context, path string, canarySLO time.Duration) (*Outcomes, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	// A pipe is in Go's poller, so a deadline wakes its blocked read; a
+	// regular file's read never waits and ignores the deadline.
+	defer context.AfterFunc(ctx, func() { f.SetReadDeadline(time.Now()) })()
+	o, err := loadOutcomes(f, path, canarySLO)
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("%s: %w", path, context.Cause(ctx))
+	}
+	return o, err
+}
+
+func loadOutcomes(f *os.File, path string, canarySLO time.Duration) (*Outcomes, error) {
 	r, err := skipBOM(store.CapReader(f, path, store.MaxInputFileBytes, "is"))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

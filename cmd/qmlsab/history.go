@@ -174,15 +174,21 @@ func addToHistory(c *cli.Context, loc string, dirs []string) error {
 		return interruptedOr(ctx, fmt.Errorf("history %s: %w", history.RedactURI(loc), err))
 	}
 	defer st.Close()
+	notAdded := func(i int) error {
+		var left []string
+		for _, g := range groups[i:] {
+			left = append(left, g...)
+		}
+		return interruptedOr(ctx, fmt.Errorf("%s: not added", strings.Join(left, " ")))
+	}
 	for i, r := range runs {
 		if ctx.Err() != nil {
-			var left []string
-			for _, g := range groups[i:] {
-				left = append(left, g...)
-			}
-			return interruptedOr(ctx, fmt.Errorf("%s: not added", strings.Join(left, " ")))
+			return notAdded(i)
 		}
 		added, err := st.Add(ctx, r)
+		if err != nil && ctx.Err() != nil {
+			return notAdded(i) // the night's transaction rolled back
+		}
 		if err != nil {
 			return interruptedOr(ctx, fmt.Errorf("%s: %w", strings.Join(groups[i], " "), err))
 		}
