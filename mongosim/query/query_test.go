@@ -169,7 +169,10 @@ func TestCompileRefusesWhatMongodRefuses(t *testing.T) {
 		stages []bson.D
 		code   int32
 	}{
-		{[]bson.D{{{Key: "$bucketAuto", Value: bson.D{}}}}, mongoerr.UnrecognizedPipelineStage},
+		{[]bson.D{{{Key: "$foo", Value: bson.D{}}}}, mongoerr.UnrecognizedPipelineStage},
+		// A stage mongod has and mongosim does not run is refused as not
+		// implemented, not as unknown.
+		{[]bson.D{{{Key: "$bucketAuto", Value: bson.D{}}}}, mongoerr.NotImplemented},
 		{[]bson.D{{{Key: "$out", Value: "x"}}, {{Key: "$match", Value: bson.D{}}}}, 40601},
 		{[]bson.D{{{Key: "$match", Value: bson.D{}}}, {{Key: "$currentOp", Value: bson.D{}}}}, 40602},
 		{[]bson.D{{{Key: "$project", Value: bson.D{{Key: "a", Value: 1}, {Key: "b", Value: 0}}}}}, 31254},
