@@ -247,6 +247,9 @@ func (p *Projection) add(prefix string, spec bson.Raw, mode, idMode *int) error 
 				return err
 			}
 		}
+		if *mode < 0 && expr != nil {
+			return mongoerr.New(31252, "Cannot use expression other than $meta in exclusion projection")
+		}
 		if *mode != 0 && m != *mode {
 			if *mode > 0 {
 				return mongoerr.New(31254, "Cannot do exclusion on field %s in inclusion projection", k)
