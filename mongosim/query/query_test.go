@@ -227,3 +227,25 @@ func TestMergeOnRefusesNonStringFields(t *testing.T) {
 		t.Errorf("$merge on: [\"_id\", 7]: got %v, want FailedToParse", err)
 	}
 }
+
+// What mongosim does not implement is refused as not implemented, never
+// answered approximately: a positional projection used to be dropped.
+func TestUnimplementedIsRefusedNotApproximated(t *testing.T) {
+	refused := func(what string, err error) {
+		t.Helper()
+		var me *mongoerr.Error
+		if !errors.As(err, &me) || me.Code != mongoerr.NotImplemented {
+			t.Errorf("%s: got %v, want NotImplemented", what, err)
+		}
+	}
+	_, err := CompileProjection(raw(t, bson.D{{Key: "tags.$", Value: 1}}))
+	refused("positional projection", err)
+	_, err = CompileProjection(raw(t, bson.D{{Key: "tags", Value: bson.D{{Key: "$slice", Value: 1}}}}))
+	refused("$slice projection", err)
+	_, err = CompileFilter(raw(t, bson.D{{Key: "name", Value: bson.D{{Key: "$regex", Value: "^a"}}}}))
+	refused("$regex", err)
+	_, err = CompileFilter(raw(t, bson.D{{Key: "name", Value: bson.Regex{Pattern: "^a"}}}))
+	refused("regex equality", err)
+	_, err = CompileExpr(val(t, bson.D{{Key: "$concat", Value: bson.A{"a", "b"}}}))
+	refused("$concat", err)
+}
