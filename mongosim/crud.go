@@ -225,9 +225,14 @@ func (s *Server) cmdFind(r *request) (bson.D, error) {
 	filter := r.doc("filter")
 	n, _ := r.body.Lookup("batchSize").AsInt64OK()
 	limit, _ := r.body.Lookup("limit").AsInt64OK()
+	skip, _ := r.body.Lookup("skip").AsInt64OK()
 	single, _ := r.body.Lookup("singleBatch").BooleanOK()
-	if limit < 0 {
-		limit, single = -limit, true
+	// The find command takes non-negative skip, limit and batchSize (a
+	// driver turns a negative limit into limit plus singleBatch itself).
+	for name, v := range map[string]int64{"skip": skip, "limit": limit, "batchSize": n} {
+		if v < 0 {
+			return nil, mongoerr.New(51024, "BSON field '%s' value must be >= 0, actual value '%d'", name, v)
+		}
 	}
 	if r.db == "local" && coll == "oplog.rs" {
 		max := 5000
@@ -237,6 +242,20 @@ func (s *Server) cmdFind(r *request) (bson.D, error) {
 		return s.findOplog(r, filter, max)
 	}
 	s.counters.query.Add(1)
+	var keys []query.SortKey
+	if spec := r.doc("sort"); len(spec) > 5 {
+		var err error
+		if keys, err = query.CompileSort(spec); err != nil {
+			return nil, err
+		}
+	}
+	var proj *query.Projection
+	if spec := r.doc("projection"); len(spec) > 5 {
+		var err error
+		if proj, err = query.CompileProjection(spec); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.pointOp(r, false); err != nil {
 		return nil, err
 	}
@@ -244,27 +263,21 @@ func (s *Server) cmdFind(r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	if spec := r.doc("sort"); len(spec) > 5 {
-		keys, err := query.CompileSort(spec)
-		if err != nil {
-			return nil, err
-		}
+	if keys != nil {
 		query.Sort(docs, keys)
 	}
-	if skip, ok := r.body.Lookup("skip").AsInt64OK(); ok && skip > 0 {
+	if skip > 0 {
 		docs = docs[min(int(skip), len(docs)):]
 	}
 	if limit > 0 && int(limit) < len(docs) {
 		docs = docs[:limit]
 	}
-	if spec := r.doc("projection"); len(spec) > 5 {
-		p, err := query.CompileProjection(spec)
-		if err != nil {
-			return nil, err
-		}
+	if proj != nil {
 		out := make([]bson.Raw, len(docs))
 		for i, d := range docs {
-			out[i] = p.Apply(d)
+			if out[i], err = proj.Apply(d); err != nil {
+				return nil, err
+			}
 		}
 		docs = out
 	}

@@ -23,6 +23,9 @@ const (
 	InvalidReplicaSetConfig         = 93
 	NotYetInitialized               = 94
 	NoSuchKey                       = 4
+	PathNotViable                   = 28
+	ConflictingUpdateOperators      = 40
+	ImmutableField                  = 66
 	InvalidPipelineOperator         = 168
 	NotImplemented                  = 238
 	ExceededTimeLimit               = 262
@@ -64,6 +67,9 @@ var names = map[int32]string{
 	InvalidReplicaSetConfig:         "InvalidReplicaSetConfig",
 	NotYetInitialized:               "NotYetInitialized",
 	NoSuchKey:                       "NoSuchKey",
+	PathNotViable:                   "PathNotViable",
+	ConflictingUpdateOperators:      "ConflictingUpdateOperators",
+	ImmutableField:                  "ImmutableField",
 	InvalidPipelineOperator:         "InvalidPipelineOperator",
 	NotImplemented:                  "NotImplemented",
 	ExceededTimeLimit:               "ExceededTimeLimit",

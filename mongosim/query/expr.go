@@ -2,6 +2,7 @@ package query
 
 import (
 	"math"
+	"math/bits"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -9,30 +10,52 @@ import (
 	"github.com/qmlsab/qmlsab/mongosim/mongoerr"
 )
 
-// Expr is a compiled aggregation expression.
+// Expr is a compiled aggregation expression. Eval fails when the document's
+// values make the expression an error in mongod (a string in $multiply).
 type Expr interface {
-	Eval(doc bson.Raw) bson.RawValue
+	Eval(doc bson.Raw) (bson.RawValue, error)
 }
 
-type fieldExpr string
+type fieldExpr []string
 
-func (f fieldExpr) Eval(doc bson.Raw) bson.RawValue { return Lookup(doc, string(f)) }
+func (f fieldExpr) Eval(doc bson.Raw) (bson.RawValue, error) { return aggPath(Doc(doc), f), nil }
 
 type literalExpr bson.RawValue
 
-func (l literalExpr) Eval(bson.Raw) bson.RawValue { return bson.RawValue(l) }
+func (l literalExpr) Eval(bson.Raw) (bson.RawValue, error) { return bson.RawValue(l), nil }
 
 type objectExpr struct {
 	keys  []string
 	exprs []Expr
 }
 
-func (o objectExpr) Eval(doc bson.Raw) bson.RawValue {
+func (o objectExpr) Eval(doc bson.Raw) (bson.RawValue, error) {
 	vals := make([]bson.RawValue, len(o.exprs))
 	for i, e := range o.exprs {
-		vals[i] = e.Eval(doc)
+		v, err := e.Eval(doc)
+		if err != nil {
+			return Missing, err
+		}
+		vals[i] = v
 	}
-	return Doc(Build(o.keys, vals))
+	return Doc(Build(o.keys, vals)), nil
+}
+
+type arrayExpr []Expr
+
+func (a arrayExpr) Eval(doc bson.Raw) (bson.RawValue, error) {
+	vals := make([]bson.RawValue, len(a))
+	for i, e := range a {
+		v, err := e.Eval(doc)
+		if err != nil {
+			return Missing, err
+		}
+		if v.Type == 0 {
+			v = Null
+		}
+		vals[i] = v
+	}
+	return Array(vals), nil
 }
 
 type arithExpr struct {
@@ -40,39 +63,124 @@ type arithExpr struct {
 	args []Expr
 }
 
-func (a arithExpr) Eval(doc bson.Raw) bson.RawValue {
-	var acc sumAcc
-	prod, first := 1.0, true
-	for _, e := range a.args {
-		v := e.Eval(doc)
-		if !IsNumber(v) {
-			return Null
+// arithCodes are mongod's location codes for a non-numeric operand.
+var arithCodes = map[string]int32{"$add": 16554, "$multiply": 16555, "$subtract": 16556, "$divide": 16609}
+
+func (a arithExpr) Eval(doc bson.Raw) (bson.RawValue, error) {
+	vals := make([]bson.RawValue, len(a.args))
+	null := false
+	for i, e := range a.args {
+		v, err := e.Eval(doc)
+		if err != nil {
+			return Missing, err
 		}
-		switch a.op {
-		case "$add":
-			acc.add(v)
-		case "$multiply":
-			prod *= Float(v)
-		case "$subtract":
-			if first {
-				prod = Float(v)
-			} else {
-				prod -= Float(v)
-			}
+		switch {
+		case v.Type == 0 || v.Type == bson.TypeNull || v.Type == bson.TypeUndefined:
+			null = true
+		case v.Type == bson.TypeDecimal128 || v.Type == bson.TypeDateTime:
+			return Missing, notImplemented(a.op + " of a " + v.Type.String())
+		case !IsNumber(v):
+			return Missing, mongoerr.New(arithCodes[a.op], "%s only supports numeric types, not %s", a.op, v.Type)
 		}
-		first = false
+		vals[i] = v
 	}
-	if a.op == "$add" {
-		return acc.value()
+	if null {
+		return Null, nil
 	}
-	if prod == math.Trunc(prod) && math.Abs(prod) < 1<<53 {
-		return Int64(int64(prod))
+	switch a.op {
+	case "$divide":
+		d := Float(vals[1])
+		if d == 0 {
+			return Missing, mongoerr.New(mongoerr.BadValue, "can't $divide by zero")
+		}
+		return Double(Float(vals[0]) / d), nil
+	case "$subtract":
+		return arith(vals[0], vals[1], '-'), nil
 	}
-	return Double(prod)
+	acc := Int32(0)
+	if a.op == "$multiply" {
+		acc = Int32(1)
+	}
+	for _, v := range vals {
+		if a.op == "$add" {
+			acc = arith(acc, v, '+')
+		} else {
+			acc = arith(acc, v, '*')
+		}
+	}
+	return acc, nil
+}
+
+// arith applies + - or * with mongod's numeric promotion: any double makes
+// a double; two int32s stay int32 unless the result overflows it (then
+// int64); int64 stays int64 unless the result overflows it (then double).
+func arith(x, y bson.RawValue, op byte) bson.RawValue {
+	if x.Type == bson.TypeDouble || y.Type == bson.TypeDouble {
+		a, b := Float(x), Float(y)
+		switch op {
+		case '+':
+			return Double(a + b)
+		case '-':
+			return Double(a - b)
+		}
+		return Double(a * b)
+	}
+	a, _ := x.AsInt64OK()
+	b, _ := y.AsInt64OK()
+	r, overflow := int64(0), false
+	switch op {
+	case '+':
+		r = a + b
+		overflow = (a >= 0) == (b >= 0) && (r >= 0) != (a >= 0)
+	case '-':
+		r = a - b
+		overflow = (a >= 0) != (b >= 0) && (r >= 0) != (a >= 0)
+	default:
+		hi, lo := bits.Mul64(uint64(absInt(a)), uint64(absInt(b)))
+		overflow = hi != 0 || lo > math.MaxInt64 || a == math.MinInt64 || b == math.MinInt64
+		r = a * b
+	}
+	if overflow {
+		fa, fb := float64(a), float64(b)
+		switch op {
+		case '+':
+			return Double(fa + fb)
+		case '-':
+			return Double(fa - fb)
+		}
+		return Double(fa * fb)
+	}
+	if x.Type == bson.TypeInt32 && y.Type == bson.TypeInt32 && r == int64(int32(r)) {
+		return Int32(int32(r))
+	}
+	return Int64(r)
+}
+
+func absInt(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// knownExpressions are expression operators mongod has and mongosim does
+// not evaluate: refused with NotImplemented, not as unrecognized.
+var knownExpressions = map[string]bool{
+	"$abs": true, "$and": true, "$or": true, "$not": true, "$cond": true, "$ifNull": true, "$switch": true,
+	"$concat": true, "$substr": true, "$substrCP": true, "$toUpper": true, "$toLower": true, "$strLenCP": true,
+	"$eq": true, "$ne": true, "$gt": true, "$gte": true, "$lt": true, "$lte": true, "$cmp": true,
+	"$mod": true, "$floor": true, "$ceil": true, "$round": true, "$trunc": true, "$sqrt": true, "$pow": true,
+	"$size": true, "$arrayElemAt": true, "$filter": true, "$map": true, "$reduce": true, "$in": true,
+	"$concatArrays": true, "$slice": true, "$sum": true, "$avg": true, "$min": true, "$max": true,
+	"$toString": true, "$toInt": true, "$toLong": true, "$toDouble": true, "$convert": true, "$type": true,
+	"$dateToString": true, "$year": true, "$month": true, "$dayOfMonth": true, "$let": true, "$mergeObjects": true,
+	"$objectToArray": true, "$arrayToObject": true, "$rand": true, "$isArray": true, "$split": true,
 }
 
 // CompileExpr compiles a field path ("$a.b"), a literal, {$literal: v}, an
-// object of expressions, or one of $add, $subtract, $multiply.
+// object or array of expressions, or one of $add, $subtract, $multiply,
+// $divide. Other operators mongod knows are refused with NotImplemented;
+// unknown ones with InvalidPipelineOperator, as mongod refuses them.
 func CompileExpr(v bson.RawValue) (Expr, error) {
 	switch v.Type {
 	case bson.TypeString:
@@ -87,9 +195,20 @@ func CompileExpr(v bson.RawValue) (Expr, error) {
 			if len(s) == 1 {
 				return nil, mongoerr.New(16872, "'$' by itself is not a valid FieldPath")
 			}
-			return fieldExpr(s[1:]), nil
+			return fieldExpr(splitPath(s[1:])), nil
 		}
 		return literalExpr(v), nil
+	case bson.TypeArray:
+		vals, _ := v.Array().Values()
+		var a arrayExpr
+		for _, av := range vals {
+			e, err := CompileExpr(av)
+			if err != nil {
+				return nil, err
+			}
+			a = append(a, e)
+		}
+		return a, nil
 	case bson.TypeEmbeddedDocument:
 		d, ok := v.DocumentOK()
 		if !ok {
@@ -99,17 +218,24 @@ func CompileExpr(v bson.RawValue) (Expr, error) {
 		if err != nil {
 			return nil, mongoerr.New(mongoerr.InvalidBSON, "malformed object in an expression: %v", err)
 		}
-		if len(elems) == 1 && strings.HasPrefix(elems[0].Key(), "$") {
+		if len(elems) > 0 && strings.HasPrefix(elems[0].Key(), "$") {
+			if len(elems) > 1 {
+				return nil, mongoerr.New(15983, "an expression specification must contain exactly one field, the name of the expression. Found %d fields", len(elems))
+			}
 			op, arg := elems[0].Key(), elems[0].Value()
 			switch op {
 			case "$literal":
 				return literalExpr(arg), nil
-			case "$add", "$subtract", "$multiply":
-				arr, ok := arg.ArrayOK()
-				if !ok {
-					return nil, mongoerr.New(mongoerr.BadValue, "%s takes an array of expressions", op)
+			case "$add", "$subtract", "$multiply", "$divide":
+				var vals []bson.RawValue
+				if arr, ok := arg.ArrayOK(); ok {
+					vals, _ = arr.Values()
+				} else {
+					vals = []bson.RawValue{arg}
 				}
-				vals, _ := arr.Values()
+				if (op == "$subtract" || op == "$divide") && len(vals) != 2 {
+					return nil, mongoerr.New(16020, "Expression %s takes exactly 2 arguments. %d were passed in.", op, len(vals))
+				}
 				ae := arithExpr{op: op}
 				for _, av := range vals {
 					e, err := CompileExpr(av)
@@ -119,6 +245,9 @@ func CompileExpr(v bson.RawValue) (Expr, error) {
 					ae.args = append(ae.args, e)
 				}
 				return ae, nil
+			}
+			if knownExpressions[op] {
+				return nil, notImplemented("the expression " + op)
 			}
 			return nil, mongoerr.New(mongoerr.InvalidPipelineOperator, "Unrecognized expression '%s'", op)
 		}
@@ -138,12 +267,11 @@ func CompileExpr(v bson.RawValue) (Expr, error) {
 // sumAcc adds numbers the way $sum does: integers stay integers (int32 while
 // they fit, then int64) until a double arrives.
 type sumAcc struct {
-	i       int64
-	f       float64
-	n       int
-	double  bool
-	wide    bool
-	nonZero bool
+	i      int64
+	f      float64
+	n      int
+	double bool
+	wide   bool
 }
 
 func (s *sumAcc) add(v bson.RawValue) {

@@ -75,6 +75,14 @@ func Compile(db string, stages []bson.Raw) (*Pipeline, error) {
 			s, err = compileSortStage(spec)
 		case "$limit":
 			s, err = compileLimit(spec)
+		case "$skip":
+			s, err = compileSkip(spec)
+		case "$unwind":
+			s, err = compileUnwind(spec)
+		case "$count":
+			s, err = compileCount(spec)
+		case "$addFields", "$set":
+			s, err = compileAddFields(name, spec)
 		case "$project":
 			s, err = compileProject(spec)
 		case "$group":
@@ -95,6 +103,9 @@ func Compile(db string, stages []bson.Raw) (*Pipeline, error) {
 			d, _ := spec.DocumentOK()
 			s, p.Collectionless = currentOpStage{opts: bson.Raw(d)}, true
 		default:
+			if knownStages[name] {
+				return nil, notImplemented("the stage " + name)
+			}
 			return nil, mongoerr.New(mongoerr.UnrecognizedPipelineStage, "Unrecognized pipeline stage name: '%s'", name)
 		}
 		if err != nil {
@@ -166,8 +177,11 @@ func (s sortStage) Run(_ Env, in []bson.Raw) ([]bson.Raw, error) {
 type limitStage int64
 
 func compileLimit(spec bson.RawValue) (Stage, error) {
-	n, ok := spec.AsInt64OK()
-	if !ok || n <= 0 {
+	n, ok := wholeNumber(spec)
+	if !ok {
+		return nil, mongoerr.New(15957, "the limit must be specified as a number")
+	}
+	if n <= 0 {
 		return nil, mongoerr.New(15958, "the limit must be positive")
 	}
 	return limitStage(n), nil
@@ -199,7 +213,10 @@ func (projectStage) Name() string { return "$project" }
 func (s projectStage) Run(_ Env, in []bson.Raw) ([]bson.Raw, error) {
 	out := make([]bson.Raw, len(in))
 	for i, d := range in {
-		out[i] = s.p.Apply(d)
+		var err error
+		if out[i], err = s.p.Apply(d); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -220,7 +237,7 @@ func compileAccumulator(field string, spec bson.RawValue) (accumulator, error) {
 	found := false
 	for _, e := range elems {
 		switch e.Key() {
-		case "$sum", "$avg", "$max", "$min", "$first", "$last":
+		case "$sum", "$avg", "$max", "$min", "$first", "$last", "$push", "$addToSet":
 			arg, err := CompileExpr(e.Value())
 			if err != nil {
 				return accumulator{}, err
@@ -229,6 +246,8 @@ func compileAccumulator(field string, spec bson.RawValue) (accumulator, error) {
 		case "$count":
 			acc, found = accumulator{op: "$count"}, true
 		case "window":
+		case "$stdDevPop", "$stdDevSamp", "$mergeObjects", "$top", "$bottom", "$topN", "$bottomN", "$firstN", "$lastN", "$maxN", "$minN", "$median", "$percentile":
+			return accumulator{}, notImplemented("the accumulator " + e.Key())
 		default:
 			return accumulator{}, mongoerr.New(15952, "unknown group operator '%s'", e.Key())
 		}
@@ -239,32 +258,45 @@ func compileAccumulator(field string, spec bson.RawValue) (accumulator, error) {
 	return acc, nil
 }
 
-func (a accumulator) over(docs []bson.Raw) bson.RawValue {
+func (a accumulator) over(docs []bson.Raw) (bson.RawValue, error) {
 	var s sumAcc
 	var best bson.RawValue
+	var list []bson.RawValue
 	switch a.op {
 	case "$count":
-		return Int32(int32(len(docs)))
+		return Int32(int32(len(docs))), nil
 	case "$first", "$last":
 		if len(docs) == 0 {
-			return Null
+			return Null, nil
 		}
 		d := docs[0]
 		if a.op == "$last" {
 			d = docs[len(docs)-1]
 		}
-		if v := a.arg.Eval(d); v.Type != 0 {
-			return v
+		v, err := a.arg.Eval(d)
+		if err != nil || v.Type != 0 {
+			return v, err
 		}
-		return Null
+		return Null, nil
 	}
 	for _, d := range docs {
-		v := a.arg.Eval(d)
+		v, err := a.arg.Eval(d)
+		if err != nil {
+			return Missing, err
+		}
 		switch a.op {
 		case "$sum", "$avg":
 			s.add(v)
+		case "$push":
+			if v.Type != 0 {
+				list = append(list, v)
+			}
+		case "$addToSet":
+			if v.Type != 0 && !slices.ContainsFunc(list, func(x bson.RawValue) bool { return equal(x, v) }) {
+				list = append(list, v)
+			}
 		case "$max", "$min":
-			if v.Type == 0 || v.Type == bson.TypeNull {
+			if v.Type == 0 || v.Type == bson.TypeNull || v.Type == bson.TypeUndefined {
 				continue
 			}
 			c := Compare(v, best)
@@ -275,14 +307,16 @@ func (a accumulator) over(docs []bson.Raw) bson.RawValue {
 	}
 	switch a.op {
 	case "$sum":
-		return s.value()
+		return s.value(), nil
 	case "$avg":
-		return s.avg()
+		return s.avg(), nil
+	case "$push", "$addToSet":
+		return Array(list), nil
 	}
 	if best.Type == 0 {
-		return Null
+		return Null, nil
 	}
-	return best
+	return best, nil
 }
 
 type groupStage struct {
@@ -325,7 +359,10 @@ func (g groupStage) Run(_ Env, in []bson.Raw) ([]bson.Raw, error) {
 	groups := map[string][]bson.Raw{}
 	var order []bson.RawValue
 	for _, d := range in {
-		id := g.id.Eval(d)
+		id, err := g.id.Eval(d)
+		if err != nil {
+			return nil, err
+		}
 		if id.Type == 0 {
 			id = Null
 		}
@@ -341,7 +378,11 @@ func (g groupStage) Run(_ Env, in []bson.Raw) ([]bson.Raw, error) {
 		docs := groups[groupKey(id)]
 		vals := []bson.RawValue{id}
 		for _, a := range g.accs {
-			vals = append(vals, a.over(docs))
+			v, err := a.over(docs)
+			if err != nil {
+				return nil, err
+			}
+			vals = append(vals, v)
 		}
 		out = append(out, Build(keys, vals))
 	}

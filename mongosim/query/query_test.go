@@ -169,7 +169,10 @@ func TestCompileRefusesWhatMongodRefuses(t *testing.T) {
 		stages []bson.D
 		code   int32
 	}{
-		{[]bson.D{{{Key: "$bucketAuto", Value: bson.D{}}}}, mongoerr.UnrecognizedPipelineStage},
+		{[]bson.D{{{Key: "$foo", Value: bson.D{}}}}, mongoerr.UnrecognizedPipelineStage},
+		// A stage mongod has and mongosim does not run is refused as not
+		// implemented, not as unknown.
+		{[]bson.D{{{Key: "$bucketAuto", Value: bson.D{}}}}, mongoerr.NotImplemented},
 		{[]bson.D{{{Key: "$out", Value: "x"}}, {{Key: "$match", Value: bson.D{}}}}, 40601},
 		{[]bson.D{{{Key: "$match", Value: bson.D{}}}, {{Key: "$currentOp", Value: bson.D{}}}}, 40602},
 		{[]bson.D{{{Key: "$project", Value: bson.D{{Key: "a", Value: 1}, {Key: "b", Value: 0}}}}}, 31254},
@@ -223,4 +226,26 @@ func TestMergeOnRefusesNonStringFields(t *testing.T) {
 	if !errors.As(err, &me) || me.Code != mongoerr.FailedToParse {
 		t.Errorf("$merge on: [\"_id\", 7]: got %v, want FailedToParse", err)
 	}
+}
+
+// What mongosim does not implement is refused as not implemented, never
+// answered approximately: a positional projection used to be dropped.
+func TestUnimplementedIsRefusedNotApproximated(t *testing.T) {
+	refused := func(what string, err error) {
+		t.Helper()
+		var me *mongoerr.Error
+		if !errors.As(err, &me) || me.Code != mongoerr.NotImplemented {
+			t.Errorf("%s: got %v, want NotImplemented", what, err)
+		}
+	}
+	_, err := CompileProjection(raw(t, bson.D{{Key: "tags.$", Value: 1}}))
+	refused("positional projection", err)
+	_, err = CompileProjection(raw(t, bson.D{{Key: "tags", Value: bson.D{{Key: "$slice", Value: 1}}}}))
+	refused("$slice projection", err)
+	_, err = CompileFilter(raw(t, bson.D{{Key: "name", Value: bson.D{{Key: "$regex", Value: "^a"}}}}))
+	refused("$regex", err)
+	_, err = CompileFilter(raw(t, bson.D{{Key: "name", Value: bson.Regex{Pattern: "^a"}}}))
+	refused("regex equality", err)
+	_, err = CompileExpr(val(t, bson.D{{Key: "$concat", Value: bson.A{"a", "b"}}}))
+	refused("$concat", err)
 }

@@ -127,7 +127,11 @@ func (w windowStage) Run(_ Env, in []bson.Raw) ([]bson.Raw, error) {
 	for _, d := range in {
 		k := Null
 		if w.partition != nil {
-			if k = w.partition.Eval(d); k.Type == 0 {
+			var err error
+			if k, err = w.partition.Eval(d); err != nil {
+				return nil, err
+			}
+			if k.Type == 0 {
 				k = Null
 			}
 		}
@@ -160,7 +164,10 @@ func (w windowStage) Run(_ Env, in []bson.Raw) ([]bson.Raw, error) {
 				if lo <= hi {
 					window = docs[lo : hi+1]
 				}
-				v := o.acc.over(window)
+				v, err := o.acc.over(window)
+				if err != nil {
+					return nil, err
+				}
 				if j := slices.Index(keys, o.field); j >= 0 {
 					vals[j] = v
 				} else {

@@ -244,7 +244,7 @@ func Build(keys []string, vals []bson.RawValue) bson.Raw {
 		if vals[i].Type == 0 {
 			continue
 		}
-		b = bsoncore.AppendValueElement(b, k, bsoncore.Value{Type: bsoncore.Type(vals[i].Type), Data: vals[i].Value})
+		b = appendValue(b, k, vals[i])
 	}
 	b, _ = bsoncore.AppendDocumentEnd(b, idx)
 	return b
@@ -261,4 +261,8 @@ func Truthy(v bson.RawValue) bool {
 		return Float(v) != 0
 	}
 	return true
+}
+
+func appendValue(b []byte, key string, v bson.RawValue) []byte {
+	return bsoncore.AppendValueElement(b, key, bsoncore.Value{Type: bsoncore.Type(v.Type), Data: v.Value})
 }
