@@ -252,7 +252,17 @@ func Validity(r store.Records) string {
 			unsupported++
 		}
 	}
-	if len(r.Storm) == 0 || float64(unsupported) <= MaxUnsupportedShare*float64(len(r.Storm)) {
+	total := len(r.Storm)
+	if r.Merge != nil { // merge_partial_write: its $merge ops are its storm
+		for _, m := range r.Merge.Ops {
+			if m.Outcome == store.Unsupported {
+				counts[key{"$merge", m.Code}]++
+				unsupported++
+			}
+		}
+		total += len(r.Merge.Ops)
+	}
+	if total == 0 || float64(unsupported) <= MaxUnsupportedShare*float64(total) {
 		return ""
 	}
 	keys := slices.SortedFunc(maps.Keys(counts), func(a, b key) int {
@@ -267,7 +277,7 @@ func Validity(r store.Records) string {
 		if stage == "" {
 			stage = "the storm's query"
 		}
-		parts = append(parts, fmt.Sprintf("%s: %d of %d storm queries failed %s", stage, counts[k], len(r.Storm), k.code))
+		parts = append(parts, fmt.Sprintf("%s: %d of %d storm queries failed %s", stage, counts[k], total, k.code))
 	}
 	return fmt.Sprintf("the server does not implement %s (more than %.0f %% of the storm is unsupported)",
 		strings.Join(parts, "; "), 100*MaxUnsupportedShare)

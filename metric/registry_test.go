@@ -166,6 +166,26 @@ func TestValidityNamesTheUnsupportedStageAndError(t *testing.T) {
 	}
 }
 
+// A merge_partial_write trial whose $merge ops all failed NotImplemented
+// measured a server without $merge: invalid, naming it, not "unsafe sheds 0".
+func TestValidityCountsMergeOpsTheServerDoesNotImplement(t *testing.T) {
+	var r store.Records
+	r.Merge = &store.MergeRun{}
+	for i := range 10 {
+		r.Merge.Ops = append(r.Merge.Ops, store.MergeOp{Op: i, Outcome: store.Unsupported, Code: "NotImplemented"})
+	}
+	why := Validity(r)
+	if !strings.Contains(why, "$merge: 10 of 10 storm queries failed NotImplemented") {
+		t.Fatalf("reason %q: want the $merge ops named", why)
+	}
+	for i := range r.Merge.Ops {
+		r.Merge.Ops[i].Outcome, r.Merge.Ops[i].Code = store.Shed, "QueryMemoryLimitExceeded"
+	}
+	if why := Validity(r); why != "" {
+		t.Fatalf("shed $merge ops are outcomes, not an invalid trial: %s", why)
+	}
+}
+
 func TestClassifyCodeOutcomes(t *testing.T) {
 	for code, want := range map[string]store.Outcome{
 		"": store.Completed, "QueryMemoryLimitExceeded": store.Shed, "Interrupted": store.Killed,

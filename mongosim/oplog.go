@@ -160,6 +160,7 @@ func (s *Server) persistLocked(entries []oplogEntry) error {
 		s.log.Error("journal write failed", "err", err)
 		return mongoerr.New(1, "journal write failed: %v", err)
 	}
+	s.primaryDurableLocked()
 	return nil
 }
 

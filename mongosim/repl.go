@@ -649,6 +649,16 @@ func (s *Server) advanceProgressLocked(id int, ot opTime) {
 	}
 }
 
+// primaryDurableLocked counts the primary's own journaled writes toward the
+// majority commit point. In a set of several members the point moves when
+// the secondaries report their progress; in a one-member set the primary is
+// the whole majority, so its own durable write is committed at once.
+func (s *Server) primaryDurableLocked() {
+	if s.repl.cfg != nil && s.repl.state == statePrimary {
+		s.advanceProgressLocked(s.repl.selfID, s.repl.lastApplied)
+	}
+}
+
 func (s *Server) notifyWaitersLocked() { s.repl.notifyCommit() }
 
 // topologyVersion is hello's {processId, counter}.

@@ -36,18 +36,20 @@ type page struct {
 	// paragraph of a simulated report.
 	Fit                investigation.FitRecord
 	Dirs, Arms, Builds []string
-	ArmRows            []Arm
-	Verdict            []verdictRow
-	Gates              []gateRow
-	Warnings           []string
-	Sections           []section
-	TrialCols          []string
-	TrialRows          []trialRow
-	Definitions        []metric.Metric
-	MaxPoints          int
-	EchartsNotice      string
-	EchartsJS          template.JS
-	Options            template.JS
+	// Servers are the implementations and versions that answered.
+	Servers       []string
+	ArmRows       []Arm
+	Verdict       []verdictRow
+	Gates         []gateRow
+	Warnings      []string
+	Sections      []section
+	TrialCols     []string
+	TrialRows     []trialRow
+	Definitions   []metric.Metric
+	MaxPoints     int
+	EchartsNotice string
+	EchartsJS     template.JS
+	Options       template.JS
 }
 
 type verdictCell struct {
@@ -93,7 +95,7 @@ type trialCell struct{ Value, Absent string }
 // HTML renders the report page: one self-contained file.
 func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 	p := page{ToolVersion: toolVersion, Workload: a.In.Workload.Name, Clock: a.In.Clock, Conditions: a.In.Conditions(), Baseline: a.Baseline, Alpha: a.Alpha,
-		Fit: investigation.Fitted, Simulated: a.In.Simulated, Dirs: a.In.Dirs, Arms: a.In.Arms, ArmRows: a.Arms, MaxPoints: MaxPoints,
+		Fit: investigation.Fitted, Simulated: a.In.Simulated, Dirs: a.In.Dirs, Arms: a.In.Arms, Servers: a.In.Servers, ArmRows: a.Arms, MaxPoints: MaxPoints,
 		EchartsNotice: templates.EchartsNotice(), EchartsJS: templates.EchartsJS()}
 	if a.GateSet != nil {
 		p.GateSet = a.GateSet.Name

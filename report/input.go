@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -50,6 +51,43 @@ type Input struct {
 	// Notes are caveats of the combination (shards missing or
 	// unfinished).
 	Notes []string
+	// Servers name the implementations and versions that answered, as the
+	// trials' startup checks recorded them ("FerretDB 1.24.2 (reports
+	// version 7.0.42), standalone"), in order of first appearance; empty
+	// when no trial recorded one.
+	Servers []string
+}
+
+// trialServers reads the servers a trial's metadata records.
+func trialServers(meta json.RawMessage) []string {
+	var m struct {
+		Members []struct {
+			Version        string `json:"version"`
+			Implementation string `json:"implementation"`
+			Topology       string `json:"topology"`
+		} `json:"members"`
+	}
+	if len(meta) == 0 || json.Unmarshal(meta, &m) != nil {
+		return nil
+	}
+	var out []string
+	for _, mem := range m.Members {
+		if mem.Implementation == "" {
+			continue // recorded before the implementation was
+		}
+		version := cmp.Or(mem.Version, "version not reported")
+		s := "mongod " + version
+		if mem.Implementation != "mongod" {
+			s = mem.Implementation + " (reports version " + version + ")"
+		}
+		if mem.Topology != "" {
+			s += ", " + mem.Topology
+		}
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // Load reads run folders. Folders of different workloads (or different
@@ -136,6 +174,11 @@ func Load(dirs []string) (*Input, error) {
 			// A local target running cmd/mongosim is as simulated as the
 			// embedded one: any simulated trial makes the report say so.
 			in.Simulated = in.Simulated || t.Simulated
+			for _, srv := range trialServers(t.Metadata) {
+				if !slices.Contains(in.Servers, srv) {
+					in.Servers = append(in.Servers, srv)
+				}
+			}
 		}
 	}
 	// Shard folders of one plan are one run: they must fit together (no

@@ -214,6 +214,9 @@ func PerfJSON(a *Analysis) ([]byte, error) {
 func BenchTxt(a *Analysis) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "workload: %s\n", a.In.Workload.Name)
+	for _, srv := range a.In.Servers {
+		fmt.Fprintf(&b, "server: %s\n", srv)
+	}
 	if a.In.Simulated {
 		fmt.Fprintln(&b, "note: SIMULATED (mongosim model), not a real server")
 	}
@@ -281,6 +284,9 @@ func Markdown(a *Analysis) []byte {
 		fmt.Fprintf(&b, "> **SIMULATED** — these trials ran against mongosim, a model of mongod, not a real server.\n\n")
 	}
 	fmt.Fprintf(&b, "Conditions: %s.\n\n", md(a.In.Conditions()))
+	if len(a.In.Servers) > 0 {
+		fmt.Fprintf(&b, "Server: %s.\n\n", md(strings.Join(a.In.Servers, "; ")))
+	}
 	fmt.Fprintf(&b, "Median [min–max] of each arm's valid trials (Σ: total over the trials, for counts); Δ is the Hodges-Lehmann shift vs %s, `~` when the Mann-Whitney U p > %.2f.\n\n", md(a.Baseline), a.Alpha)
 	fmt.Fprint(&b, "| metric |")
 	for _, arm := range a.Arms {

@@ -21,7 +21,7 @@ func runMergeTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, see
 	if dep == nil {
 		return status, reason
 	}
-	defer dep.Close(context.Background())
+	defer closeTrial(dep, &status, &reason)
 	tctx, stop := context.WithCancel(ctx)
 	defer stop()
 	sampler := &collect.Sampler{Members: dep.Members(), Interval: cfg.SampleInterval}
@@ -40,7 +40,7 @@ func runMergeTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, see
 		return store.Invalid, "workload: " + err.Error()
 	}
 	trial := store.Trial{Schema: store.TrialSchema, Arm: arm.Name, Index: index, Started: start, Simulated: dep.Simulated(), Clock: Wall}
-	trial.Metadata, _ = json.Marshal(map[string]any{"target": dep.Describe(), "members": dep.Startup(), "seed": seed, "clock": Wall,
+	trial.Metadata, _ = json.Marshal(map[string]any{"target": dep.Describe(), "members": dep.Startup(), "capabilities": dep.Capabilities(), "seed": seed, "clock": Wall,
 		"forced": res.Forced, "forced_note": res.ForcedNote})
 	return writeTrial(dir, trial, start, store.Records{Samples: sampler.Samples(), Merge: &res})
 }

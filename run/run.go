@@ -511,15 +511,79 @@ func provision(ctx context.Context, cfg Config, arm arms.Arm, index int) (dir st
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return dir, nil, store.Invalid, err.Error()
 	}
-	dep, err := target.Provision(ctx, arm, target.Options{Dir: dir, AllowRemote: cfg.AllowRemote, Logger: cfg.Log,
+	pctx, cancel := context.WithTimeout(ctx, provisionDeadline)
+	defer cancel()
+	dep, err := target.Provision(pctx, arm, target.Options{Dir: dir, AllowRemote: cfg.AllowRemote, Logger: cfg.Log,
 		Sim: cfg.Sim, SimMemLimitMB: cfg.SimMemLimitMB})
 	if err != nil {
 		if ctx.Err() != nil {
 			return dir, nil, store.Interrupted, ""
 		}
+		if pctx.Err() != nil {
+			return dir, nil, store.Invalid, fmt.Sprintf("provisioning: no reply in %s: %v", provisionDeadline, err)
+		}
 		return dir, nil, store.Invalid, "provisioning: " + err.Error()
 	}
+	showCapabilities(cfg, arm, dep)
 	return dir, dep, "", ""
+}
+
+// Deadlines of the phases that wait on the server. Each is generous (a
+// healthy server needs a fraction of it, even on a busy host); when one
+// expires the trial is invalid with the phase named, instead of a hang.
+const (
+	// provisionDeadline bounds starting or attaching to the deployment,
+	// the startup check and the probe (a local set of three processes
+	// starts in seconds).
+	provisionDeadline = 3 * time.Minute
+	// loadBase plus loadPerDoc for each real document bounds the load.
+	loadBase   = 60 * time.Second
+	loadPerDoc = 10 * time.Millisecond
+	// closeDeadline bounds teardown: restoring the arm's parameters on an
+	// attached server, stopping a started one.
+	closeDeadline = 60 * time.Second
+	// driverDefaultDocs is the workload driver's collection size when
+	// none is given.
+	driverDefaultDocs = 400
+)
+
+// loadDeadline is the load phase's deadline for a collection of docs
+// documents (0: the driver's default size).
+func loadDeadline(docs int) time.Duration {
+	return loadBase + time.Duration(max(docs, driverDefaultDocs))*loadPerDoc
+}
+
+// workloadDeadline bounds the workload phases (warm-up, storm, recovery):
+// their scheduled length, then as long again (at least a minute) for the
+// operations still running to answer.
+func workloadDeadline(d time.Duration) time.Duration { return d + max(d, time.Minute) }
+
+// closeTrial tears a trial's deployment down within closeDeadline; a
+// teardown that expires makes a trial that was valid invalid, naming it.
+func closeTrial(dep target.Deployment, status, reason *string) {
+	ctx, cancel := context.WithTimeout(context.Background(), closeDeadline)
+	defer cancel()
+	err := dep.Close(ctx)
+	if err != nil && ctx.Err() != nil && *status == store.Valid {
+		*status, *reason = store.Invalid, fmt.Sprintf("teardown: no reply in %s: %v", closeDeadline, err)
+	}
+}
+
+// shownCapabilities remembers which run folder and arm had its
+// provisioning table printed: once per arm, not once per trial.
+var shownCapabilities sync.Map
+
+// showCapabilities prints the provisioning table of an arm's deployment
+// to stderr, the first time the run provisions that arm.
+func showCapabilities(cfg Config, arm arms.Arm, dep target.Deployment) {
+	if _, seen := shownCapabilities.LoadOrStore(cfg.Dir+"\x00"+arm.Name, true); seen {
+		return
+	}
+	server := "the server"
+	if st := dep.Startup(); len(st) > 0 {
+		server = st[0].Server() + ", " + st[0].Topology
+	}
+	fmt.Fprintf(os.Stderr, "arm %s on %s: what will be measured\n%s", arm.Name, server, dep.Capabilities().Table())
 }
 
 // embeddedRealDocs is the embedded set's real collection: mongosim sizes
@@ -546,13 +610,19 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 	if dep == nil {
 		return status, reason
 	}
-	defer dep.Close(context.Background())
+	defer closeTrial(dep, &status, &reason)
 	watcher := &collect.PrimaryWatcher{}
 	d := &workload.Driver{Spec: *cfg.Workload.SpillToDisk, URI: dep.URI(), Monitor: watcher.Monitor(), RealDocs: realDocs(arm)}
 	report(progress.Update{Phase: "loading"})
-	if err := d.Load(ctx); err != nil {
+	lctx, cancelLoad := context.WithTimeout(ctx, loadDeadline(d.RealDocs))
+	err := d.Load(lctx)
+	cancelLoad()
+	if err != nil {
 		if ctx.Err() != nil {
 			return store.Interrupted, ""
+		}
+		if lctx.Err() != nil {
+			return store.Invalid, fmt.Sprintf("load: no reply in %s: %v", loadDeadline(d.RealDocs), err)
 		}
 		return store.Invalid, "loading data: " + err.Error()
 	}
@@ -622,12 +692,18 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 			fmu.Unlock()
 		})
 	}
-	res, err := d.Run(tctx, start, seed)
+	wctx, cancelRun := context.WithTimeout(tctx, time.Until(start)+workloadDeadline(cfg.Workload.Duration()))
+	res, err := d.Run(wctx, start, seed)
+	expired := wctx.Err() != nil && tctx.Err() == nil
+	cancelRun()
 	stop()
 	bg.Wait()
 	report(progress.Update{Phase: "writing"})
 	if ctx.Err() != nil {
 		return store.Interrupted, ""
+	}
+	if expired {
+		return store.Invalid, fmt.Sprintf("workload: operations still unanswered %s after the %s phases began", workloadDeadline(cfg.Workload.Duration()), phaseNames)
 	}
 	if err != nil {
 		return store.Invalid, "workload: " + err.Error()
@@ -646,7 +722,7 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 	for _, c := range watcher.Changes() {
 		extra = append(extra, store.Event{At: c.At, Kind: "topology", Member: c.Member})
 	}
-	meta, _ := json.Marshal(map[string]any{"target": dep.Describe(), "members": dep.Startup(), "seed": seed, "clock": Wall})
+	meta, _ := json.Marshal(map[string]any{"target": dep.Describe(), "members": dep.Startup(), "capabilities": dep.Capabilities(), "seed": seed, "clock": Wall})
 	trial.Metadata = meta
 	if status, reason := writeTrial(dir, trial, start, rec, extra...); status != store.Valid {
 		return status, reason
@@ -672,6 +748,9 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 	}
 	return store.Valid, ""
 }
+
+// phaseNames are the workload's phases, for a deadline's message.
+const phaseNames = "warm-up, storm and recovery"
 
 // liveProgress reports a running wall-clock trial every second: its
 // phase, the availability of the canaries so far, and failovers seen.

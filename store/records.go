@@ -152,9 +152,14 @@ const TrialEnded = "TrialEnded"
 
 // UnsupportedCodes are the server errors that mean "this server does not
 // implement what was asked": NotImplemented (238), CommandNotFound (59),
-// InvalidPipelineOperator (168), and the location codes of an unknown
-// aggregation stage (40324 on current servers, 16436 on older ones).
-var UnsupportedCodes = []string{"NotImplemented", "CommandNotFound", "InvalidPipelineOperator", "Location40324", "Location16436"}
+// InvalidPipelineOperator (168), the location codes of an unknown
+// aggregation stage (40324 on current servers, 16436 on older ones) and of
+// an unknown $group accumulator (15952), and the refusals of an option or
+// a form mongod takes (InvalidOptions 72, FailedToParse 9): the harness
+// sends only what mongod accepts, so a server that cannot parse it cannot
+// run the workload.
+var UnsupportedCodes = []string{"NotImplemented", "CommandNotFound", "InvalidPipelineOperator", "Location40324", "Location16436",
+	"Location15952", "InvalidOptions", "FailedToParse"}
 
 // ClassifyCode is the outcome of an operation that failed with the named
 // server error (or a client-side kind such as Timeout or TrialEnded).

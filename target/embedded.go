@@ -14,6 +14,7 @@ import (
 type embedded struct {
 	rs      *mongosim.ReplicaSet
 	members []MemberInfo
+	caps    Capabilities
 }
 
 func provisionEmbedded(ctx context.Context, arm arms.Arm, opts Options) (Deployment, error) {
@@ -29,13 +30,19 @@ func provisionEmbedded(ctx context.Context, arm arms.Arm, opts Options) (Deploym
 		rs.Close()
 		return nil, err
 	}
-	return &embedded{rs: rs, members: info}, nil
+	caps, err := probe(ctx, info, arm)
+	if err != nil {
+		rs.Close()
+		return nil, err
+	}
+	return &embedded{rs: rs, members: info, caps: caps}, nil
 }
 
-func (e *embedded) URI() string           { return e.rs.URI() }
-func (e *embedded) Members() []string     { return e.rs.Hosts() }
-func (e *embedded) Simulated() bool       { return true }
-func (e *embedded) Startup() []MemberInfo { return e.members }
+func (e *embedded) URI() string                { return e.rs.URI() }
+func (e *embedded) Members() []string          { return e.rs.Hosts() }
+func (e *embedded) Simulated() bool            { return true }
+func (e *embedded) Startup() []MemberInfo      { return e.members }
+func (e *embedded) Capabilities() Capabilities { return e.caps }
 func (e *embedded) Describe() string {
 	return "embedded mongosim replica set (SIMULATED) " + strings.Join(e.rs.Hosts(), ",")
 }

@@ -40,6 +40,7 @@ type local struct {
 	restarts  []Restart
 	simulated bool
 	startup   []MemberInfo
+	caps      Capabilities
 }
 
 // Restart is a member restart the supervisor performed.
@@ -129,10 +130,15 @@ func provisionLocal(ctx context.Context, arm arms.Arm, opts Options) (Deployment
 		l.Close(context.Background())
 		return nil, err
 	}
+	caps, err := probe(ctx, info, arm)
+	if err != nil {
+		l.Close(context.Background())
+		return nil, err
+	}
 	for _, m := range info {
 		l.simulated = l.simulated || m.Simulated
 	}
-	l.startup = info
+	l.startup, l.caps = info, caps
 	return l, nil
 }
 
@@ -295,6 +301,8 @@ func (l *local) Members() []string {
 func (l *local) Simulated() bool { return l.simulated }
 
 func (l *local) Startup() []MemberInfo { return l.startup }
+
+func (l *local) Capabilities() Capabilities { return l.caps }
 
 func (l *local) Describe() string {
 	kind := "local replica set of " + l.arm.Mongod

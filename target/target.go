@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,6 +38,9 @@ type Deployment interface {
 	// Startup is the startup check's record of each member: its build and
 	// the effective values of the arm's parameters (for trial metadata).
 	Startup() []MemberInfo
+	// Capabilities is the provisioning probe: what the collectors and the
+	// arm's actors will measure on this deployment, and what is absent.
+	Capabilities() Capabilities
 	// Close restores what the trial changed and releases what it started.
 	Close(ctx context.Context) error
 }
@@ -122,11 +127,55 @@ func uriHosts(uri string) ([]string, error) {
 
 // MemberInfo is the startup check's record of one member.
 type MemberInfo struct {
-	Host       string            `json:"host"`
-	Version    string            `json:"version"`
-	GitVersion string            `json:"gitVersion"`
+	Host string `json:"host"`
+	// Version is buildInfo.version: the MongoDB release the server
+	// answers as (another implementation reports the one it imitates).
+	Version    string `json:"version"`
+	GitVersion string `json:"gitVersion"`
+	// Implementation is what the server is, from buildInfo: "mongod",
+	// "FerretDB <its version>" (buildInfo.ferretdbVersion), or "mongosim
+	// (simulated)" (buildInfo.mongosim.simulated).
+	Implementation string `json:"implementation"`
+	// Topology is the deployment the member is part of: "standalone",
+	// "replica set <name>", or "mongos" (a shard member behind one).
+	Topology   string            `json:"topology"`
 	Simulated  bool              `json:"simulated"`
 	Parameters map[string]string `json:"parameters"`
+}
+
+// Server names the implementation and the version it answers as, for a
+// reader ("mongod 8.0.4", "FerretDB 1.24.2 (reports version 7.0.42)").
+func (m MemberInfo) Server() string {
+	version := m.Version
+	if version == "" {
+		version = "version not reported"
+	}
+	if m.Implementation == "mongod" || m.Implementation == "" {
+		return "mongod " + version
+	}
+	return m.Implementation + " (reports version " + version + ")"
+}
+
+// implementation reads what the server is from its buildInfo reply.
+func implementation(buildInfo bson.Raw) string {
+	if v, ok := buildInfo.Lookup("ferretdbVersion").StringValueOK(); ok {
+		return "FerretDB " + strings.TrimPrefix(v, "v")
+	}
+	if sim, _ := buildInfo.Lookup("mongosim", "simulated").BooleanOK(); sim {
+		return "mongosim (simulated)"
+	}
+	return "mongod"
+}
+
+// topologyOf reads the member's own deployment from its hello reply.
+func topologyOf(hello bson.Raw) string {
+	if msg, _ := hello.Lookup("msg").StringValueOK(); msg == "isdbgrid" {
+		return "mongos"
+	}
+	if name, ok := hello.Lookup("setName").StringValueOK(); ok && name != "" {
+		return "replica set " + name
+	}
+	return "standalone"
 }
 
 // startupCheck reads each member's buildInfo and the effective values of
@@ -148,21 +197,57 @@ func startupCheck(ctx context.Context, hosts []string, arm arms.Arm) ([]MemberIn
 	return out, nil
 }
 
+// probe asks every member for what the collectors and the arm's actors
+// read, once the arm's parameters are in force (a section such as
+// queryMemory.loadShedding may appear only with them), and refuses an arm
+// whose killOp actor needs what the server lacks.
+func probe(ctx context.Context, members []MemberInfo, arm arms.Arm) (Capabilities, error) {
+	var caps Capabilities
+	for _, m := range members {
+		c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + m.Host + "/?directConnection=true").SetServerSelectionTimeout(10 * time.Second))
+		if err != nil {
+			return Capabilities{}, err
+		}
+		got, err := probeMember(ctx, c, m.Host, m.Topology != "standalone", arm)
+		c.Disconnect(context.Background())
+		if err != nil {
+			return Capabilities{}, err
+		}
+		if len(members) > 1 {
+			got = got.from(m.Host)
+		}
+		caps = caps.merge(got)
+	}
+	for _, name := range slices.Sorted(maps.Keys(arm.SetParameters)) {
+		caps.Needs = append(caps.Needs, Need{Name: "getParameter " + name, Detail: "= " + members[0].Parameters[name]})
+	}
+	if len(members) > 0 {
+		if err := refuseActor(arm, members[0].Server(), caps); err != nil {
+			return Capabilities{}, err
+		}
+	}
+	return caps, nil
+}
+
 func checkMember(ctx context.Context, c *mongo.Client, host string, arm arms.Arm) (MemberInfo, error) {
 	admin := c.Database("admin")
 	bi, err := admin.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Raw()
 	if err != nil {
 		return MemberInfo{}, fmt.Errorf("member %s: buildInfo: %w", host, err)
 	}
-	info := MemberInfo{Host: host, Parameters: map[string]string{}}
+	hello, err := admin.RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Raw()
+	if err != nil {
+		return MemberInfo{}, fmt.Errorf("member %s: hello: %w", host, err)
+	}
+	info := MemberInfo{Host: host, Parameters: map[string]string{}, Implementation: implementation(bi), Topology: topologyOf(hello)}
 	info.Version, _ = bi.Lookup("version").StringValueOK()
 	info.GitVersion, _ = bi.Lookup("gitVersion").StringValueOK()
 	info.Simulated, _ = bi.Lookup("mongosim", "simulated").BooleanOK()
 	for name := range arm.SetParameters {
 		r, err := admin.RunCommand(ctx, bson.D{{Key: "getParameter", Value: 1}, {Key: name, Value: 1}}).Raw()
 		if err != nil {
-			return MemberInfo{}, fmt.Errorf("arm %s needs server parameter %s, which member %s (version %s, %s) does not know: %v",
-				arm.Name, name, host, info.Version, info.GitVersion, err)
+			return MemberInfo{}, fmt.Errorf("arm %s needs server parameter %s, which member %s (%s, %s) does not know: %v",
+				arm.Name, name, host, info.Server(), info.GitVersion, err)
 		}
 		info.Parameters[name] = plain(r.Lookup(name))
 	}

@@ -3,6 +3,8 @@ package target
 import (
 	"context"
 	"fmt"
+	"net"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -23,6 +25,7 @@ type uriTarget struct {
 	simulated bool
 	previous  map[string]map[string]bson.RawValue // host -> parameter -> value before
 	startup   []MemberInfo
+	caps      Capabilities
 	logger    interface{ Info(string, ...any) }
 }
 
@@ -35,7 +38,7 @@ func provisionURI(ctx context.Context, arm arms.Arm, opts Options) (Deployment, 
 		return nil, fmt.Errorf("arm %s: connecting to %s: %w", arm.Name, arms.RedactURI(arm.URI), mongouri.RedactError(err, arm.URI))
 	}
 	defer c.Disconnect(context.Background())
-	members, err := discoverMembers(ctx, c)
+	members, topology, err := discoverMembers(ctx, c, arm.URI)
 	if err != nil {
 		return nil, fmt.Errorf("arm %s: discovering the members of %s: %w", arm.Name, arms.RedactURI(arm.URI), mongouri.RedactError(err, arm.URI))
 	}
@@ -45,27 +48,35 @@ func provisionURI(ctx context.Context, arm arms.Arm, opts Options) (Deployment, 
 		return nil, err
 	}
 	u.startup = info
-	for _, m := range info {
-		u.simulated = u.simulated || m.Simulated
+	for i := range u.startup {
+		u.startup[i].Topology = topology // the deployment's, as discovery saw it (mongos: not the shard's)
+		u.simulated = u.simulated || u.startup[i].Simulated
 	}
 	if err := u.apply(ctx, arm.SetParameters); err != nil {
 		_ = u.Close(context.Background())
 		return nil, fmt.Errorf("arm %s: %w", arm.Name, err)
 	}
+	if u.caps, err = probe(ctx, u.startup, arm); err != nil {
+		_ = u.Close(context.Background())
+		return nil, err
+	}
 	return u, nil
 }
 
 // discoverMembers lists a replica set's members, or through mongos every
-// shard's members (listShards).
-func discoverMembers(ctx context.Context, c *mongo.Client) ([]string, error) {
+// shard's members (listShards), or a standalone's one host; topology says
+// which ("replica set <name>", "mongos", "standalone"). A standalone is a
+// one-member deployment of its own, sampled at the host the URI names (a
+// standalone's hello has neither hosts nor me).
+func discoverMembers(ctx context.Context, c *mongo.Client, uri string) (members []string, topology string, err error) {
 	hello, err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Raw()
 	if err != nil {
-		return nil, err
+		return nil, "", fmt.Errorf("hello: %w", err)
 	}
 	if msg, _ := hello.Lookup("msg").StringValueOK(); msg == "isdbgrid" {
 		r, err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "listShards", Value: 1}}).Raw()
 		if err != nil {
-			return nil, err
+			return nil, "", fmt.Errorf("listShards: %w", err)
 		}
 		arr, _ := r.Lookup("shards").ArrayOK()
 		vals, _ := arr.Values()
@@ -78,7 +89,7 @@ func discoverMembers(ctx context.Context, c *mongo.Client) ([]string, error) {
 				out = append(out, host)
 			}
 		}
-		return out, nil
+		return out, "mongos", nil
 	}
 	if arr, ok := hello.Lookup("hosts").ArrayOK(); ok {
 		vals, _ := arr.Values()
@@ -86,13 +97,27 @@ func discoverMembers(ctx context.Context, c *mongo.Client) ([]string, error) {
 		for _, v := range vals {
 			out = append(out, v.StringValue())
 		}
-		return out, nil
+		name, _ := hello.Lookup("setName").StringValueOK()
+		return out, "replica set " + name, nil
 	}
-	me, _ := hello.Lookup("me").StringValueOK()
-	if me == "" {
-		return nil, fmt.Errorf("a standalone without 'me' in hello")
+	if me, _ := hello.Lookup("me").StringValueOK(); me != "" {
+		return []string{me}, topologyOf(hello), nil
 	}
-	return []string{me}, nil
+	hosts, err := uriHosts(uri)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(hosts) != 1 {
+		return nil, "", fmt.Errorf("a standalone answered, but the connection string names %d hosts: name the standalone's one host", len(hosts))
+	}
+	if strings.HasPrefix(uri, "mongodb+srv://") {
+		return nil, "", fmt.Errorf("a standalone answered through a mongodb+srv connection string: name its host:port with mongodb:// and directConnection=true")
+	}
+	host := hosts[0]
+	if _, _, err := net.SplitHostPort(host); err != nil {
+		host = net.JoinHostPort(strings.Trim(host, "[]"), "27017")
+	}
+	return []string{host}, "standalone", nil
 }
 
 func cutSlash(s string) (string, string, bool) {
@@ -149,10 +174,11 @@ func (u *uriTarget) direct(host string) (*mongo.Client, error) {
 	return mongo.Connect(options.Client().ApplyURI("mongodb://" + host + "/?directConnection=true").SetServerSelectionTimeout(10 * time.Second))
 }
 
-func (u *uriTarget) URI() string           { return u.uri }
-func (u *uriTarget) Members() []string     { return u.members }
-func (u *uriTarget) Simulated() bool       { return u.simulated }
-func (u *uriTarget) Startup() []MemberInfo { return u.startup }
+func (u *uriTarget) URI() string                { return u.uri }
+func (u *uriTarget) Members() []string          { return u.members }
+func (u *uriTarget) Simulated() bool            { return u.simulated }
+func (u *uriTarget) Startup() []MemberInfo      { return u.startup }
+func (u *uriTarget) Capabilities() Capabilities { return u.caps }
 func (u *uriTarget) Describe() string {
 	kind := "existing deployment"
 	if u.simulated {

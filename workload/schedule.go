@@ -149,7 +149,7 @@ func (o OpenLoop) pooled(start, end time.Time, gap func() time.Duration, sleepUn
 // unsupportedByCode names the "not implemented" codes (store.UnsupportedCodes)
 // for a server that sends a code without its codeName.
 var unsupportedByCode = map[int32]string{238: "NotImplemented", 59: "CommandNotFound", 168: "InvalidPipelineOperator",
-	40324: "Location40324", 16436: "Location16436"}
+	40324: "Location40324", 16436: "Location16436", 15952: "Location15952", 72: "InvalidOptions", 9: "FailedToParse"}
 
 // trialEnded marks the error of an operation the trial's end cut off.
 type trialEnded struct{ err error }

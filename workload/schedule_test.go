@@ -108,6 +108,15 @@ func TestClassify(t *testing.T) {
 		{mongo.CommandError{Code: 59, Name: "CommandNotFound"}, store.Unsupported, "CommandNotFound"},
 		{mongo.CommandError{Code: 168, Name: "InvalidPipelineOperator"}, store.Unsupported, "InvalidPipelineOperator"},
 		{mongo.CommandError{Code: 40324, Name: "Location40324"}, store.Unsupported, "Location40324"},
+		// What another implementation answers for what it cannot run.
+		{mongo.CommandError{Code: 72, Name: "InvalidOptions"}, store.Unsupported, "InvalidOptions"},
+		{mongo.CommandError{Code: 72}, store.Unsupported, "InvalidOptions"},
+		{mongo.CommandError{Code: 9}, store.Unsupported, "FailedToParse"},
+		{mongo.CommandError{Code: 15952}, store.Unsupported, "Location15952"},
+		// Overload and kills stay outcomes.
+		{mongo.CommandError{Code: 262, Name: "ExceededTimeLimit"}, store.Failed, "ExceededTimeLimit"},
+		{mongo.CommandError{Code: 50, Name: "MaxTimeMSExpired"}, store.Failed, "MaxTimeMSExpired"},
+		{mongo.CommandError{Code: 11601}, store.Killed, "Interrupted"},
 		{trialEnded{context.DeadlineExceeded}, store.Unfinished, store.TrialEnded},
 		{fmt.Errorf("aggregate: %w", trialEnded{mongo.CommandError{Code: 50, Name: "MaxTimeMSExpired"}}), store.Unfinished, store.TrialEnded},
 		{errors.New("boom"), store.Failed, "ClientError"},
