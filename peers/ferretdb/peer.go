@@ -13,9 +13,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 	"sync"
 
+	"github.com/FerretDB/FerretDB/build/version"
 	"github.com/FerretDB/FerretDB/ferretdb"
 )
 
@@ -43,6 +45,7 @@ func Start(ctx context.Context, dir string, logTo io.Writer) (*Server, error) {
 	if !strings.HasSuffix(dir, "/") {
 		dir += "/" // the SQLite handler wants a directory URI
 	}
+	nameVersionOnce.Do(nameVersion)
 	f, err := ferretdb.New(&ferretdb.Config{
 		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
 		Logger:    slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: slog.LevelWarn})),
@@ -74,6 +77,29 @@ func Start(ctx context.Context, dir string, logTo io.Writer) (*Server, error) {
 		return nil, fmt.Errorf("ferretdb: waiting for the listener: %w", ctx.Err())
 	}
 	return s, nil
+}
+
+// nameVersion makes buildInfo's ferretdbVersion name the release that
+// is linked in. An embedded FerretDB reads its version from files that
+// only its own release builds generate, and answers "unknown" otherwise;
+// the version of the FerretDB module in this binary's build information
+// is the same fact, so it is given instead (the pinned Version when the
+// binary carries no module information).
+var nameVersionOnce sync.Once
+
+func nameVersion() {
+	info := version.Get()
+	if info.Version != "unknown" && info.Version != "" {
+		return
+	}
+	info.Version = Version
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range bi.Deps {
+			if dep.Path == "github.com/FerretDB/FerretDB" && dep.Version != "" {
+				info.Version = dep.Version
+			}
+		}
+	}
 }
 
 // URI is the server's connection string (a standalone: connect directly).
