@@ -9,7 +9,7 @@ RACE_PKGS := ./mongosim/... ./target/... ./arms/... ./collect/... ./progress/...
 # as a failure when a worker is mid-way, with no crasher found.
 FUZZMINIMIZE ?= 100x
 
-.PHONY: all build test vet fmt-check tidy-check race fuzz mongosh-check chromium-check run calibrate bench clean
+.PHONY: all build test vet fmt-check tidy-check race fuzz mongosh-check chromium-check peer-check run calibrate bench clean
 
 all: build
 
@@ -57,6 +57,13 @@ chromium-check:
 	  $$(command -v sudo) apt-get update -qq && $$(command -v sudo) apt-get install -y -qq chromium >/dev/null; }
 	QMLSAB_CHROMIUM=$$(command -v chromium) $(GO) test -count=1 -run '^(TestReportDrawsInChromium|TestTrendDrawsInChromium|TestSweepDrawsInChromium)$$' ./cmd/qmlsab/
 
+# FerretDB v1.24.2, an independent wire-protocol server, as a test-only
+# peer: a nested module (peers/ferretdb/README.md), so FerretDB never
+# reaches the product's dependencies. Its first build takes minutes.
+peer-check: build
+	cd peers/ferretdb && $(GO) vet ./...
+	cd peers/ferretdb && $(GO) test -count=1 -timeout 20m ./...
+
 # Go's own summary comes last so it closes the output CI reads. Packages
 # of real-time trials take minutes, more on a busy machine: -timeout 30m
 # is a hang guard, not a speed target (go test's default is 10 minutes).
@@ -65,6 +72,7 @@ test: fmt-check tidy-check vet build
 	$(MAKE) chromium-check
 	$(MAKE) fuzz
 	$(MAKE) race
+	$(MAKE) peer-check
 	$(GO) test -count=1 -timeout 30m $(PKGS)
 
 bench: build
