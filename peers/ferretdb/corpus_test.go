@@ -15,7 +15,17 @@ import (
 // compare with, not an oracle, so its known faults are listed here rather
 // than bent into the expectations. (The mongosim side of the corpus is
 // tested in the root module, with no such list.)
-var knownDeviations = map[string]string{}
+//
+// Seen against the corpus as it stood in development (IDs as it named
+// them); cases whose seed FerretDB could not store are not listed.
+var knownDeviations = map[string]string{
+	"agg/setwindowfields-running-sum": "FerretDB v1 does not implement $setWindowFields (NotImplemented)",
+	"agg/setwindowfields-whole":       "FerretDB v1 does not implement $setWindowFields (NotImplemented)",
+	"agg/merge-window":                "FerretDB v1 implements neither $setWindowFields nor $merge (NotImplemented)",
+	"update/pull-condition":           "FerretDB's $pull ignores a query condition and removes nothing",
+	"update/pull-subdoc-query":        "FerretDB's $pull ignores a query on subdocuments and removes nothing",
+	"update/positional":               "FerretDB has no positional $ update operator: it refuses a field named '$'",
+}
 
 // Every corpus case FerretDB fails is a listed deviation: a new failure
 // is either a corpus case that is wrong or a FerretDB fault to list. A
