@@ -511,15 +511,13 @@ func provision(ctx context.Context, cfg Config, arm arms.Arm, index int) (dir st
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return dir, nil, store.Invalid, err.Error()
 	}
-	pctx, cancel := context.WithTimeout(ctx, provisionDeadline)
-	defer cancel()
-	dep, err := target.Provision(pctx, arm, target.Options{Dir: dir, AllowRemote: cfg.AllowRemote, Logger: cfg.Log,
-		Sim: cfg.Sim, SimMemLimitMB: cfg.SimMemLimitMB})
+	dep, err := target.Provision(ctx, arm, target.Options{Dir: dir, AllowRemote: cfg.AllowRemote, Logger: cfg.Log,
+		Sim: cfg.Sim, SimMemLimitMB: cfg.SimMemLimitMB, Deadline: provisionDeadline})
 	if err != nil {
 		if ctx.Err() != nil {
 			return dir, nil, store.Interrupted, ""
 		}
-		if pctx.Err() != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
 			return dir, nil, store.Invalid, fmt.Sprintf("provisioning: no reply in %s: %v", provisionDeadline, err)
 		}
 		return dir, nil, store.Invalid, "provisioning: " + err.Error()
@@ -616,12 +614,13 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 	report(progress.Update{Phase: "loading"})
 	lctx, cancelLoad := context.WithTimeout(ctx, loadDeadline(d.RealDocs))
 	err := d.Load(lctx)
+	loadExpired := lctx.Err() == context.DeadlineExceeded
 	cancelLoad()
 	if err != nil {
 		if ctx.Err() != nil {
 			return store.Interrupted, ""
 		}
-		if lctx.Err() != nil {
+		if loadExpired {
 			return store.Invalid, fmt.Sprintf("load: no reply in %s: %v", loadDeadline(d.RealDocs), err)
 		}
 		return store.Invalid, "loading data: " + err.Error()

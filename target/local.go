@@ -60,7 +60,10 @@ type member struct {
 
 func (m *member) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(m.port)) }
 
-func provisionLocal(ctx context.Context, arm arms.Arm, opts Options) (Deployment, error) {
+// provisionLocal starts the arm's members; they live until Close or
+// until life ends (an interrupted run), while ctx bounds only the waits
+// of provisioning (initiation, the startup check, the probe).
+func provisionLocal(life, ctx context.Context, arm arms.Arm, opts Options) (Deployment, error) {
 	if _, err := os.Stat(arm.Mongod); err != nil {
 		return nil, fmt.Errorf("arm %s: mongod binary: %w", arm.Name, err)
 	}
@@ -88,7 +91,7 @@ func provisionLocal(ctx context.Context, arm arms.Arm, opts Options) (Deployment
 	l.stop = stop
 	// Whatever the caller does, a cancelled trial leaves no process behind.
 	l.mu.Lock()
-	l.cancel = context.AfterFunc(ctx, func() { _ = l.Close(context.Background()) })
+	l.cancel = context.AfterFunc(life, func() { _ = l.Close(context.Background()) })
 	l.mu.Unlock()
 	for i := range 3 {
 		ln, err := mongosim.ListenLoopback()
@@ -109,7 +112,7 @@ func provisionLocal(ctx context.Context, arm arms.Arm, opts Options) (Deployment
 		l.mu.Lock()
 		if l.closed {
 			l.mu.Unlock()
-			return nil, fmt.Errorf("arm %s: starting members: %w", arm.Name, context.Cause(ctx))
+			return nil, fmt.Errorf("arm %s: starting members: %w", arm.Name, context.Cause(life))
 		}
 		l.members = append(l.members, m)
 		err = l.start(m)

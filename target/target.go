@@ -62,7 +62,11 @@ type Options struct {
 	Sim mongosim.SimOptions
 	// SimMemLimitMB is the embedded members' memory limit (0: 32 GiB).
 	SimMemLimitMB int64
-	Logger        *slog.Logger
+	// Deadline bounds provisioning's waits on the server (starting or
+	// attaching, the startup check, the probe); 0: only ctx bounds them.
+	// It does not bound the deployment's life.
+	Deadline time.Duration
+	Logger   *slog.Logger
 }
 
 // Provision creates the arm's deployment and applies its parameters.
@@ -70,13 +74,19 @@ func Provision(ctx context.Context, arm arms.Arm, opts Options) (Deployment, err
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	wait := ctx
+	if opts.Deadline > 0 {
+		var cancel context.CancelFunc
+		wait, cancel = context.WithTimeout(ctx, opts.Deadline)
+		defer cancel()
+	}
 	switch arm.Target {
 	case arms.TargetEmbedded, "":
-		return provisionEmbedded(ctx, arm, opts)
+		return provisionEmbedded(wait, arm, opts)
 	case arms.TargetLocal:
-		return provisionLocal(ctx, arm, opts)
+		return provisionLocal(ctx, wait, arm, opts)
 	case arms.TargetURI:
-		return provisionURI(ctx, arm, opts)
+		return provisionURI(wait, arm, opts)
 	}
 	return nil, fmt.Errorf("arm %s: unknown target %q", arm.Name, arm.Target)
 }
