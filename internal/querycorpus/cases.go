@@ -156,6 +156,7 @@ func projectionCases() []Case {
 		project("project/dotted-exclude-array", "a dotted exclusion applies in each document of an array", d("_id", 5), d("items.sku", 0, "_id", 0, "name", 0, "age", 0, "tags", 0),
 			d("items", a(d("qty", 1), d("qty", 12)), "score", -1)),
 		project("project/computed", "a find projection may compute a field from an expression", one, d("n", "$name"), d("_id", 1, "n", "ann")),
+		findErr("project/error-unknown-expression", "an unknown $-operator as a projection field is 31325 (4.4+)", findCmd(d(), "projection", d("x", d("$foo", 1))), 31325, "Location31325"),
 		findErr("project/error-exclusion-in-inclusion", "exclusion in an inclusion projection is 31254", findCmd(d(), "projection", d("name", 1, "age", 0)), 31254, "Location31254"),
 		findErr("project/error-inclusion-in-exclusion", "inclusion in an exclusion projection is 31253", findCmd(d(), "projection", d("name", 0, "age", 1)), 31253, "Location31253"),
 	}
@@ -171,9 +172,10 @@ func skipLimitCases() []Case {
 		findErr("find/error-negative-limit", "the find command's limit must be >= 0 (drivers send a negative limit as limit plus singleBatch)", findCmd(d(), "limit", -2), 51024, "Location51024"),
 		agg("agg/skip-limit", "$sort, $skip, $limit in order", true, a(d("$sort", d("_id", 1)), d("$skip", 2), d("$limit", 2), d("$project", d("_id", 1))), d("_id", 3), d("_id", 4)),
 		aggErr("agg/error-limit-zero", "$limit must be positive", a(d("$limit", 0)), 15958, "Location15958"),
-		aggErr("agg/error-limit-negative", "$limit must be positive", a(d("$limit", -1)), 15958, "Location15958"),
-		aggErr("agg/error-skip-negative", "$skip cannot be negative", a(d("$skip", -1)), 15956, "Location15956"),
-		aggErr("agg/error-skip-string", "$skip must be a number", a(d("$skip", "x")), 15972, "Location15972"),
+		aggErr("agg/error-limit-negative", "a $limit that is not a non-negative integer is 5107201 (5.0+); only 0 is 15958", a(d("$limit", -1)), 5107201, "Location5107201"),
+		aggErr("agg/error-limit-fraction", "a $limit must be an integer (5107201)", a(d("$limit", 1.5)), 5107201, "Location5107201"),
+		aggErr("agg/error-skip-negative", "a negative $skip is 5107200 (5.0+)", a(d("$skip", -1)), 5107200, "Location5107200"),
+		aggErr("agg/error-skip-string", "a $skip that is not a number is 5107200 (5.0+)", a(d("$skip", "x")), 5107200, "Location5107200"),
 	}
 }
 
@@ -294,7 +296,9 @@ func aggregateCases() []Case {
 			Command: aggCmd(a(whole, d("$merge", d("into", OutColl)))), Want: withRun(36, 36, 36, 36, 36)},
 		aggErr("agg/error-merge-not-last", "$merge must be the last stage", a(d("$merge", d("into", OutColl)), d("$match", d())), 40601, "Location40601"),
 		aggErr("agg/error-unknown-stage", "an unknown stage is 40324", a(d("$foo", d())), 40324, "Location40324"),
-		aggErr("agg/error-unknown-expression", "an unknown expression is InvalidPipelineOperator", a(d("$project", d("x", d("$foo", 1)))), 168, "InvalidPipelineOperator"),
+		aggErr("agg/error-unknown-expression", "an unknown expression as a $project field is the projection parser's 31325 (4.4+)", a(d("$project", d("x", d("$foo", 1)))), 31325, "Location31325"),
+		aggErr("agg/error-unknown-expression-addfields", "an unknown expression in $addFields is InvalidPipelineOperator", a(d("$addFields", d("x", d("$foo", 1)))), 168, "InvalidPipelineOperator"),
+		aggErr("agg/error-unknown-expression-nested", "an unknown expression inside an expression is InvalidPipelineOperator", a(d("$project", d("x", d("$add", a(d("$foo", 1), 1))))), 168, "InvalidPipelineOperator"),
 		aggErr("agg/error-group-no-id", "$group needs an _id", a(d("$group", d("n", d("$sum", 1)))), 15955, "Location15955"),
 		aggErr("agg/error-unknown-accumulator", "an unknown accumulator is 15952", a(d("$group", d("_id", nil, "x", d("$foo", 1)))), 15952, "Location15952"),
 		aggErr("agg/error-sort-direction", "a $sort direction must be 1 or -1", a(d("$sort", d("a", 0))), 15975, "Location15975"),

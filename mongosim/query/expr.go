@@ -177,6 +177,16 @@ var knownExpressions = map[string]bool{
 	"$objectToArray": true, "$arrayToObject": true, "$rand": true, "$isArray": true, "$split": true,
 }
 
+// isExpressionName reports whether op is an expression operator mongod
+// knows, implemented here or not.
+func isExpressionName(op string) bool {
+	switch op {
+	case "$literal", "$add", "$subtract", "$multiply", "$divide":
+		return true
+	}
+	return knownExpressions[op]
+}
+
 // CompileExpr compiles a field path ("$a.b"), a literal, {$literal: v}, an
 // object or array of expressions, or one of $add, $subtract, $multiply,
 // $divide. Other operators mongod knows are refused with NotImplemented;
