@@ -63,8 +63,10 @@ type arithExpr struct {
 	args []Expr
 }
 
-// arithCodes are mongod's location codes for a non-numeric operand.
-var arithCodes = map[string]int32{"$add": 16554, "$multiply": 16555, "$subtract": 16556, "$divide": 16609}
+// arithCodes are mongod's codes for a non-numeric operand: current
+// mongod answers TypeMismatch for $multiply, $subtract and $divide (4.x
+// had the location codes 16555, 16556, 16609); $add keeps 16554.
+var arithCodes = map[string]int32{"$add": 16554, "$multiply": mongoerr.TypeMismatch, "$subtract": mongoerr.TypeMismatch, "$divide": mongoerr.TypeMismatch}
 
 func (a arithExpr) Eval(doc bson.Raw) (bson.RawValue, error) {
 	vals := make([]bson.RawValue, len(a.args))
