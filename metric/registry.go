@@ -155,11 +155,11 @@ var Registry = []Metric{
 			return median(v), ""
 		}), []string{store.StormRecords, store.KillRecords}},
 	{UnsafeSheds, "unsafe sheds", "", -1, true, "merge workload: ops that failed shed or killed after their $merge wrote documents", true,
-		mergeOps(func(o store.MergeOp) bool { return o.Unsafe }), nil},
+		unsafeSheds(func(o store.MergeOp) bool { return o.Unsafe }), nil},
 	{"unsafe_sheds_primary", "unsafe sheds on primary", "", -1, true, "unsafe sheds of $merge ops run on the primary", false,
-		mergeOps(func(o store.MergeOp) bool { return o.Unsafe && o.ReadPreference == "primary" }), nil},
+		unsafeSheds(func(o store.MergeOp) bool { return o.Unsafe && o.ReadPreference == "primary" }), nil},
 	{"unsafe_sheds_secondary", "unsafe sheds on secondary", "", -1, true, "unsafe sheds of $merge ops run with read preference secondary", false,
-		mergeOps(func(o store.MergeOp) bool { return o.Unsafe && o.ReadPreference == "secondary" }), nil},
+		unsafeSheds(func(o store.MergeOp) bool { return o.Unsafe && o.ReadPreference == "secondary" }), nil},
 	{"merge_ops", "merge ops", "", 0, true, "merge workload: $merge ops run", false, mergeOps(func(store.MergeOp) bool { return true }), nil},
 	{"merge_completed", "merge completed", "", 0, true, "merge ops that completed", true, mergeOutcome(store.Completed), nil},
 	{"merge_shed", "merge shed", "", 0, true, "merge ops that failed QueryMemoryLimitExceeded", true, mergeOutcome(store.Shed), nil},
@@ -271,13 +271,22 @@ func Validity(r store.Records) string {
 		}
 		return strings.Compare(a.stage+a.code, b.stage+b.code)
 	})
+	// What the storm was made of: a merge_partial_write trial's is its
+	// $merge ops.
+	ops := "storm queries"
+	switch {
+	case r.Merge != nil && len(r.Storm) == 0:
+		ops = "merge ops"
+	case r.Merge != nil:
+		ops = "storm queries and merge ops"
+	}
 	var parts []string
 	for _, k := range keys {
 		stage := k.stage
 		if stage == "" {
 			stage = "the storm's query"
 		}
-		parts = append(parts, fmt.Sprintf("%s: %d of %d storm queries failed %s", stage, counts[k], total, k.code))
+		parts = append(parts, fmt.Sprintf("%s: %d of %d %s failed %s", stage, counts[k], total, ops, k.code))
 	}
 	return fmt.Sprintf("the server does not implement %s (more than %.0f %% of the storm is unsupported)",
 		strings.Join(parts, "; "), 100*MaxUnsupportedShare)
@@ -361,6 +370,36 @@ func mergeOps(match func(store.MergeOp) bool) func(t *trial) (float64, string) {
 			}
 		}
 		return float64(n), ""
+	}
+}
+
+// unsafeSheds counts the merge ops match picks, unless the server could
+// not run the $merge ops (more than MaxUnsupportedShare of them failed as
+// unsupported): an op that never ran cannot be shed, safely or not, so
+// the count is absent with why rather than a measured 0.
+func unsafeSheds(match func(store.MergeOp) bool) func(t *trial) (float64, string) {
+	count := mergeOps(match)
+	return func(t *trial) (float64, string) {
+		if t.Merge == nil {
+			return 0, notApplicable
+		}
+		codes := map[string]int{}
+		unsupported := 0
+		for _, o := range t.Merge.Ops {
+			if o.Outcome == store.Unsupported {
+				codes[o.Code]++
+				unsupported++
+			}
+		}
+		if unsupported > 0 && float64(unsupported) > MaxUnsupportedShare*float64(len(t.Merge.Ops)) {
+			var parts []string
+			for _, c := range slices.Sorted(maps.Keys(codes)) {
+				parts = append(parts, fmt.Sprintf("%d %s", codes[c], c))
+			}
+			return 0, fmt.Sprintf("not measured: the server could not run the $merge ops (%d of %d failed: %s)",
+				unsupported, len(t.Merge.Ops), strings.Join(parts, ", "))
+		}
+		return count(t)
 	}
 }
 

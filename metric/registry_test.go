@@ -175,7 +175,7 @@ func TestValidityCountsMergeOpsTheServerDoesNotImplement(t *testing.T) {
 		r.Merge.Ops = append(r.Merge.Ops, store.MergeOp{Op: i, Outcome: store.Unsupported, Code: "NotImplemented"})
 	}
 	why := Validity(r)
-	if !strings.Contains(why, "$merge: 10 of 10 storm queries failed NotImplemented") {
+	if !strings.Contains(why, "$merge: 10 of 10 merge ops failed NotImplemented") {
 		t.Fatalf("reason %q: want the $merge ops named", why)
 	}
 	for i := range r.Merge.Ops {
@@ -183,6 +183,50 @@ func TestValidityCountsMergeOpsTheServerDoesNotImplement(t *testing.T) {
 	}
 	if why := Validity(r); why != "" {
 		t.Fatalf("shed $merge ops are outcomes, not an invalid trial: %s", why)
+	}
+}
+
+// The unsafe-shed counts of a merge trial whose $merge ops the server
+// could not run are absent with why (the trial table's "–[n]"), not 0;
+// once the ops ran, the same counts are measurements again, 0 included.
+func TestUnsafeShedsOfMergeOpsThatNeverRanAreAbsent(t *testing.T) {
+	unsafe := []string{UnsafeSheds, "unsafe_sheds_primary", "unsafe_sheds_secondary"}
+	var r store.Records
+	r.Merge = &store.MergeRun{}
+	for i := range 3 {
+		r.Merge.Ops = append(r.Merge.Ops, store.MergeOp{Op: i, Outcome: store.Unsupported, Code: "NotImplemented", ReadPreference: "primary"})
+	}
+	values, absent := Explain(r)
+	for _, m := range unsafe {
+		if v, ok := values[m]; ok {
+			t.Errorf("%s = %v from $merge ops that all failed NotImplemented; want absent", m, v)
+		}
+		if want := "not measured: the server could not run the $merge ops (3 of 3 failed: 3 NotImplemented)"; absent[m] != want {
+			t.Errorf("%s absent because %q, want %q", m, absent[m], want)
+		}
+	}
+	if v, ok := values["merge_ops"]; !ok || v != 3 {
+		t.Errorf("merge_ops = %v (present %v): the ops were sent, that is a measurement", v, ok)
+	}
+
+	// One unsupported op of ten is within MaxUnsupportedShare: the others
+	// ran, and their unsafe sheds are counted.
+	r.Merge.Ops = nil
+	for i := range 10 {
+		o := store.MergeOp{Op: i, Outcome: store.Completed, ReadPreference: "secondary"}
+		switch i {
+		case 0:
+			o.Outcome, o.Code = store.Unsupported, "NotImplemented"
+		case 1, 2:
+			o.Outcome, o.Code, o.Unsafe = store.Shed, "QueryMemoryLimitExceeded", true
+		}
+		r.Merge.Ops = append(r.Merge.Ops, o)
+	}
+	values, absent = Explain(r)
+	for m, want := range map[string]float64{UnsafeSheds: 2, "unsafe_sheds_primary": 0, "unsafe_sheds_secondary": 2} {
+		if v, ok := values[m]; !ok || v != want {
+			t.Errorf("%s = %v (present %v, absent %q), want %v", m, v, ok, absent[m], want)
+		}
 	}
 }
 

@@ -215,15 +215,52 @@ func (c Case) run(ctx context.Context, db *mongo.Database) (string, bool) {
 }
 
 func (c Case) errorOutcome(err error) (string, bool) {
-	var ce mongo.CommandError
-	if errors.As(err, &ce) {
-		return c.codeOutcome(ce.Code, ce.Name)
-	}
-	var we mongo.WriteException
-	if errors.As(err, &we) && len(we.WriteErrors) > 0 {
-		return c.codeOutcome(int32(we.WriteErrors[0].Code), "")
+	if code, name, ok := serverErrorCode(err); ok {
+		return c.codeOutcome(code, name)
 	}
 	return "error: " + err.Error(), false
+}
+
+// serverErrorCode is the code (and codeName, when the server sent one) of
+// an error the server reported, however the driver wrapped it: a command
+// error, or the first write error (else the write concern error) of a
+// write or bulk write exception. ok is false for errors that carry no
+// server code (network, context, decoding).
+func serverErrorCode(err error) (code int32, name string, ok bool) {
+	var ce mongo.CommandError
+	if errors.As(err, &ce) {
+		return ce.Code, ce.Name, true
+	}
+	var we mongo.WriteException
+	if errors.As(err, &we) {
+		if len(we.WriteErrors) > 0 {
+			return writeErrorCode(we.WriteErrors[0])
+		}
+		if we.WriteConcernError != nil {
+			return int32(we.WriteConcernError.Code), we.WriteConcernError.Name, true
+		}
+	}
+	var bwe mongo.BulkWriteException
+	if errors.As(err, &bwe) {
+		if len(bwe.WriteErrors) > 0 {
+			return writeErrorCode(bwe.WriteErrors[0].WriteError)
+		}
+		if bwe.WriteConcernError != nil {
+			return int32(bwe.WriteConcernError.Code), bwe.WriteConcernError.Name, true
+		}
+	}
+	return 0, "", false
+}
+
+// writeErrorCode reads a write error's code, and its codeName from the
+// server's original document when it holds one (mongod's write errors
+// usually do not).
+func writeErrorCode(we mongo.WriteError) (int32, string, bool) {
+	name := ""
+	if we.Raw != nil {
+		name, _ = we.Raw.Lookup("codeName").StringValueOK()
+	}
+	return int32(we.Code), name, true
 }
 
 // codeOutcome compares an error's code, and its codeName when the server

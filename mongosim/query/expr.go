@@ -63,8 +63,10 @@ type arithExpr struct {
 	args []Expr
 }
 
-// arithCodes are mongod's location codes for a non-numeric operand.
-var arithCodes = map[string]int32{"$add": 16554, "$multiply": 16555, "$subtract": 16556, "$divide": 16609}
+// arithCodes are mongod's codes for a non-numeric operand: current
+// mongod answers TypeMismatch for $multiply, $subtract and $divide (4.x
+// had the location codes 16555, 16556, 16609); $add keeps 16554.
+var arithCodes = map[string]int32{"$add": 16554, "$multiply": mongoerr.TypeMismatch, "$subtract": mongoerr.TypeMismatch, "$divide": mongoerr.TypeMismatch}
 
 func (a arithExpr) Eval(doc bson.Raw) (bson.RawValue, error) {
 	vals := make([]bson.RawValue, len(a.args))
@@ -175,6 +177,16 @@ var knownExpressions = map[string]bool{
 	"$toString": true, "$toInt": true, "$toLong": true, "$toDouble": true, "$convert": true, "$type": true,
 	"$dateToString": true, "$year": true, "$month": true, "$dayOfMonth": true, "$let": true, "$mergeObjects": true,
 	"$objectToArray": true, "$arrayToObject": true, "$rand": true, "$isArray": true, "$split": true,
+}
+
+// isExpressionName reports whether op is an expression operator mongod
+// knows, implemented here or not.
+func isExpressionName(op string) bool {
+	switch op {
+	case "$literal", "$add", "$subtract", "$multiply", "$divide":
+		return true
+	}
+	return knownExpressions[op]
 }
 
 // CompileExpr compiles a field path ("$a.b"), a literal, {$literal: v}, an

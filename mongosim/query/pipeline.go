@@ -176,12 +176,14 @@ func (s sortStage) Run(_ Env, in []bson.Raw) ([]bson.Raw, error) {
 
 type limitStage int64
 
+// compileLimit: mongod (5.0+) refuses a $limit that is not a
+// non-negative integer with 5107201, and 0 with 15958.
 func compileLimit(spec bson.RawValue) (Stage, error) {
 	n, ok := wholeNumber(spec)
-	if !ok {
-		return nil, mongoerr.New(15957, "the limit must be specified as a number")
+	if !ok || n < 0 {
+		return nil, mongoerr.New(5107201, "invalid argument to $limit stage: expected a non-negative integer, got %s", spec)
 	}
-	if n <= 0 {
+	if n == 0 {
 		return nil, mongoerr.New(15958, "the limit must be positive")
 	}
 	return limitStage(n), nil

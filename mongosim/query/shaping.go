@@ -33,13 +33,12 @@ func wholeNumber(v bson.RawValue) (int64, bool) {
 
 type skipStage int64
 
+// compileSkip: mongod (5.0+) refuses any $skip that is not a
+// non-negative integer with 5107200.
 func compileSkip(spec bson.RawValue) (Stage, error) {
 	n, ok := wholeNumber(spec)
-	if !ok {
-		return nil, mongoerr.New(15972, "Argument to $skip must be a number")
-	}
-	if n < 0 {
-		return nil, mongoerr.New(15956, "Argument to $skip cannot be negative")
+	if !ok || n < 0 {
+		return nil, mongoerr.New(5107200, "invalid argument to $skip stage: expected a non-negative integer, got %s", spec)
 	}
 	return skipStage(n), nil
 }

@@ -240,6 +240,13 @@ func (p *Projection) add(prefix string, spec bson.Raw, mode, idMode *int) error 
 			case "$slice", "$elemMatch", "$meta":
 				return notImplemented("the projection operator " + first.Key())
 			}
+			// mongod's projection parser (find and $project alike) takes
+			// {f: {$op: ...}} as an expression only when $op is one;
+			// otherwise it is an unknown expression, 31325, not the
+			// expression parser's InvalidPipelineOperator.
+			if elems, _ := d.Elements(); len(elems) == 1 && !isExpressionName(first.Key()) {
+				return mongoerr.New(31325, "Unknown expression %s", first.Key())
+			}
 			fallthrough
 		default:
 			var err error
