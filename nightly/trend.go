@@ -125,9 +125,9 @@ type trendMark struct{ Direction, Text string }
 // no run id can name an object's prototype).
 type trendData struct {
 	Options map[string]chart.Option `json:"options"`
-	Tips    map[string][]string `json:"tips"`
-	Nights  []string            `json:"nights"`
-	Links   [][2]string         `json:"links"` // [run id, href] pairs: a JS Map
+	Tips    map[string][]string     `json:"tips"`
+	Nights  []string                `json:"nights"`
+	Links   [][2]string             `json:"links"` // [run id, href] pairs: a JS Map
 }
 
 // trendColors: values line and its band (the first arm colour), effect
