@@ -240,6 +240,8 @@ const (
 	// Ink is the colour of marks that are not an arm's (trial points,
 	// the frame of a default setting).
 	Ink = "#1d2329"
+	// Paper is the page's background: the gaps between heatmap cells.
+	Paper = "#ffffff"
 	// Frame outlines a highlighted item.
 	Frame = "#111111"
 	// Muted is the colour of reference lines (marks, limits, zero).
