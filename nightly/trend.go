@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -18,7 +17,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-echarts/go-echarts/v2/opts"
+
 	"github.com/qmlsab/qmlsab/history"
+	"github.com/qmlsab/qmlsab/internal/chart"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/report"
 	"github.com/qmlsab/qmlsab/store"
@@ -122,17 +124,18 @@ type trendMark struct{ Direction, Text string }
 // links of the nights whose report is reachable (pairs, not an object, so
 // no run id can name an object's prototype).
 type trendData struct {
-	Options map[string]any      `json:"options"`
-	Tips    map[string][]string `json:"tips"`
-	Nights  []string            `json:"nights"`
-	Links   [][2]string         `json:"links"` // [run id, href] pairs: a JS Map
+	Options map[string]chart.Option `json:"options"`
+	Tips    map[string][]string     `json:"tips"`
+	Nights  []string                `json:"nights"`
+	Links   [][2]string             `json:"links"` // [run id, href] pairs: a JS Map
 }
 
-// trendColors: values line, band, effect line.
-const (
-	trendLine   = "#1f6fb2"
-	trendBand   = "rgba(31,111,178,0.22)"
-	trendEffect = "#7b4fb5"
+// trendColors: values line and its band (the first arm colour), effect
+// line.
+var (
+	trendLine   = chart.ArmColor(0)
+	trendBand   = chart.Fade(trendLine, 0.22)
+	trendEffect = chart.Violet
 )
 
 func buildTrend(ctx context.Context, st history.Store, out string, opts TrendOptions) (*trendPage, error) {
@@ -142,7 +145,7 @@ func buildTrend(ctx context.Context, st history.Store, out string, opts TrendOpt
 	}
 	p := &trendPage{Nights: len(runs), EchartsNotice: templates.EchartsNotice(), EchartsJS: templates.EchartsJS(),
 		Empty: len(runs) == 0, Filter: trendFilter(opts.Filter)}
-	data := trendData{Options: map[string]any{}, Tips: map[string][]string{}, Nights: []string{}, Links: [][2]string{}}
+	data := trendData{Options: map[string]chart.Option{}, Tips: map[string][]string{}, Nights: []string{}, Links: [][2]string{}}
 	links := map[string]string{}
 	index := map[string]int{}
 	var workloads, baselines, hosts []string
@@ -271,7 +274,7 @@ func buildTrend(ctx context.Context, st history.Store, out string, opts TrendOpt
 				}
 				med := metric.Quantile(pt.Values, 0.5)
 				lo, hi := slices.Min(pt.Values), slices.Max(pt.Values)
-				medians[i], mins[i], spans[i] = trendRound(med*scale), trendRound(lo*scale), trendRound((hi-lo)*scale)
+				medians[i], mins[i], spans[i] = trendValue(med*scale), trendValue(lo*scale), trendValue((hi-lo)*scale)
 				cells[i].Value = fmt.Sprintf("%s [%s–%s]", trendNumber(def, med), trendNumber(def, lo), trendNumber(def, hi))
 				valueTips[i] = fmt.Sprintf("median %s, range %s–%s, n=%d", trendNumber(def, med), trendNumber(def, lo), trendNumber(def, hi), len(pt.Values))
 			}
@@ -292,7 +295,7 @@ func buildTrend(ctx context.Context, st history.Store, out string, opts TrendOpt
 					}
 				}
 				data.Options[vid] = trendValuesOption(title+": nightly median and min–max"+trendSimTitle(sim, seen), unit, labels,
-					mins, spans, medians, trendMarkLines(def, vmarks, false))
+					mins, spans, medians, trendMarkLines(vmarks, false))
 				data.Tips[vid] = tips
 				sec.Charts = append(sec.Charts, trendChart{ID: vid, Kind: "values"})
 			}
@@ -315,7 +318,7 @@ func buildTrend(ctx context.Context, st history.Store, out string, opts TrendOpt
 				if base == "" {
 					base = e.Baseline
 				}
-				shifts[i] = trendRound(e.Shift * scale)
+				shifts[i] = trendValue(e.Shift * scale)
 				cells[i].Effect, cells[i].P = trendSigned(def, e.Shift), fmt.Sprintf("%.3f", e.P)
 				etips[i] = fmt.Sprintf("effect vs %s (Hodges-Lehmann shift) %s, Mann-Whitney p=%.3f", e.Baseline, trendSigned(def, e.Shift), e.P)
 			}
@@ -329,7 +332,7 @@ func buildTrend(ctx context.Context, st history.Store, out string, opts TrendOpt
 					}
 				}
 				data.Options[eid] = trendEffectOption(fmt.Sprintf("%s — effect of %s vs %s (Hodges-Lehmann shift)%s", def.Title, arm, base, trendSimTitle(esim, eseen)),
-					unit, labels, shifts, trendMarkLines(def, emarks, true))
+					unit, labels, shifts, trendMarkLines(emarks, true))
 				data.Tips[eid] = etips
 				sec.Charts = append(sec.Charts, trendChart{ID: eid, Kind: "effect"})
 				if eseen < 2 {
@@ -360,13 +363,9 @@ func buildTrend(ctx context.Context, st history.Store, out string, opts TrendOpt
 	if p.SimulatedNights > 0 {
 		p.Title += " (SIMULATED)"
 	}
-	js, err := json.Marshal(data)
-	if err != nil {
+	if p.Data, err = chart.JS(data); err != nil {
 		return nil, err
 	}
-	// User strings (run ids, arm names) reach the page as JSON strings;
-	// "<" escaped as \u003c keeps any "</script" in them inert.
-	p.Data = template.JS(strings.ReplaceAll(string(js), "<", `\u003c`))
 	return p, nil
 }
 
@@ -562,6 +561,9 @@ func trendSigned(m metric.Metric, v float64) string {
 	return s
 }
 
+// trendValue is a night's value as drawn: present, rounded (trendRound).
+func trendValue(v float64) chart.Datum { return chart.V(chart.Num(trendRound(v))) }
+
 // trendRound keeps charts' JSON short without changing what is drawn.
 func trendRound(v float64) float64 {
 	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
@@ -571,12 +573,9 @@ func trendRound(v float64) float64 {
 	return math.Round(v*p) / p
 }
 
-func trendDashes(n int) []any {
-	out := make([]any, n)
-	for i := range out {
-		out[i] = "-"
-	}
-	return out
+// trendDashes are n nights without a value (ECharts' "-").
+func trendDashes(n int) []chart.Datum {
+	return make([]chart.Datum, n)
 }
 
 func trendNights(n int) string {
@@ -625,20 +624,19 @@ func trendChangeText(m metric.Metric, c Change) string {
 func trendDirColor(dir string) string {
 	switch dir {
 	case Regression:
-		return "#b3261e"
+		return chart.Regression
 	case Improvement:
-		return "#17713a"
+		return chart.Improvement
 	}
-	return "#5f6b77"
+	return chart.Neutral
 }
 
 // trendMarkLines marks each change point at its night (an x-axis index),
 // labelled with its direction and p; effect charts also get a zero line.
-func trendMarkLines(m metric.Metric, at map[int][]Change, zero bool) map[string]any {
-	var items []any
+func trendMarkLines(at map[int][]Change, zero bool) *chart.MarkLine {
+	var items []chart.MarkLineItem
 	if zero {
-		items = append(items, map[string]any{"yAxis": 0, "name": "no effect",
-			"lineStyle": map[string]any{"color": "#888", "type": "dotted", "width": 1}, "label": map[string]any{"show": false}})
+		items = append(items, chart.Reference(0, "no effect", false))
 	}
 	nights := make([]int, 0, len(at))
 	for i := range at {
@@ -651,59 +649,46 @@ func trendMarkLines(m metric.Metric, at map[int][]Change, zero bool) map[string]
 			if c.After < c.Before {
 				arrow = "▼"
 			}
-			color := trendDirColor(c.Direction)
-			items = append(items, map[string]any{"xAxis": i, "name": "change point",
-				"lineStyle": map[string]any{"color": color, "type": "dashed", "width": 2},
-				"label": map[string]any{"show": true, "position": "insideEndTop", "color": color, "fontWeight": "bold",
-					"formatter": fmt.Sprintf("%s %s p=%.3f", arrow, c.Direction, c.P)}})
+			items = append(items, chart.ChangePoint(float64(i), fmt.Sprintf("%s %s p=%.3f", arrow, c.Direction, c.P), trendDirColor(c.Direction)))
 		}
 	}
-	if len(items) == 0 {
-		return nil
-	}
-	return map[string]any{"silent": true, "symbol": []string{"none", "none"}, "animation": false, "data": items}
+	return chart.Lines(items...)
 }
 
-func trendBase(title, unit string, labels []string) map[string]any {
-	return map[string]any{
-		"animation": false,
-		"title":     map[string]any{"text": title, "textStyle": map[string]any{"fontSize": 14}},
-		"tooltip":   map[string]any{"trigger": "axis", "confine": true},
-		"grid":      map[string]any{"top": 62, "left": 70, "right": 30, "bottom": 60},
-		"xAxis":     map[string]any{"type": "category", "data": labels, "boundaryGap": false},
-		"yAxis":     map[string]any{"type": "value", "name": unit, "scale": true},
-		"dataZoom":  []any{map[string]any{"type": "inside"}, map[string]any{"type": "slider", "height": 18, "bottom": 8}},
-	}
+// trendBase is a trend chart: the nights on a category axis, the value
+// axis in unit, zoomable. The page's script gives the tooltip its
+// per-night text.
+func trendBase(title, unit string, labels []string) chart.Option {
+	o := chart.New(title)
+	o.Legend = nil
+	o.Grid.Top = "62"
+	o.XAxis = &chart.Axis{Type: "category", Data: labels, BoundaryGap: chart.Bool(false)}
+	o.YAxis = &chart.Axis{Type: "value", Name: unit, Scale: true}
+	o.DataZoom = chart.Zoom()
+	return o
 }
 
 // trendValuesOption: the min–max band (a transparent min line with the
 // span stacked on it, filled) and the median line with the change points.
-func trendValuesOption(title, unit string, labels []string, mins, spans, medians []any, marks map[string]any) map[string]any {
+func trendValuesOption(title, unit string, labels []string, mins, spans, medians []chart.Datum, marks *chart.MarkLine) chart.Option {
 	o := trendBase(title, unit, labels)
-	o["legend"] = map[string]any{"top": 28, "data": []string{"median", "min–max"}}
-	median := map[string]any{"name": "median", "type": "line", "data": medians, "color": trendLine, "symbolSize": 6,
-		"showAllSymbol": true, "cursor": "pointer", "z": 3}
-	if marks != nil {
-		median["markLine"] = marks
-	}
-	o["series"] = []any{
-		map[string]any{"name": "min", "type": "line", "stack": "band", "stackStrategy": "all", "data": mins, "symbol": "none",
-			"lineStyle": map[string]any{"opacity": 0}, "silent": true, "tooltip": map[string]any{"show": false}},
-		map[string]any{"name": "min–max", "type": "line", "stack": "band", "stackStrategy": "all", "data": spans, "symbol": "none",
-			"color": trendBand, "lineStyle": map[string]any{"opacity": 0}, "areaStyle": map[string]any{"color": trendBand}, "silent": true},
-		median,
+	o.Legend = &opts.Legend{Show: opts.Bool(true), Top: "28", Data: []string{"median", "min–max"}}
+	hidden := &opts.LineStyle{Opacity: opts.Float(0)}
+	o.Series = []chart.Series{
+		{Name: "min", Type: "line", Stack: "band", StackStrategy: "all", Data: mins, Symbol: "none",
+			LineStyle: hidden, Silent: true, Tooltip: &chart.Tooltip{Show: chart.Bool(false)}},
+		{Name: "min–max", Type: "line", Stack: "band", StackStrategy: "all", Data: spans, Symbol: "none",
+			Color: trendBand, LineStyle: hidden, AreaStyle: &opts.AreaStyle{Color: trendBand}, Silent: true},
+		{Name: "median", Type: "line", Data: medians, Color: trendLine, SymbolSize: 6, ShowAllSymbol: true, Cursor: "pointer", Z: 3,
+			MarkLine: marks},
 	}
 	return o
 }
 
-func trendEffectOption(title, unit string, labels []string, shifts []any, marks map[string]any) map[string]any {
+func trendEffectOption(title, unit string, labels []string, shifts []chart.Datum, marks *chart.MarkLine) chart.Option {
 	o := trendBase(title, unit, labels)
-	o["grid"] = map[string]any{"top": 40, "left": 70, "right": 30, "bottom": 60}
-	s := map[string]any{"name": "effect", "type": "line", "data": shifts, "color": trendEffect, "symbolSize": 6,
-		"showAllSymbol": true, "cursor": "pointer"}
-	if marks != nil {
-		s["markLine"] = marks
-	}
-	o["series"] = []any{s}
+	o.Grid.Top = "40"
+	o.Series = []chart.Series{{Name: "effect", Type: "line", Data: shifts, Color: trendEffect, SymbolSize: 6,
+		ShowAllSymbol: true, Cursor: "pointer", MarkLine: marks}}
 	return o
 }

@@ -2,18 +2,17 @@ package sweep
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"html/template"
 	"math"
 	"strings"
 
+	"github.com/go-echarts/go-echarts/v2/opts"
+
+	"github.com/qmlsab/qmlsab/internal/chart"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/templates"
 )
-
-// armColors are the arms' line colours, in arm order (the report's).
-var armColors = []string{"#1f6fb2", "#d1495b", "#2a9d5c", "#e08e0b", "#7b4fb5", "#5f6b77", "#c2185b", "#00838f"}
 
 // htmlPage is what the sweep template renders; every string is escaped by
 // html/template except Options and EchartsJS.
@@ -68,7 +67,7 @@ func HTML(r *Result) ([]byte, error) {
 	}
 	p.Title = strings.Join(names, " × ") + ", arms " + strings.Join(arms, ", ")
 	p.Workload = fmt.Sprintf("spill_to_disk: warmup %gs, storm %gs at %g queries/s (unless varied), recovery %gs", r.Workload.WarmupSeconds, r.Workload.StormSeconds, r.Workload.StormRate, r.Workload.RecoverySecond)
-	options := map[string]any{}
+	options := map[string]chart.Option{}
 	ids := r.ChartIDs()
 	for mi, m := range r.Metrics {
 		sec := htmlSection{ID: m.Name, Title: title(m), Note: m.Definition + ". Each cell: the median over the seeds (the tooltip gives min–max)."}
@@ -85,13 +84,10 @@ func HTML(r *Result) ([]byte, error) {
 		}
 		p.Sections = append(p.Sections, sec)
 	}
-	js, err := json.Marshal(options)
-	if err != nil {
+	var err error
+	if p.Options, err = chart.JS(options); err != nil {
 		return nil, err
 	}
-	// User strings (arm names) reach the options as JSON strings; "<"
-	// escaped as \u003c keeps any "</script" in them inert.
-	p.Options = template.JS(strings.ReplaceAll(string(js), "<", `\u003c`))
 	tpl, err := templates.Sweep(nil)
 	if err != nil {
 		return nil, err
@@ -153,17 +149,17 @@ func (r *Result) scale(m MetricOut) (lo, hi float64, colors []string) {
 	}
 	switch m.Name {
 	case metric.Availability:
-		return 0, 1, []string{"#b3261e", "#f2c94c", "#2a9d5c"}
+		return 0, 1, chart.BadToGood
 	case metric.Failovers:
-		return 0, max(hi, 1), []string{"#f7f7f7", "#f4a261", "#b3261e"}
+		return 0, max(hi, 1), chart.NoneToMany
 	case SheddingGap:
 		a := max(math.Abs(lo), math.Abs(hi), 1)
-		return -a, a, []string{"#d1495b", "#f7f7f7", "#1f6fb2"}
+		return -a, a, chart.Diverging
 	}
 	if hi <= lo {
 		hi = lo + 1
 	}
-	return lo, hi, []string{"#edf4fb", "#6baed6", "#08306b"}
+	return lo, hi, chart.Sequential
 }
 
 func (r *Result) tooltip(m MetricOut, c Cell) string {
@@ -181,46 +177,61 @@ func (r *Result) tooltip(m MetricOut, c Cell) string {
 	return s
 }
 
-func (r *Result) heatmapOption(m MetricOut, ai int) map[string]any {
+// sweepChart is a sweep chart: its title centred, the tooltip an item's
+// (each datum is named by its tooltip), the x axis the first grid axis.
+func sweepChart(title string, x AxisOut) chart.Option {
+	o := chart.New(title)
+	o.Title.Left = "center"
+	o.Tooltip = &chart.Tooltip{Trigger: "item", Confine: true, Formatter: "{b}"}
+	o.Legend = nil
+	o.XAxis = &chart.Axis{Type: "category", Data: x.Labels, Name: x.Name, NameLocation: "middle", NameGap: 44,
+		AxisLabel: &chart.AxisLabel{Rotate: 30, FontSize: 10}}
+	return o
+}
+
+// cellValue is a cell's median of m as drawn, or absent.
+func cellValue(m MetricOut, c Cell) chart.Value {
+	med, ok := c.Median[m.Name]
+	if !ok {
+		return chart.Absent
+	}
+	return chart.Num(shown(m, med))
+}
+
+func (r *Result) heatmapOption(m MetricOut, ai int) chart.Option {
 	x, y := r.Axes[0], r.Axes[1]
 	cells := r.cellsOf(ai)
 	arm := r.Arms[ai].Name
 	dx, dy, marked := defaultAt(x, y, arm)
-	var data []any
+	var data []chart.Datum
 	for i := range x.Labels {
 		for j := range y.Labels {
 			c := cells[fmt.Sprint([]int{i, j})]
-			var v any = "-"
-			if med, ok := c.Median[m.Name]; ok {
-				v = shown(m, med)
-			}
-			item := map[string]any{"value": []any{i, j, v}, "name": r.tooltip(m, c)}
+			item := chart.Datum{At: []any{i, j}, Value: cellValue(m, c), Name: r.tooltip(m, c)}
 			if marked && i == dx && j == dy {
 				// The arm's default: a black frame and a ◆ before the value.
-				item["name"] = "◆ " + arm + "'s default setting — " + r.tooltip(m, c)
-				item["itemStyle"] = map[string]any{"borderColor": "#111111", "borderWidth": 3}
-				item["label"] = map[string]any{"formatter": fmt.Sprintf("◆ %v", v), "fontWeight": "bold"}
+				shownValue := "-"
+				if item.Value.OK {
+					shownValue = fmt.Sprint(item.Value.V)
+				}
+				item.Name = "◆ " + arm + "'s default setting — " + r.tooltip(m, c)
+				item.ItemStyle = &opts.ItemStyle{BorderColor: chart.Frame, BorderWidth: 3}
+				item.Label = &opts.Label{Formatter: "◆ " + shownValue, FontWeight: "bold"}
 			}
 			data = append(data, item)
 		}
 	}
 	lo, hi, colors := r.scale(m)
-	series := []any{map[string]any{"type": "heatmap", "name": m.Title, "data": data,
-		"label":     map[string]any{"show": len(x.Labels)*len(y.Labels) <= 144, "fontSize": 9},
-		"itemStyle": map[string]any{"borderColor": "#ffffff", "borderWidth": 1}}}
-	return map[string]any{
-		"animation": false,
-		"title":     map[string]any{"text": arm + " — " + title(m), "left": "center", "textStyle": map[string]any{"fontSize": 13}},
-		"tooltip":   map[string]any{"trigger": "item", "formatter": "{b}"},
-		"grid":      map[string]any{"left": 96, "right": 16, "top": 36, "bottom": 96},
-		"xAxis": map[string]any{"type": "category", "data": x.Labels, "name": x.Name, "nameLocation": "middle", "nameGap": 44,
-			"axisLabel": map[string]any{"rotate": 30, "fontSize": 10}},
-		"yAxis": map[string]any{"type": "category", "data": y.Labels, "name": y.Name, "nameLocation": "middle", "nameGap": 78,
-			"axisLabel": map[string]any{"fontSize": 10}},
-		"visualMap": map[string]any{"min": lo, "max": hi, "calculable": true, "orient": "horizontal", "left": "center", "bottom": 0,
-			"itemHeight": 120, "seriesIndex": 0, "inRange": map[string]any{"color": colors}},
-		"series": series,
-	}
+	o := sweepChart(arm+" — "+title(m), x)
+	o.Grid = &opts.Grid{Left: "96", Right: "16", Top: "36", Bottom: "96"}
+	o.YAxis = &chart.Axis{Type: "category", Data: y.Labels, Name: y.Name, NameLocation: "middle", NameGap: 78,
+		AxisLabel: &chart.AxisLabel{FontSize: 10}}
+	o.VisualMap = &chart.VisualMap{Min: lo, Max: hi, Calculable: true, Orient: "horizontal", Left: "center", Bottom: 0,
+		ItemHeight: 120, SeriesIndex: 0, InRange: chart.InRange{Color: colors}}
+	o.Series = []chart.Series{{Type: "heatmap", Name: m.Title, Data: data,
+		Label:     &opts.Label{Show: opts.Bool(len(x.Labels)*len(y.Labels) <= 144), FontSize: 9},
+		ItemStyle: &opts.ItemStyle{BorderColor: chart.Paper, BorderWidth: 1}}}
+	return o
 }
 
 // defaultAt is the grid cell of arm's default on both axes, when it lies
@@ -235,48 +246,36 @@ func defaultAt(x, y AxisOut, arm string) (int, int, bool) {
 	return xi, yi, okx && oky
 }
 
-func (r *Result) lineOption(m MetricOut) map[string]any {
+func (r *Result) lineOption(m MetricOut) chart.Option {
 	x := r.Axes[0]
-	var series []any
+	o := sweepChart(m.Title+" by "+x.Name, x)
 	var names []string
 	for ai, a := range r.Arms {
 		cells := r.cellsOf(ai)
-		var data []any
+		var data []chart.Datum
 		for i := range x.Labels {
 			c := cells[fmt.Sprint([]int{i})]
-			var v any = "-"
-			if med, ok := c.Median[m.Name]; ok {
-				v = shown(m, med)
-			}
-			data = append(data, map[string]any{"value": v, "name": r.tooltip(m, c)})
+			data = append(data, chart.Datum{Value: cellValue(m, c), Name: r.tooltip(m, c)})
 		}
-		color := armColors[ai%len(armColors)]
+		color := chart.ArmColor(ai)
 		names = append(names, a.Name)
-		series = append(series, map[string]any{"type": "line", "name": a.Name, "data": data, "symbolSize": 6, "color": color})
+		o.Series = append(o.Series, chart.Series{Type: "line", Name: a.Name, Data: data, SymbolSize: 6, Color: color})
 		if i, ok := x.DefaultIndex[a.Name]; ok && i >= 0 {
 			if c, ok := cells[fmt.Sprint([]int{i})]; ok {
-				if med, ok := c.Median[m.Name]; ok {
-					series = append(series, map[string]any{"type": "scatter", "name": a.Name + " default", "data": []any{[]any{i, shown(m, med)}},
-						"symbol": "diamond", "symbolSize": 16, "z": 10, "color": color,
-						"tooltip":   map[string]any{"formatter": "◆ " + a.Name + "'s default setting"},
-						"itemStyle": map[string]any{"borderColor": "#111111", "borderWidth": 1.5}})
+				if v := cellValue(m, c); v.OK {
+					o.Series = append(o.Series, chart.Series{Type: "scatter", Name: a.Name + " default", Data: []chart.Datum{{At: []any{i}, Value: v}},
+						Symbol: "diamond", SymbolSize: 16, Z: 10, Color: color,
+						Tooltip:   &chart.Tooltip{Formatter: "◆ " + a.Name + "'s default setting"},
+						ItemStyle: &opts.ItemStyle{BorderColor: chart.Frame, BorderWidth: 1.5}})
 				}
 			}
 		}
 	}
-	yAxis := map[string]any{"type": "value", "name": title(m), "scale": true}
+	o.YAxis = &chart.Axis{Type: "value", Name: title(m), Scale: true}
 	if m.Name == metric.Availability {
-		yAxis["min"], yAxis["max"], yAxis["scale"] = 0, 1, false
+		o.YAxis.Min, o.YAxis.Max, o.YAxis.Scale = chart.Float(0), chart.Float(1), false
 	}
-	return map[string]any{
-		"animation": false,
-		"title":     map[string]any{"text": m.Title + " by " + x.Name, "left": "center", "textStyle": map[string]any{"fontSize": 13}},
-		"tooltip":   map[string]any{"trigger": "item", "formatter": "{b}"},
-		"legend":    map[string]any{"data": names, "bottom": 0},
-		"grid":      map[string]any{"left": 70, "right": 24, "top": 40, "bottom": 86},
-		"xAxis": map[string]any{"type": "category", "data": x.Labels, "name": x.Name, "nameLocation": "middle", "nameGap": 44,
-			"axisLabel": map[string]any{"rotate": 30, "fontSize": 10}},
-		"yAxis":  yAxis,
-		"series": series,
-	}
+	o.Legend = &opts.Legend{Show: opts.Bool(true), Data: names, Bottom: "0", Type: "scroll"}
+	o.Grid = &opts.Grid{Left: "70", Right: "24", Top: "40", Bottom: "86"}
+	return o
 }

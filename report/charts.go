@@ -1,0 +1,387 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/go-echarts/go-echarts/v2/opts"
+
+	"github.com/qmlsab/qmlsab/internal/chart"
+	"github.com/qmlsab/qmlsab/metric"
+	"github.com/qmlsab/qmlsab/store"
+)
+
+// MaxPoints bounds a chart line's points (see downsample).
+const MaxPoints = 800
+
+// The units a chart's value axis names. Every chart names its value axis
+// with one of them, so a reader (and the chart tests) knows what scale a
+// number is on.
+const (
+	unitOpsPerS     = "ops/s"
+	unitOpsPerTrial = "ops per trial"
+	unitTickets     = "tickets"
+	unitQueuedOps   = "queued ops"
+	unitGiB         = "GiB"
+	unitShare       = "availability" // a share in [0, 1]
+	unitPercent     = "%"
+)
+
+// barChart is a chart of bars over the categories, its values in unit.
+func barChart(title, unit string, categories []string) chart.Option {
+	o := chart.New(title)
+	o.XAxis = &chart.Axis{Type: "category", Data: categories}
+	o.YAxis = &chart.Axis{Type: "value", Name: unit}
+	return o
+}
+
+// bars is a series of bars, stacked on the others of stack when it is
+// not empty.
+func bars(name, stack string, data []chart.Datum) chart.Series {
+	return chart.Series{Name: name, Type: "bar", Stack: stack, Data: data}
+}
+
+// chartSections builds the charts (options keyed by chart ID, fixed so
+// the output is reproducible) and the sections that hold them.
+func chartSections(a *Analysis, options map[string]chart.Option) ([]section, error) {
+	var secs []section
+	color := func(arm string) string { return chart.ArmColor(slices.Index(a.In.Arms, arm)) }
+	// median is an arm's median as the departures table shows it: "–",
+	// titled with why, when the trials did not report the metric.
+	median := func(arm *Arm, m string) (float64, string) {
+		if s, ok := arm.Metrics[m]; ok {
+			return s.Median, Number(s.Median)
+		}
+		_, why := a.AbsentNote(arm.Name, m)
+		return math.NaN(), `<span title="` + template.HTMLEscapeString(why) + `">–</span>`
+	}
+	// medianBar is an arm's median as a bar: a metric the arm's trials
+	// did not report is no bar, never a bar of 0.
+	medianBar := func(arm *Arm, m string) chart.Datum {
+		s, ok := arm.Metrics[m]
+		return chart.V(chart.Of(s.Median, ok))
+	}
+	if a.In.Workload.Merge != nil {
+		bar := barChart("Unsafe sheds per trial (median), by where the $merge ran", unitOpsPerTrial, a.In.Arms)
+		for _, rp := range []string{"primary", "secondary"} {
+			var data []chart.Datum
+			for i := range a.Arms {
+				data = append(data, medianBar(&a.Arms[i], "unsafe_sheds_"+rp))
+			}
+			bar.Series = append(bar.Series, bars("on "+rp, "unsafe", data))
+		}
+		options["merge-unsafe"] = bar
+		secs = append(secs, section{ID: "merge", Title: "Partial writes: $merge shed after writing (the partial-write investigation)",
+			Note:   "An unsafe shed is a $merge op that failed shed or killed after it had written documents to its target.",
+			Charts: []chartRef{{"merge-unsafe"}}})
+		return secs, nil
+	}
+
+	// The sweeper investigation's central picture: where the low-priority queue's
+	// departures went.
+	dep := barChart("Low-priority queue departures per second of storm (median)", unitOpsPerS, a.In.Arms)
+	for _, s := range []struct{ metric, name string }{{"admissions_per_s", "admitted (got a ticket)"}, {"kills_per_s", "killed while queued"}} {
+		var data []chart.Datum
+		for i := range a.Arms {
+			data = append(data, medianBar(&a.Arms[i], s.metric))
+		}
+		dep.Series = append(dep.Series, bars(s.name, "departures", data))
+	}
+	options["departures"] = dep
+	options["sheds-vs-admissions"] = shedsVsAdmissions(a, color)
+	var tbl strings.Builder
+	tbl.WriteString(`<table class="data"><tr><th>arm</th><th>admissions/s</th><th>queue kills/s</th><th>kills share of departures</th><th>sheds/s</th></tr>`)
+	for i := range a.Arms {
+		arm := &a.Arms[i]
+		ad, adCell := median(arm, "admissions_per_s")
+		ki, kiCell := median(arm, "kills_per_s")
+		_, shCell := median(arm, "sheds_per_s")
+		share := "–"
+		if ad+ki > 0 { // false for NaN too: no share of what was not reported
+			share = fmt.Sprintf("%.2f", ki/(ad+ki))
+		}
+		fmt.Fprintf(&tbl, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>", template.HTMLEscapeString(arm.Name), adCell, kiCell, share, shCell)
+	}
+	tbl.WriteString("</table>")
+	secs = append(secs, section{ID: "departures", Title: "Why: queue departures and sheds",
+		Note: "Every op that leaves the low-priority read queue either got a ticket (admitted) or was killed while it waited. " +
+			"An op admitted with its memory still held keeps the memory in the server; shedding works when it outpaces admissions.",
+		Charts: []chartRef{{"departures"}, {"sheds-vs-admissions"}}, Table: template.HTML(tbl.String())})
+
+	// Time series, one line per valid trial.
+	data, err := readTrials(a)
+	if err != nil {
+		return nil, err
+	}
+	type tsDef struct {
+		id, title, yName string
+		series           func(d *trialData) [][2]float64
+	}
+	ts := []tsDef{
+		{"ts-tickets", "Read tickets on the primary", unitTickets, func(d *trialData) [][2]float64 {
+			return d.gauge(func(s store.Second) *float64 { return s.ReadTix }, 1)
+		}},
+		{"ts-queue", "Low-priority read queue length on the primary", unitQueuedOps, func(d *trialData) [][2]float64 {
+			return d.gauge(func(s store.Second) *float64 { return s.LowQueue }, 1)
+		}},
+		{"ts-rss", "Resident memory of the primary", unitGiB, func(d *trialData) [][2]float64 {
+			// serverStatus mem.resident is in MiB.
+			return d.gauge(func(s store.Second) *float64 { return s.ResidentMB }, 1.0/1024)
+		}},
+		{"ts-availability", "Canary availability per second (share within the SLO)", unitShare, (*trialData).availabilityPerSecond},
+		{"ts-sheds", "Sheds and killOp kills per second", unitOpsPerS, (*trialData).shedsPerSecond},
+	}
+	var refs []chartRef
+	var empty []string // charts, or trials of a chart, without data
+	for _, def := range ts {
+		line := chart.New(def.title)
+		line.XAxis = &chart.Axis{Type: "value", Name: "s into the trial", NameLocation: "middle", NameGap: 28}
+		line.YAxis = &chart.Axis{Type: "value", Name: def.yName}
+		line.DataZoom = chart.Zoom()
+		var none []string
+		for _, d := range data {
+			pts := downsample(def.series(d), MaxPoints)
+			if len(pts) == 0 {
+				// Nothing reported: no line, rather than a line of zeros.
+				none = append(none, fmt.Sprintf("%s#%d", d.Arm, d.Index))
+				continue
+			}
+			ld := make([]chart.Datum, len(pts))
+			for j, p := range pts {
+				ld[j] = chart.XY(p[0], p[1])
+			}
+			c := color(d.Arm)
+			s := chart.Series{Name: fmt.Sprintf("%s#%d", d.Arm, d.Index), Type: "line", Data: ld, Color: c, ShowSymbol: chart.Bool(false),
+				LineStyle: &opts.LineStyle{Color: c, Width: 1.2, Opacity: opts.Float(0.75)}}
+			fo, re := d.marks()
+			var ml []chart.MarkLineItem
+			for _, x := range fo {
+				ml = append(ml, chart.Event(x, "failover", c))
+			}
+			for _, x := range re {
+				ml = append(ml, chart.Event(x, "restart", c))
+			}
+			s.MarkLine = chart.Lines(ml...)
+			if len(line.Series) == 0 {
+				s.MarkArea = chart.Phases(trialPhases(d))
+			}
+			line.Series = append(line.Series, s)
+		}
+		if len(none) > 0 {
+			empty = append(empty, fmt.Sprintf("%s: no data for %s (the server reported none of it%s)", def.title, strings.Join(none, ", "), noDataWhy(def.id)))
+		}
+		if len(line.Series) == 0 {
+			continue // no trial has data: no chart, and the note says so
+		}
+		if def.id == "ts-rss" {
+			addMemoryMarks(&line, data)
+		}
+		options[def.id] = line
+		refs = append(refs, chartRef{def.id})
+	}
+	note := "Shaded: phases. Dashed vertical lines: failovers and member restarts of that trial's colour. Scroll or drag the slider to zoom."
+	if len(empty) > 0 {
+		note += " " + strings.Join(empty, "; ") + "."
+	}
+	secs = append(secs, section{ID: "series", Title: "Over time (one line per trial)", Note: note, Charts: refs})
+
+	// Victims: who the shedder or the actor killed.
+	// Pool each arm's trial summaries (store.Victims).
+	pooled := map[string]*store.Victims{}
+	binsUsed := 0
+	for _, arm := range a.In.Arms {
+		p := &store.Victims{}
+		for _, t := range a.In.Valid(arm) {
+			if t.Victims != nil {
+				p.Merge(t.Victims)
+			}
+		}
+		pooled[arm] = p
+		binsUsed = max(binsUsed, len(p.Bins))
+	}
+	binsUsed = min(binsUsed, 40)
+	var labels []string
+	const binMiB = store.VictimBinBytes >> 20
+	for i := range binsUsed {
+		labels = append(labels, fmt.Sprintf("%d–%d MiB", i*binMiB, (i+1)*binMiB))
+	}
+	hist := barChart("Victims' tracked memory (share of each arm's sized victims per 8 MiB bin)", unitPercent, labels)
+	stages := barChart("Victims' stage mix (% of each arm's victims)", unitPercent, a.In.Arms)
+	stages.YAxis.Max = chart.Float(100)
+	stageNames := map[string]bool{}
+	for _, p := range pooled {
+		for st := range p.Stages {
+			stageNames[st] = true
+		}
+	}
+	sn := make([]string, 0, len(stageNames))
+	for st := range stageNames {
+		sn = append(sn, st)
+	}
+	sort.Strings(sn)
+	var vt strings.Builder
+	vt.WriteString(`<table class="data"><tr><th>arm</th><th>victims</th><th>sized</th><th>median size (bin)</th>`)
+	for _, st := range sn {
+		fmt.Fprintf(&vt, "<th>%s</th>", template.HTMLEscapeString(st))
+	}
+	vt.WriteString("</tr>")
+	for _, arm := range a.In.Arms {
+		p := pooled[arm]
+		bd := make([]chart.Datum, binsUsed)
+		medBin := -1
+		seen := 0
+		for i := range binsUsed {
+			c := 0
+			if i < len(p.Bins) {
+				c = p.Bins[i]
+			}
+			if i == binsUsed-1 { // the last bin takes everything above it
+				for j := i + 1; j < len(p.Bins); j++ {
+					c += p.Bins[j]
+				}
+			}
+			seen += c
+			if medBin < 0 && p.Sized > 0 && 2*seen >= p.Sized {
+				medBin = i
+			}
+			share := 0.0
+			if p.Sized > 0 {
+				share = 100 * float64(c) / float64(p.Sized)
+			}
+			bd[i] = chart.V(chart.Num(share))
+		}
+		hist.Series = append(hist.Series, chart.Series{Name: arm, Type: "bar", Data: bd, Color: color(arm)})
+		med := "–"
+		if medBin >= 0 {
+			med = labels[medBin]
+		}
+		fmt.Fprintf(&vt, "<tr><td>%s</td><td>%d</td><td>%d</td><td>%s</td>", template.HTMLEscapeString(arm), p.Count, p.Sized, med)
+		for _, st := range sn {
+			pct := "–"
+			if p.Count > 0 {
+				pct = fmt.Sprintf("%.0f%%", 100*float64(p.Stages[st])/float64(p.Count))
+			}
+			fmt.Fprintf(&vt, "<td>%s</td>", pct)
+		}
+		vt.WriteString("</tr>")
+	}
+	vt.WriteString("</table>")
+	for _, st := range sn {
+		var bd []chart.Datum
+		for _, arm := range a.In.Arms {
+			p := pooled[arm]
+			share := 0.0
+			if p.Count > 0 {
+				share = 100 * float64(p.Stages[st]) / float64(p.Count)
+			}
+			bd = append(bd, chart.V(chart.Num(share)))
+		}
+		stages.Series = append(stages.Series, bars(st, "stages", bd))
+	}
+	vnote := "Tracked bytes are inUseTrackedMemBytes when the op was shed or killed. Over the wire a shed op's error carries no size, " +
+		"so there only the killOp actor's victims are sized; the model (virtual clock) sizes every victim."
+	var vcharts []chartRef
+	// A chart with nothing to draw is left out, and the note says why.
+	if binsUsed > 0 {
+		options["victims-tracked"] = hist
+		vcharts = append(vcharts, chartRef{"victims-tracked"})
+	} else {
+		vnote += " No victim's size is known in these trials, so there is no size histogram."
+	}
+	if len(sn) > 0 {
+		options["victims-stages"] = stages
+		vcharts = append(vcharts, chartRef{"victims-stages"})
+	} else {
+		vnote += " No storm op was shed or killed in these trials."
+	}
+	secs = append(secs, section{ID: "victims", Title: "Victims: what was shed or killed in the storm",
+		Note: vnote, Charts: vcharts, Table: template.HTML(vt.String())})
+	return secs, nil
+}
+
+// noDataWhy says, for a time series a trial had no point of, what its
+// absence means.
+func noDataWhy(id string) string {
+	switch id {
+	case "ts-sheds":
+		return ": no queryMemory.loadShedding counters, and no killOp kill"
+	case "ts-tickets", "ts-queue":
+		return ": no queues.execution section"
+	case "ts-rss":
+		return ": no mem section"
+	case "ts-availability":
+		return ": no canary"
+	}
+	return ""
+}
+
+// trialPhases are a trial's phases, from its start to its end.
+func trialPhases(d *trialData) []chart.Phase {
+	storm, recovery := d.Phases["storm"], d.Phases["recovery"]
+	return []chart.Phase{{Name: "warmup", From: 0, To: storm}, {Name: "storm", From: storm, To: recovery}, {Name: "recovery", From: recovery, To: d.length}}
+}
+
+// addMemoryMarks draws the shedder's low and high marks and the memory
+// limit, when the samples report them.
+func addMemoryMarks(line *chart.Option, data []*trialData) {
+	marks := map[string]float64{}
+	for _, d := range data {
+		for _, s := range d.series {
+			for name, v := range map[string]*float64{"low mark": s.LowMark, "high mark": s.HighMark, "memory limit": s.MemLimit} {
+				if v != nil && *v > 0 {
+					marks[name] = *v / (1 << 30)
+				}
+			}
+		}
+	}
+	if len(marks) == 0 || len(line.Series) == 0 {
+		return
+	}
+	var refs []chart.MarkLineItem
+	for _, name := range []string{"low mark", "high mark", "memory limit"} {
+		if v, ok := marks[name]; ok {
+			refs = append(refs, chart.Reference(v, name, true))
+		}
+	}
+	s := &line.Series[0]
+	if s.MarkLine == nil {
+		s.MarkLine = chart.Lines(refs...)
+		return
+	}
+	s.MarkLine.Data = append(s.MarkLine.Data, refs...)
+}
+
+// shedsVsAdmissions is the chart of each arm's sheds/s beside its
+// admissions/s in the storm: a bar per arm and metric at the median of
+// the arm's valid trials, and a point per trial on it.
+func shedsVsAdmissions(a *Analysis, color func(arm string) string) chart.Option {
+	var categories []string
+	var medians, points []chart.Datum
+	for i := range a.Arms {
+		arm := &a.Arms[i]
+		for _, m := range []string{metric.ShedsPerS, metric.AdmissionsPerS} {
+			category := arm.Name + " " + metric.Lookup(m).Title
+			categories = append(categories, category)
+			// Sheds in the arm's colour, admissions in a paler one.
+			style := &opts.ItemStyle{Color: color(arm.Name), Opacity: opts.Float(1)}
+			if m == metric.AdmissionsPerS {
+				style.Opacity = opts.Float(0.45)
+			}
+			s, ok := arm.Metrics[m]
+			medians = append(medians, chart.Datum{Value: chart.Of(s.Median, ok), ItemStyle: style})
+			for _, t := range a.In.Valid(arm.Name) {
+				if v, ok := t.Metrics[m]; ok {
+					points = append(points, chart.Datum{Name: fmt.Sprintf("%s#%d", arm.Name, t.Index), At: []any{category}, Value: chart.Num(v), SymbolSize: 7})
+				}
+			}
+		}
+	}
+	o := barChart("Sheds/s vs admissions/s in the storm (bars: median; points: trials)", unitOpsPerS, categories)
+	o.Series = []chart.Series{{Name: "median", Type: "bar", Data: medians},
+		{Name: "trials", Type: "scatter", Data: points, ItemStyle: &opts.ItemStyle{Color: chart.Ink, Opacity: opts.Float(0.8)}}}
+	return o
+}
