@@ -89,7 +89,7 @@ run: build
 # and E's observations (under 5 minutes on 2 cores; it prints trials/s).
 # make test runs a reduced fit (TestReducedJointFitSelectsEsBuildAndMatchesD).
 calibrate: build
-	$(BIN)/qmlsab calibrate --arms A,D,E,M,F --seeds 5
+	$(BIN)/qmlsab calibrate --arms A,D,E,M,F -n 5
 	$(BIN)/qmlsab calibrate --fit
 
 clean:

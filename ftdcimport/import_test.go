@@ -177,7 +177,7 @@ func TestImportErrorsNameTheFileAndLine(t *testing.T) {
 		{"diagnosticData: [m0/diagnostic.data]\nphases: {storm: 0s}\ntrials:\n  - {arm: D, start: 2025-06-01T10:00:00Z}\n", `:2: phases: storm must be longer than 0`},
 		{"diagnosticData: [m0/diagnostic.data, nowhere]\nphases: {storm: 30s}\ntrials:\n  - {arm: D, start: 2025-06-01T10:00:00Z}\n", `:1: diagnosticData nowhere: stat`},
 		{"phases: {storm: 30s}\ntrials:\n  - {arm: D, start: 2025-06-01T10:00:00Z}\n", `:3: trial 1: no diagnosticData for arm D`},
-		{"phases: {storm: 3x}\n", `:1: cannot unmarshal`},
+		{"phases: {storm: 3x}\n", ":1: `3x`: want a duration like 30s"},
 		{"trials: []\n", `:1: no trials`},
 		{"diagnosticData: [m0/diagnostic.data]\nphases: {storm: 30s}\ntrials:\n  - {arm: D, start: 2025-06-01T10:00:00Z}\n  - {arm: D, start: 2025-06-02T10:00:00Z}\n",
 			`:5: trial 2 (arm D, 2025-06-02T10:00:00Z until 2025-06-02T10:00:30Z): no diagnostic data in its window; the data spans`},

@@ -214,9 +214,9 @@ var Knobs = func() []Knob {
 	}
 	wl("stormRate", "storm queries per second (Poisson arrivals)", UnitPerSec, false, func(c *virtual.Config) any { return &c.Workload.StormRate })
 	wl("scanDocs", "median documents a storm query scans", "", true, func(c *virtual.Config) any { return &c.Workload.ScanDocs })
-	wl("docBytes", "bytes per document", UnitBytes, true, func(c *virtual.Config) any { return &c.Workload.DocBytes })
-	wl("holdBytes", "what an idle cursor keeps (merge buffers)", UnitBytes, true, func(c *virtual.Config) any { return &c.Workload.HoldBytes })
-	wl("loadBytes", "median buffer a getMore loads (a window partition)", UnitBytes, true, func(c *virtual.Config) any { return &c.Workload.LoadBytes })
+	wl("docBytes", "bytes per document", UnitBytes, true, func(c *virtual.Config) any { return (*int64)(&c.Workload.DocBytes) })
+	wl("holdBytes", "what an idle cursor keeps (merge buffers)", UnitBytes, true, func(c *virtual.Config) any { return (*int64)(&c.Workload.HoldBytes) })
+	wl("loadBytes", "median buffer a getMore loads (a window partition)", UnitBytes, true, func(c *virtual.Config) any { return (*int64)(&c.Workload.LoadBytes) })
 	wl("batchDocs", "getMore batch size", "", true, func(c *virtual.Config) any { return &c.Workload.BatchDocs })
 	wl("outputShare", "share of scanned documents a query returns", "", false, func(c *virtual.Config) any { return &c.Workload.OutputShare })
 	wl("canaryRate", "canaries per second", UnitPerSec, false, func(c *virtual.Config) any { return &c.Workload.CanaryRate })

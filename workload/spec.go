@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/qmlsab/qmlsab/internal/units"
 	"github.com/qmlsab/qmlsab/internal/yamlfile"
 	"github.com/qmlsab/qmlsab/store"
 	"go.yaml.in/yaml/v3"
@@ -141,6 +142,13 @@ func inRange[T int | int64 | float64](v, lo, hi T, path ...string) error {
 	return nil
 }
 
+func sizeRange(v units.Size, lo, hi int64, path ...string) error {
+	if v.Bytes() < lo || v.Bytes() > hi {
+		return fieldErr(fmt.Sprintf("%v is outside [%v, %v]", v, units.FormatSize(lo), units.FormatSize(hi)), path...)
+	}
+	return nil
+}
+
 func durRange(v, lo, hi time.Duration, path ...string) error {
 	if v < lo || v > hi {
 		return fieldErr(fmt.Sprintf("%v is outside [%v, %v]", v, lo, hi), path...)
@@ -169,9 +177,9 @@ func (s Spec) Validate() error {
 			inRange(w.StormRate*ph.Storm.Seconds(), 0, MaxStormOps, k, "stormRate"),
 			inRange(w.ScanDocs, 1, MaxScanDocs, k, "scanDocs"),
 			inRange(w.ScanSpread, 0, MaxSpread, k, "scanSpread"),
-			inRange(w.DocBytes, 1, MaxDocBytes, k, "docBytes"),
-			inRange(w.HoldBytes, 0, MaxBufferBytes, k, "holdBytes"),
-			inRange(w.LoadBytes, 0, MaxBufferBytes, k, "loadBytes"),
+			sizeRange(w.DocBytes, 1, MaxDocBytes, k, "docBytes"),
+			sizeRange(w.HoldBytes, 0, MaxBufferBytes, k, "holdBytes"),
+			sizeRange(w.LoadBytes, 0, MaxBufferBytes, k, "loadBytes"),
 			inRange(w.LoadSpread, 0, MaxSpread, k, "loadSpread"),
 			inRange(w.BatchDocs, 1, MaxBatchDocs, k, "batchDocs"),
 			inRange(w.OutputShare, 0, 1, k, "outputShare"),

@@ -51,7 +51,7 @@ func TestBadWorkloadFilesNameTheLine(t *testing.T) {
 		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  stormRate: 1e12\n", "w.yaml:4: spill_to_disk.stormRate: 1e+12 is outside [0.001, 1000]"},
 		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  stormRate: 5000\n", "w.yaml:4: spill_to_disk.stormRate: 5000 is outside"},
 		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  stormRate: 1000\n  phases: {storm: 10m}\n", "w.yaml:4: spill_to_disk.stormRate: 1000 queries/s over a 10m0s storm is 600000 queries; at most 300000"},
-		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  docBytes: 99999999999\n", "w.yaml:4: spill_to_disk.docBytes: 99999999999 is outside [1, 16777216]"},
+		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  docBytes: 99999999999\n", "w.yaml:4: spill_to_disk.docBytes: 99999999999B is outside [1B, 16MiB]"},
 		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  phases:\n    recovery: 3h\n", "w.yaml:5: spill_to_disk.phases.recovery"},
 		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  mix:\n    - {stage: $sort, weight: 1}\n    - {stage: $lookup, weight: 1}\n", "w.yaml:6: spill_to_disk.mix.1"},
 		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  phases: {storm: soon}\n", "w.yaml:4: "},

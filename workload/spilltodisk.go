@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/qmlsab/qmlsab/internal/units"
 	"github.com/qmlsab/qmlsab/mongosim/model"
 )
 
@@ -36,21 +37,22 @@ type StageShare struct {
 // Its YAML keys are camelCase (workload files); its JSON keys (the
 // manifest's resolved workload) are snake_case, durations in seconds.
 type SpillToDisk struct {
-	AppName       string        `yaml:"appName" json:"app_name"`
-	CanaryAppName string        `yaml:"canaryAppName" json:"canary_app_name"`
-	Phases        Phases        `yaml:"phases" json:"phases"`
-	StormRate     float64       `yaml:"stormRate" json:"storm_rate"` // queries per second, Poisson arrivals
-	Mix           []StageShare  `yaml:"mix" json:"mix"`
-	ScanDocs      int64         `yaml:"scanDocs" json:"scan_docs"` // median documents a query scans (modelled)
-	ScanSpread    float64       `yaml:"scanSpread" json:"scan_spread"`
-	DocBytes      int64         `yaml:"docBytes" json:"doc_bytes"`
-	HoldBytes     int64         `yaml:"holdBytes" json:"hold_bytes"` // what an idle cursor keeps (merge buffers)
-	LoadBytes     int64         `yaml:"loadBytes" json:"load_bytes"` // median buffer a getMore loads (window partition)
-	LoadSpread    float64       `yaml:"loadSpread" json:"load_spread"`
-	BatchDocs     int64         `yaml:"batchDocs" json:"batch_docs"`     // getMore batchSize
-	OutputShare   float64       `yaml:"outputShare" json:"output_share"` // share of scanned documents the pipeline returns
-	CanaryRate    float64       `yaml:"canaryRate" json:"canary_rate"`   // canaries per second (reads and writes alternate)
-	CanarySLO     time.Duration `yaml:"canarySLO" json:"canary_slo_s"`
+	AppName       string       `yaml:"appName" json:"app_name"`
+	CanaryAppName string       `yaml:"canaryAppName" json:"canary_app_name"`
+	Phases        Phases       `yaml:"phases" json:"phases"`
+	StormRate     float64      `yaml:"stormRate" json:"storm_rate"` // queries per second, Poisson arrivals
+	Mix           []StageShare `yaml:"mix" json:"mix"`
+	ScanDocs      int64        `yaml:"scanDocs" json:"scan_docs"` // median documents a query scans (modelled)
+	ScanSpread    float64      `yaml:"scanSpread" json:"scan_spread"`
+	// Sizes read 8MiB or plain bytes (internal/units); JSON keeps bytes.
+	DocBytes    units.Size    `yaml:"docBytes" json:"doc_bytes"`
+	HoldBytes   units.Size    `yaml:"holdBytes" json:"hold_bytes"` // what an idle cursor keeps (merge buffers)
+	LoadBytes   units.Size    `yaml:"loadBytes" json:"load_bytes"` // median buffer a getMore loads (window partition)
+	LoadSpread  float64       `yaml:"loadSpread" json:"load_spread"`
+	BatchDocs   int64         `yaml:"batchDocs" json:"batch_docs"`     // getMore batchSize
+	OutputShare float64       `yaml:"outputShare" json:"output_share"` // share of scanned documents the pipeline returns
+	CanaryRate  float64       `yaml:"canaryRate" json:"canary_rate"`   // canaries per second (reads and writes alternate)
+	CanarySLO   time.Duration `yaml:"canarySLO" json:"canary_slo_s"`
 	// ServerSelectionTimeout is how long the client waits for a primary.
 	ServerSelectionTimeout time.Duration `yaml:"serverSelectionTimeout" json:"server_selection_timeout_s"`
 }
@@ -73,8 +75,8 @@ func DefaultSpillToDisk() SpillToDisk {
 		ScanDocs:      80_000,
 		ScanSpread:    0.3,
 		DocBytes:      500,
-		HoldBytes:     8 << 20,
-		LoadBytes:     20 << 20,
+		HoldBytes:     units.Size(8 * units.MiB),
+		LoadBytes:     units.Size(20 * units.MiB),
 		LoadSpread:    0.3,
 		BatchDocs:     4_000,
 		OutputShare:   0.05,
@@ -101,10 +103,10 @@ func (w SpillToDisk) Query(rng *rand.Rand) model.QueryShape {
 		x -= m.Weight
 	}
 	scan := int64(float64(w.ScanDocs) * math.Exp(w.ScanSpread*rng.NormFloat64()))
-	load := int64(float64(w.LoadBytes) * math.Exp(w.LoadSpread*rng.NormFloat64()))
+	load := int64(float64(w.LoadBytes.Bytes()) * math.Exp(w.LoadSpread*rng.NormFloat64()))
 	if stage != "$setWindowFields" {
 		load = 0 // a merge of sorted runs or a group table needs no partition
 	}
-	out := int64(float64(scan*w.DocBytes) * w.OutputShare)
-	return model.QueryShape{Stage: stage, ScanDocs: scan, DocBytes: w.DocBytes, HoldBytes: w.HoldBytes, LoadBytes: load, OutputBytes: out, BatchDocs: w.BatchDocs}
+	out := int64(float64(scan*w.DocBytes.Bytes()) * w.OutputShare)
+	return model.QueryShape{Stage: stage, ScanDocs: scan, DocBytes: w.DocBytes.Bytes(), HoldBytes: w.HoldBytes.Bytes(), LoadBytes: load, OutputBytes: out, BatchDocs: w.BatchDocs}
 }

@@ -29,7 +29,7 @@ func TestCalibrateHoldsTheWorkloadBounds(t *testing.T) {
 		{[]string{"--storm", "-1s"}, "qmlsab calibrate: --storm: spill_to_disk.phases.storm: -1s is outside [1ms, 2h0m0s]"},
 		{[]string{"--storm-rate", "1000", "--storm", "10m"}, "qmlsab calibrate: --storm-rate: spill_to_disk.stormRate: 1000 queries/s over a 10m0s storm is 600000 queries; at most 300000 per trial"},
 	} {
-		got, code := qmlsab(t, append([]string{"calibrate", "--arms", "E", "--seeds", "1"}, tc.args...)...)
+		got, code := qmlsab(t, append([]string{"calibrate", "--arms", "E", "-n", "1"}, tc.args...)...)
 		if code != 1 || strings.TrimSpace(got) != tc.want {
 			t.Errorf("%v:\n exit %d: %s\nwant exit 1: %s", tc.args, code, strings.TrimSpace(got), tc.want)
 		}

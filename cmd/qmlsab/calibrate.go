@@ -34,7 +34,8 @@ func calibrateCommand() *cli.Command {
 		Usage: "run the built-in arms on the model in virtual time and print its figures beside the investigation's; --fit estimates the host model's unknowns (a simulation)",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "arms", Value: "A,D,E,M,F,G", Usage: "built-in arms to run, comma-separated (table mode)"},
-			&cli.IntFlag{Name: "seeds", Value: 5, Usage: "trials per arm (seeds --seed, --seed+1, ...); with --fit, per predicted arm"},
+			&cli.IntFlag{Name: "n", Value: 5, Usage: "trials per arm (seeds --seed, --seed+1, ...); with --fit, per predicted arm"},
+			renamedInt("seeds"),
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "first seed; a seed makes a trial deterministic"},
 			&cli.Float64Flag{Name: "storm-rate", Usage: "storm queries per second (default: the workload's; table mode)"},
 			&cli.DurationFlag{Name: "storm", Usage: "storm phase length (default: the workload's; table mode)"},
@@ -51,8 +52,8 @@ func calibrateCommand() *cli.Command {
 			if c.Args().Len() > 0 {
 				return cli.Exit(fmt.Sprintf("qmlsab calibrate: unexpected argument %q (flags only)", c.Args().First()), 1)
 			}
-			if c.Int("seeds") < 1 {
-				return cli.Exit("qmlsab calibrate: --seeds must be at least 1", 1)
+			if c.Int("n") < 1 {
+				return cli.Exit("qmlsab calibrate: -n must be at least 1", 1)
 			}
 			if c.Int("parallel") < 0 {
 				return cli.Exit(fmt.Sprintf("qmlsab calibrate: --parallel %d: must not be negative", c.Int("parallel")), 1)
@@ -89,7 +90,7 @@ func calibrateCommand() *cli.Command {
 			ctx, stop := interruptContext(c.Context)
 			defer stop()
 			start := time.Now()
-			trials, err := virtual.RunMatrix(ctx, cfg, list, c.Int("seeds"))
+			trials, err := virtual.RunMatrix(ctx, cfg, list, c.Int("n"))
 			if err != nil {
 				return cli.Exit("qmlsab calibrate: "+err.Error(), 1)
 			}
@@ -183,7 +184,7 @@ func fitAction(c *cli.Context) error {
 	base.Workload = scaled(base.Workload, scale)
 	role := func(name string) arms.Arm { a, _ := arms.Lookup(name); return a }
 	cfg := sweep.FitConfig{Base: base, D: role("D"), E: role("E"), F: role("F"), M: role("M"), Space: space, Seed: c.Uint64("seed"),
-		FitSeeds: c.Int("fit-seeds"), PredictSeeds: c.Int("seeds"), Samples: c.Int("samples"), Refine: c.Int("refine"),
+		FitSeeds: c.Int("fit-seeds"), PredictSeeds: c.Int("n"), Samples: c.Int("samples"), Refine: c.Int("refine"),
 		Parallel: c.Int("parallel"), Progress: fitProgress(c.App.ErrWriter)}
 	ctx, stop := interruptContext(c.Context)
 	defer stop()

@@ -214,7 +214,11 @@ func flagUsageError(path string, flags func() []cli.Flag) cli.OnUsageErrorFunc {
 // runs, so a mistake among them is a usage error like one before them.
 func withTrailingFlags(path string, action cli.ActionFunc) cli.ActionFunc {
 	return func(c *cli.Context) error {
-		if err := applyTrailingFlags(c); err != nil {
+		err := applyTrailingFlags(c)
+		if err == nil {
+			err = applyRenamedFlags(c, path)
+		}
+		if err != nil {
 			var u *unknownFlagError
 			if errors.As(err, &u) {
 				return usageError(path, "flag", u.flag, flagNames(c.Command.Flags))

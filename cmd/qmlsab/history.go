@@ -22,8 +22,10 @@ import (
 // (report uses 3 for a failed gate, 1 is bad input).
 const exitRegression = 4
 
-func historyDBFlag(name string) cli.Flag {
-	return &cli.StringFlag{Name: name, Value: filepath.Join("results", "history.db"), EnvVars: []string{"QMLSAB_HISTORY"},
+// historyDBFlag is the history's location, --history-db on every command
+// that reads or writes it.
+func historyDBFlag() cli.Flag {
+	return &cli.StringFlag{Name: "history-db", Value: filepath.Join("results", "history.db"), EnvVars: []string{"QMLSAB_HISTORY"},
 		Usage: "the history: an SQLite `FILE` (created on first use) or a mongodb:// URI shared by many machines"}
 }
 
@@ -53,10 +55,10 @@ func filter(c *cli.Context) (history.Filter, error) {
 }
 
 var filterFlags = []cli.Flag{
-	historyDBFlag("db"),
+	historyDBFlag(), renamedString("db"),
 	&cli.StringSliceFlag{Name: "label", Usage: "keep nights carrying this `KEY=VALUE` label; repeatable"},
 	&cli.StringFlag{Name: "workload", Usage: "keep nights of this workload"},
-	&cli.IntFlag{Name: "last", Usage: "keep the newest `N` nights"},
+	&cli.IntFlag{Name: "last", Usage: "keep the newest `N` nights (default: all)"},
 }
 
 // openHistory opens the history for a reader (list, detect, export,
@@ -219,7 +221,7 @@ func historyCommand() *cli.Command {
 				Name:      "add",
 				Usage:     "add run folders to the history (re-adding a run changes nothing)",
 				ArgsUsage: "RUN_DIR...",
-				Flags:     []cli.Flag{historyDBFlag("db"), labelFlag, allowPartialFlag},
+				Flags:     []cli.Flag{historyDBFlag(), renamedString("db"), labelFlag, allowPartialFlag},
 				Action: func(c *cli.Context) error {
 					dirs, err := trailingFlags(c)
 					if err != nil {
@@ -228,7 +230,7 @@ func historyCommand() *cli.Command {
 					if len(dirs) == 0 {
 						return fail("add", "give at least one run folder")
 					}
-					if err := addToHistory(c, c.String("db"), dirs); err != nil {
+					if err := addToHistory(c, c.String("history-db"), dirs); err != nil {
 						return exitFor(err, fail("add", "%v", err))
 					}
 					return nil
@@ -243,7 +245,7 @@ func historyCommand() *cli.Command {
 					if err != nil {
 						return fail("list", "%v", err)
 					}
-					st, err := openHistory(c.Context, c.String("db"))
+					st, err := openHistory(c.Context, c.String("history-db"))
 					if err != nil {
 						return fail("list", "%v", err)
 					}
@@ -317,7 +319,7 @@ func historyCommand() *cli.Command {
 					if n := c.Int("permutations"); n > changepoint.MaxPermutations {
 						return fail("detect", "--permutations %d: at most %d (p-values down to 1/(N+1))", n, changepoint.MaxPermutations)
 					}
-					st, err := openHistory(c.Context, c.String("db"))
+					st, err := openHistory(c.Context, c.String("history-db"))
 					if err != nil {
 						return fail("detect", "%v", err)
 					}
@@ -356,8 +358,8 @@ func historyCommand() *cli.Command {
 				Usage: "the history in another tool's format: otava (Apache Otava's JSON import)",
 				Flags: append(append([]cli.Flag{}, filterFlags...),
 					&cli.StringFlag{Name: "format", Value: "otava", Usage: "otava"},
-					&cli.StringSliceFlag{Name: "arm", Usage: "export this `ARM` only (Otava reads one series per file); repeatable"},
-					&cli.StringSliceFlag{Name: "metric", Usage: "export this `METRIC` only; repeatable"},
+					&cli.StringSliceFlag{Name: "arm", Usage: "export only this `ARM`; repeatable; Otava reads one series per file (default: all)"},
+					&cli.StringSliceFlag{Name: "metric", Usage: "export only this `METRIC`; repeatable (default: all)"},
 					&cli.StringFlag{Name: "out", Usage: "write to `FILE` (default: standard output)"},
 				),
 				Action: func(c *cli.Context) error {
@@ -368,7 +370,7 @@ func historyCommand() *cli.Command {
 					if err != nil {
 						return fail("export", "%v", err)
 					}
-					st, err := openHistory(c.Context, c.String("db"))
+					st, err := openHistory(c.Context, c.String("history-db"))
 					if err != nil {
 						return fail("export", "%v", err)
 					}
@@ -413,7 +415,7 @@ func trendCommand() *cli.Command {
 			if err != nil {
 				return fail("%v", err)
 			}
-			st, err := openHistory(c.Context, c.String("db"))
+			st, err := openHistory(c.Context, c.String("history-db"))
 			if err != nil {
 				return fail("%v", err)
 			}

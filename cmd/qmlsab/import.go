@@ -32,7 +32,7 @@ func importCommand() *cli.Command {
 				&cli.StringFlag{Name: "start", Usage: "without --spec: the trial's start, RFC 3339 (2025-06-01T10:00:00Z)"},
 				&cli.StringFlag{Name: "phases", Usage: "without --spec: warmup,storm,recovery lengths (30s,150s,60s)"},
 				&cli.StringFlag{Name: "outcomes", Usage: "without --spec: client-side outcomes, JSON lines or CSV (docs/ftdc.md)"},
-				&cli.StringFlag{Name: "out", Usage: "the new run folder (default results/<timestamp>-<id>)"},
+				&cli.StringFlag{Name: "out", Usage: "the new run folder (default: results/<timestamp>-<id>)"},
 			},
 			Action: importFTDCAction,
 		}},

@@ -79,6 +79,7 @@ func newApp() *cli.App {
 			ftdcCommand(),
 		},
 	}
+	installFlagHelp()
 	enforceUsage(app)
 	return app
 }

@@ -29,7 +29,7 @@ func reportCommand() *cli.Command {
 			&cli.Float64Flag{Name: "alpha", Value: 0.05, Usage: "significance level of the U test"},
 			&cli.StringFlag{Name: "results", Value: "results", Usage: "where to look for the newest run when none is given"},
 			&cli.BoolFlag{Name: "history", Usage: "also add the run(s) to the history (--history-db) for qmlsab history detect and trend"},
-			historyDBFlag("history-db"),
+			historyDBFlag(),
 			labelFlag,
 			allowPartialFlag,
 		},

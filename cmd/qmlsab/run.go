@@ -35,7 +35,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "workload", Value: workload.KindSpillToDisk, Usage: "a built-in workload (qmlsab workloads list) or a workload YAML `FILE`"},
 			&cli.StringFlag{Name: "profile", Value: "default", Usage: "phase lengths: quick, default or long"},
 			&cli.StringFlag{Name: "clock", Value: run.Virtual, Usage: "embedded target only: virtual (the model in model time, no wire; seconds per trial) or wall (real time over the wire protocol)"},
-			&cli.StringFlag{Name: "out", Usage: "run folder (default results/<timestamp>-<id>)"},
+			&cli.StringFlag{Name: "out", Usage: "run folder (default: results/<timestamp>-<id>)"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of every random draw (arrivals, query shapes, the model)"},
 			&cli.IntFlag{Name: "parallel", Usage: "trials at once on this host (default: one per CPU for virtual-clock trials, one at a time on the wall clock, where trials at once share the CPUs they measure)"},
 			&cli.StringFlag{Name: "resume", Usage: "complete the interrupted run (or shard) in `DIR`"},

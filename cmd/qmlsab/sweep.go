@@ -41,7 +41,7 @@ func sweepCommand() *cli.Command {
 			&cli.StringFlag{Name: "profile", Value: "default", Usage: "phase lengths: quick, default or long"},
 			&cli.StringFlag{Name: "workload", Value: workload.KindSpillToDisk, Usage: "a spill_to_disk workload: the built-in or a workload YAML `FILE`"},
 			&cli.BoolFlag{Name: "host", Usage: "run on the host model (model.HostHardware) instead of the embedded default's single-process model (host.* knobs need it)"},
-			&cli.StringFlag{Name: "out", Usage: "folder for sweep.json and sweep.html (default results/sweep-<timestamp>-<id>)"},
+			&cli.StringFlag{Name: "out", Usage: "folder for sweep.json and sweep.html (default: results/sweep-<timestamp>-<id>)"},
 			&cli.IntFlag{Name: "parallel", Usage: "trials at once (default: every CPU)"},
 			&cli.BoolFlag{Name: "list", Usage: "list the names --vary takes, with their defaults, and exit"},
 		},

@@ -94,7 +94,7 @@ func TestSweepWritesJSONAndHTML(t *testing.T) {
 // printed as a prediction.
 func TestCalibrateFitPrintsResiduals(t *testing.T) {
 	out, code := qmlsab(t, "calibrate", "--fit", "--space", "workload.stormRate=120,200", "--space", "param.simShedHazard=odds,linear",
-		"--profile", "quick", "--seeds", "1", "--fit-seeds", "1")
+		"--profile", "quick", "-n", "1", "--fit-seeds", "1")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, out)
 	}

@@ -38,6 +38,7 @@ func Wrap(file string, err error) *Error {
 		msg = te.Errors[0]
 	}
 	msg = strings.TrimPrefix(msg, "yaml: ")
+	msg = plainTypes(msg)
 	if rest, ok := strings.CutPrefix(msg, "line "); ok {
 		num, tail, _ := strings.Cut(rest, ": ")
 		if n, err := strconv.Atoi(num); err == nil {
@@ -45,6 +46,32 @@ func Wrap(file string, err error) *Error {
 		}
 	}
 	return &Error{File: file, Line: 1, Msg: msg}
+}
+
+// goTypes are the Go types yaml.v3's messages name, said as what a user
+// writes instead.
+var goTypes = map[string]string{
+	"time.Duration": "a duration like 30s or 1m30s",
+	"int":           "a whole number", "int64": "a whole number", "uint64": "a whole number",
+	"float64": "a number", "bool": "true or false", "string": "a string",
+}
+
+// plainTypes rewrites "cannot unmarshal !!str `x` into time.Duration" as
+// "`x`: want a duration like 30s or 1m30s".
+func plainTypes(msg string) string {
+	head, rest, ok := strings.Cut(msg, "cannot unmarshal ")
+	if !ok {
+		return msg
+	}
+	value, goType, ok := strings.Cut(rest, " into ")
+	want, known := goTypes[goType]
+	if !ok || !known {
+		return msg
+	}
+	if _, v, ok := strings.Cut(value, " "); ok { // drop the YAML tag (!!str)
+		value = v
+	}
+	return head + value + ": want " + want
 }
 
 // DecodeStrict decodes a YAML document into v, refusing unknown keys and
