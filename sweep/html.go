@@ -156,7 +156,7 @@ func (r *Result) scale(m MetricOut) (lo, hi float64, colors []string) {
 		return 0, 1, []string{"#b3261e", "#f2c94c", "#2a9d5c"}
 	case metric.Failovers:
 		return 0, max(hi, 1), []string{"#f7f7f7", "#f4a261", "#b3261e"}
-	case SheddingGap:
+	case metric.SheddingGap:
 		a := max(math.Abs(lo), math.Abs(hi), 1)
 		return -a, a, []string{"#d1495b", "#f7f7f7", "#1f6fb2"}
 	}
