@@ -267,10 +267,11 @@ func chartSections(a *Analysis, options map[string]json.RawMessage) ([]section, 
 		bar.SetGlobalOptions(append(base("merge-unsafe", "Unsafe sheds per trial (median), by where the $merge ran"),
 			charts.WithYAxisOpts(opts.YAxis{Name: unitOpsPerTrial}))...)
 		bar.SetXAxis(a.In.Arms)
-		for _, rp := range []string{"primary", "secondary"} {
+		for _, rp := range []string{metric.ReadPrefPrimary, metric.ReadPrefSecondary} {
+			name, _ := metric.UnsafeShedsOn(rp)
 			var data []opts.BarData
 			for i := range a.Arms {
-				data = append(data, medianBar(&a.Arms[i], "unsafe_sheds_"+rp))
+				data = append(data, medianBar(&a.Arms[i], name))
 			}
 			bar.AddSeries("on "+rp, data, charts.WithBarChartOpts(opts.BarChart{Stack: "unsafe"}))
 		}
