@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/qmlsab/qmlsab/internal/bsoncheck"
+	"github.com/qmlsab/qmlsab/store"
 )
 
 // Sources are the documents a field is read from. A live sample reads
@@ -25,7 +26,7 @@ const (
 // order, so one name covers the section's moves between releases; a field
 // none of whose paths exist is absent from the sample, not zero.
 type Field struct {
-	Name string
+	Name store.SampleField
 	// Counter marks cumulative counters (rates are taken of them).
 	Counter bool
 	// Source is the document the paths are in (ServerStatus when empty).
@@ -40,56 +41,56 @@ type Field struct {
 // throughput-probing monitor; 8.0 moved them to queues.execution
 // (normalPriority only); master adds lowPriority pools and more.
 var Fields = []Field{
-	{Name: "uptimeMillis", Paths: []string{"uptimeMillis"}},
-	{Name: "residentMB", Paths: []string{"mem.resident"}},
-	{Name: "read.totalTickets", Paths: []string{"queues.execution.read.totalTickets", "wiredTiger.concurrentTransactions.read.totalTickets"}},
-	{Name: "read.out", Paths: []string{"queues.execution.read.out", "wiredTiger.concurrentTransactions.read.out"}},
-	{Name: "read.available", Paths: []string{"queues.execution.read.available", "wiredTiger.concurrentTransactions.read.available"}},
-	{Name: "write.totalTickets", Paths: []string{"queues.execution.write.totalTickets", "wiredTiger.concurrentTransactions.write.totalTickets"}},
-	{Name: "write.out", Paths: []string{"queues.execution.write.out", "wiredTiger.concurrentTransactions.write.out"}},
-	{Name: "read.normal.queueLength", Paths: []string{"queues.execution.read.normalPriority.queueLength", "wiredTiger.concurrentTransactions.read.normalPriority.queueLength"}},
-	{Name: "read.low.queueLength", Paths: []string{"queues.execution.read.lowPriority.queueLength", "wiredTiger.concurrentTransactions.read.lowPriority.queueLength"}},
-	{Name: "read.low.addedToQueue", Counter: true, Paths: []string{"queues.execution.read.lowPriority.addedToQueue", "wiredTiger.concurrentTransactions.read.lowPriority.addedToQueue"}},
-	{Name: "read.low.removedFromQueue", Counter: true, Paths: []string{"queues.execution.read.lowPriority.removedFromQueue", "wiredTiger.concurrentTransactions.read.lowPriority.removedFromQueue"}},
-	{Name: "read.low.canceled", Counter: true, Paths: []string{"queues.execution.read.lowPriority.canceled", "wiredTiger.concurrentTransactions.read.lowPriority.canceled"}},
-	{Name: "read.normal.removedFromQueue", Counter: true, Paths: []string{"queues.execution.read.normalPriority.removedFromQueue", "wiredTiger.concurrentTransactions.read.normalPriority.removedFromQueue"}},
-	{Name: "read.normal.canceled", Counter: true, Paths: []string{"queues.execution.read.normalPriority.canceled", "wiredTiger.concurrentTransactions.read.normalPriority.canceled"}},
-	{Name: "read.finishedProcessing", Counter: true, Paths: []string{"queues.execution.read.normalPriority.finishedProcessing", "wiredTiger.concurrentTransactions.read.normalPriority.finishedProcessing"}},
-	{Name: "monitor.timesDecreased", Counter: true, Paths: []string{"queues.execution.monitor.timesDecreased", "wiredTiger.concurrentTransactions.monitor.timesDecreased"}},
-	{Name: "monitor.timesIncreased", Counter: true, Paths: []string{"queues.execution.monitor.timesIncreased", "wiredTiger.concurrentTransactions.monitor.timesIncreased"}},
-	{Name: "queryMemory.currentUsageBytes", Paths: []string{"queryMemory.loadShedding.currentUsageBytes"}},
-	{Name: "queryMemory.lowMarkBytes", Paths: []string{"queryMemory.loadShedding.lowMarkBytes"}},
-	{Name: "queryMemory.highMarkBytes", Paths: []string{"queryMemory.loadShedding.highMarkBytes"}},
-	{Name: "queryMemory.memLimitBytes", Paths: []string{"queryMemory.loadShedding.memLimitBytes"}},
-	{Name: "queryMemory.operationsShed", Counter: true, Paths: []string{"queryMemory.loadShedding.operationsShed"}},
-	{Name: "queryMemory.operationsShedQueued", Counter: true, Paths: []string{"queryMemory.loadShedding.operationsShedQueued"}},
-	{Name: "tcmalloc.allocatedBytes", Paths: []string{"tcmalloc.generic.current_allocated_bytes"}},
-	{Name: "tcmalloc.heapBytes", Paths: []string{"tcmalloc.generic.heap_size"}},
-	{Name: "tcmalloc.pageheapFreeBytes", Paths: []string{"tcmalloc.tcmalloc.pageheap_free_bytes"}},
+	{Name: store.FieldUptimeMillis, Paths: []string{"uptimeMillis"}},
+	{Name: store.FieldResidentMB, Paths: []string{"mem.resident"}},
+	{Name: store.FieldReadTotalTickets, Paths: []string{"queues.execution.read.totalTickets", "wiredTiger.concurrentTransactions.read.totalTickets"}},
+	{Name: store.FieldReadOut, Paths: []string{"queues.execution.read.out", "wiredTiger.concurrentTransactions.read.out"}},
+	{Name: store.FieldReadAvailable, Paths: []string{"queues.execution.read.available", "wiredTiger.concurrentTransactions.read.available"}},
+	{Name: store.FieldWriteTotalTickets, Paths: []string{"queues.execution.write.totalTickets", "wiredTiger.concurrentTransactions.write.totalTickets"}},
+	{Name: store.FieldWriteOut, Paths: []string{"queues.execution.write.out", "wiredTiger.concurrentTransactions.write.out"}},
+	{Name: store.FieldReadNormalQueueLength, Paths: []string{"queues.execution.read.normalPriority.queueLength", "wiredTiger.concurrentTransactions.read.normalPriority.queueLength"}},
+	{Name: store.FieldReadLowQueueLength, Paths: []string{"queues.execution.read.lowPriority.queueLength", "wiredTiger.concurrentTransactions.read.lowPriority.queueLength"}},
+	{Name: store.FieldReadLowAddedToQueue, Counter: true, Paths: []string{"queues.execution.read.lowPriority.addedToQueue", "wiredTiger.concurrentTransactions.read.lowPriority.addedToQueue"}},
+	{Name: store.FieldReadLowRemovedFromQueue, Counter: true, Paths: []string{"queues.execution.read.lowPriority.removedFromQueue", "wiredTiger.concurrentTransactions.read.lowPriority.removedFromQueue"}},
+	{Name: store.FieldReadLowCanceled, Counter: true, Paths: []string{"queues.execution.read.lowPriority.canceled", "wiredTiger.concurrentTransactions.read.lowPriority.canceled"}},
+	{Name: store.FieldReadNormalRemovedFromQueue, Counter: true, Paths: []string{"queues.execution.read.normalPriority.removedFromQueue", "wiredTiger.concurrentTransactions.read.normalPriority.removedFromQueue"}},
+	{Name: store.FieldReadNormalCanceled, Counter: true, Paths: []string{"queues.execution.read.normalPriority.canceled", "wiredTiger.concurrentTransactions.read.normalPriority.canceled"}},
+	{Name: store.FieldReadFinishedProcessing, Counter: true, Paths: []string{"queues.execution.read.normalPriority.finishedProcessing", "wiredTiger.concurrentTransactions.read.normalPriority.finishedProcessing"}},
+	{Name: store.FieldMonitorTimesDecreased, Counter: true, Paths: []string{"queues.execution.monitor.timesDecreased", "wiredTiger.concurrentTransactions.monitor.timesDecreased"}},
+	{Name: store.FieldMonitorTimesIncreased, Counter: true, Paths: []string{"queues.execution.monitor.timesIncreased", "wiredTiger.concurrentTransactions.monitor.timesIncreased"}},
+	{Name: store.FieldQueryMemoryCurrentUsageBytes, Paths: []string{"queryMemory.loadShedding.currentUsageBytes"}},
+	{Name: store.FieldQueryMemoryLowMarkBytes, Paths: []string{"queryMemory.loadShedding.lowMarkBytes"}},
+	{Name: store.FieldQueryMemoryHighMarkBytes, Paths: []string{"queryMemory.loadShedding.highMarkBytes"}},
+	{Name: store.FieldQueryMemoryMemLimitBytes, Paths: []string{"queryMemory.loadShedding.memLimitBytes"}},
+	{Name: store.FieldQueryMemoryOperationsShed, Counter: true, Paths: []string{"queryMemory.loadShedding.operationsShed"}},
+	{Name: store.FieldQueryMemoryOperationsShedQueued, Counter: true, Paths: []string{"queryMemory.loadShedding.operationsShedQueued"}},
+	{Name: store.FieldTcmallocAllocatedBytes, Paths: []string{"tcmalloc.generic.current_allocated_bytes"}},
+	{Name: store.FieldTcmallocHeapBytes, Paths: []string{"tcmalloc.generic.heap_size"}},
+	{Name: store.FieldTcmallocPageheapFreeBytes, Paths: []string{"tcmalloc.tcmalloc.pageheap_free_bytes"}},
 	// metrics.query's spill counters: $sort's since 6.0 under sort, the
 	// other stages' since 7.0 under their names.
-	{Name: "spills.sort", Counter: true, Paths: []string{"metrics.query.sort.spillToDisk"}},
-	{Name: "spills.sortBytes", Counter: true, Paths: []string{"metrics.query.sort.spillToDiskBytes"}},
-	{Name: "spills.group", Counter: true, Paths: []string{"metrics.query.group.spills"}},
-	{Name: "spills.groupBytes", Counter: true, Paths: []string{"metrics.query.group.spilledBytes"}},
-	{Name: "spills.setWindowFields", Counter: true, Paths: []string{"metrics.query.setWindowFields.spills"}},
-	{Name: "spills.setWindowFieldsBytes", Counter: true, Paths: []string{"metrics.query.setWindowFields.spilledBytes"}},
-	{Name: "connections.current", Paths: []string{"connections.current"}},
-	{Name: "connections.available", Paths: []string{"connections.available"}},
-	{Name: "connections.totalCreated", Counter: true, Paths: []string{"connections.totalCreated"}},
-	{Name: "opcounters.insert", Counter: true, Paths: []string{"opcounters.insert"}},
-	{Name: "opcounters.query", Counter: true, Paths: []string{"opcounters.query"}},
-	{Name: "opcounters.update", Counter: true, Paths: []string{"opcounters.update"}},
-	{Name: "opcounters.delete", Counter: true, Paths: []string{"opcounters.delete"}},
-	{Name: "opcounters.getmore", Counter: true, Paths: []string{"opcounters.getmore"}},
-	{Name: "opcounters.command", Counter: true, Paths: []string{"opcounters.command"}},
+	{Name: store.FieldSpillsSort, Counter: true, Paths: []string{"metrics.query.sort.spillToDisk"}},
+	{Name: store.FieldSpillsSortBytes, Counter: true, Paths: []string{"metrics.query.sort.spillToDiskBytes"}},
+	{Name: store.FieldSpillsGroup, Counter: true, Paths: []string{"metrics.query.group.spills"}},
+	{Name: store.FieldSpillsGroupBytes, Counter: true, Paths: []string{"metrics.query.group.spilledBytes"}},
+	{Name: store.FieldSpillsSetWindowFields, Counter: true, Paths: []string{"metrics.query.setWindowFields.spills"}},
+	{Name: store.FieldSpillsSetWindowFieldsBytes, Counter: true, Paths: []string{"metrics.query.setWindowFields.spilledBytes"}},
+	{Name: store.FieldConnectionsCurrent, Paths: []string{"connections.current"}},
+	{Name: store.FieldConnectionsAvailable, Paths: []string{"connections.available"}},
+	{Name: store.FieldConnectionsTotalCreated, Counter: true, Paths: []string{"connections.totalCreated"}},
+	{Name: store.FieldOpcountersInsert, Counter: true, Paths: []string{"opcounters.insert"}},
+	{Name: store.FieldOpcountersQuery, Counter: true, Paths: []string{"opcounters.query"}},
+	{Name: store.FieldOpcountersUpdate, Counter: true, Paths: []string{"opcounters.update"}},
+	{Name: store.FieldOpcountersDelete, Counter: true, Paths: []string{"opcounters.delete"}},
+	{Name: store.FieldOpcountersGetmore, Counter: true, Paths: []string{"opcounters.getmore"}},
+	{Name: store.FieldOpcountersCommand, Counter: true, Paths: []string{"opcounters.command"}},
 	// Replication state: serverStatus.repl mirrors hello (ismaster before
 	// 5.0); replSetGetStatus (FTDC records it beside serverStatus) gives
 	// the member's state (1 primary, 2 secondary) and the term, which
 	// grows with every election.
-	{Name: "repl.isWritablePrimary", Paths: []string{"repl.isWritablePrimary", "repl.ismaster"}},
-	{Name: "repl.myState", Source: ReplSetGetStatus, Paths: []string{"myState"}},
-	{Name: "repl.term", Source: ReplSetGetStatus, Paths: []string{"term"}},
+	{Name: store.FieldReplIsWritablePrimary, Paths: []string{"repl.isWritablePrimary", "repl.ismaster"}},
+	{Name: store.FieldReplMyState, Source: ReplSetGetStatus, Paths: []string{"myState"}},
+	{Name: store.FieldReplTerm, Source: ReplSetGetStatus, Paths: []string{"term"}},
 }
 
 // Lookup reads the number at a dotted path of one source document; ok is

@@ -12,7 +12,7 @@ import (
 func Events(phases map[string]time.Time, samples []store.Sample, kills []store.Kill, extra ...store.Event) []store.Event {
 	ev := append([]store.Event(nil), extra...)
 	for name, at := range phases {
-		if name != "end" {
+		if name != store.PhaseEnd {
 			ev = append(ev, store.Event{At: at, Kind: "phase", Phase: name})
 		}
 	}
@@ -87,7 +87,7 @@ type victim struct {
 // carries no size, so there the killOp actor's kills (which read it from
 // $currentOp) are the sized victims and sheds count by stage only.
 func stormVictims(res store.Results, kills []store.Kill) []victim {
-	storm, recovery := res.PhaseStarts["storm"], res.PhaseStarts["recovery"]
+	storm, recovery := res.PhaseStarts[store.PhaseStorm], res.PhaseStarts[store.PhaseRecovery]
 	in := func(t time.Time) bool { return !t.Before(storm) && t.Before(recovery) }
 	lost := func(o store.Outcome) bool { return o == store.Shed || o == store.Killed }
 	sized := slices.ContainsFunc(res.Storm, func(s store.StormOp) bool { return lost(s.Outcome) && s.TrackedBytes > 0 })

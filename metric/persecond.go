@@ -31,13 +31,13 @@ func PerSecond(samples []store.Sample, start, end time.Time) []store.Second {
 			*field(at(p.Mid())) = &v
 		}
 	}
-	set(PrimaryGauge(samples, "read.totalTickets"), func(s *store.Second) **float64 { return &s.ReadTix })
-	set(PrimaryGauge(samples, "read.low.queueLength"), func(s *store.Second) **float64 { return &s.LowQueue })
-	set(PrimaryGauge(samples, "residentMB"), func(s *store.Second) **float64 { return &s.ResidentMB })
-	set(PrimaryRates(samples, "queryMemory.operationsShed"), func(s *store.Second) **float64 { return &s.Sheds })
-	set(PrimaryGauge(samples, "queryMemory.lowMarkBytes"), func(s *store.Second) **float64 { return &s.LowMark })
-	set(PrimaryGauge(samples, "queryMemory.highMarkBytes"), func(s *store.Second) **float64 { return &s.HighMark })
-	set(PrimaryGauge(samples, "queryMemory.memLimitBytes"), func(s *store.Second) **float64 { return &s.MemLimit })
+	set(PrimaryGauge(samples, store.FieldReadTotalTickets), func(s *store.Second) **float64 { return &s.ReadTix })
+	set(PrimaryGauge(samples, store.FieldReadLowQueueLength), func(s *store.Second) **float64 { return &s.LowQueue })
+	set(PrimaryGauge(samples, store.FieldResidentMB), func(s *store.Second) **float64 { return &s.ResidentMB })
+	set(PrimaryRates(samples, store.FieldQueryMemoryOperationsShed), func(s *store.Second) **float64 { return &s.Sheds })
+	set(PrimaryGauge(samples, store.FieldQueryMemoryLowMarkBytes), func(s *store.Second) **float64 { return &s.LowMark })
+	set(PrimaryGauge(samples, store.FieldQueryMemoryHighMarkBytes), func(s *store.Second) **float64 { return &s.HighMark })
+	set(PrimaryGauge(samples, store.FieldQueryMemoryMemLimitBytes), func(s *store.Second) **float64 { return &s.MemLimit })
 	adm, kil := Departures(samples)
 	set(adm, func(s *store.Second) **float64 { return &s.Admissions })
 	set(kil, func(s *store.Second) **float64 { return &s.Kills })

@@ -70,45 +70,106 @@ const (
 	CanaryP99Ms      = "canary_p99_ms"
 	VictimTrackedP50 = "victim_tracked_bytes_p50"
 	UnsafeSheds      = "unsafe_sheds"
+	// SheddingGap is sheds/s − low-priority admissions/s (above zero:
+	// queued operations are being shed, the sweeper's signature).
+	SheddingGap = "sheds_minus_admissions_per_s"
+	// UnsafeShedsPrimary and UnsafeShedsSecondary are the unsafe sheds
+	// by the read preference their $merge ran with (UnsafeShedsOn).
+	UnsafeShedsPrimary   = "unsafe_sheds_primary"
+	UnsafeShedsSecondary = "unsafe_sheds_secondary"
+	MergeOps             = "merge_ops"
+	MergeCompleted       = "merge_completed"
+	MergeShed            = "merge_shed"
+	MergeKilled          = "merge_killed"
+	MergeFailed          = "merge_failed"
 )
 
-// Registry is every known metric, in report order.
+// The read preferences the merge workload runs its $merge ops with
+// (store.MergeOp.ReadPreference).
+const (
+	ReadPrefPrimary   = "primary"
+	ReadPrefSecondary = "secondary"
+)
+
+// UnsafeShedsOn is the registry's metric of the unsafe sheds of $merge
+// ops run with read preference rp; ok is false for a read preference the
+// registry has no metric for.
+func UnsafeShedsOn(rp string) (name string, ok bool) {
+	switch rp {
+	case ReadPrefPrimary:
+		return UnsafeShedsPrimary, true
+	case ReadPrefSecondary:
+		return UnsafeShedsSecondary, true
+	}
+	return "", false
+}
+
+// Registry is every known metric, in report order; derived metrics (one
+// computed from others, such as SheddingGap) are entries like any other.
+// An entry names its fields: Better and Unit are zero for a diagnostic
+// without a unit, Count and Key false unless set.
 var Registry = []Metric{
-	{Availability, "availability", "", +1, false, "canary ops that succeeded within the SLO ÷ canary ops scheduled, over all three phases; a canary that found no primary counts as failed (one the server does not implement, or one still running at the trial's end, counts in neither)", true,
-		storm(func(t *trial) (float64, string) { return availability(t.Results) }), []string{store.CanaryRecords}},
-	{Failovers, "failovers", "", -1, true, "primary changes observed in the samples (a new member, or a restarted process, as primary)", true,
-		func(t *trial) (float64, string) { return float64(PrimaryChanges(t.Samples)), "" }, nil},
-	{Restarts, "restarts", "", -1, true, "member process restarts (crash or OOM kill), from processId changes or uptime going backwards", true,
-		func(t *trial) (float64, string) { return float64(RestartCount(t.Samples)), "" }, nil},
-	{ShedsPerS, "sheds/s", "/s", 0, false, "server sheds (Δ queryMemory.loadShedding.operationsShed on the primary) plus killOp actor kills, per second of storm; absent when the server reports no queryMemory.loadShedding and no killOp actor ran", true,
-		storm(func(t *trial) (float64, string) { return t.shedsPerS() }), []string{store.KillRecords}},
-	{AdmissionsPerS, "admissions/s", "/s", 0, false, "low-priority read queue departures that got a ticket (Δ removedFromQueue − Δ canceled) per second of storm", true,
-		storm(func(t *trial) (float64, string) { return t.stormMean(t.admissions, fieldLowRemoved) }), nil},
-	{KillsPerS, "queue kills/s", "/s", 0, false, "low-priority read queue departures without a ticket (Δ canceled) per second of storm", true,
-		storm(func(t *trial) (float64, string) { return t.queueKillsPerS() }), nil},
-	{DeparturesPerS, "departures/s", "/s", 0, false, "Δ removedFromQueue of the low-priority read queue per second of storm (admissions + kills)", false,
-		storm(func(t *trial) (float64, string) {
+	{Name: Availability, Title: "availability", Better: +1, Key: true,
+		Definition: "canary ops that succeeded within the SLO ÷ canary ops scheduled, over all three phases; a canary that found no primary counts as failed (one the server does not implement, or one still running at the trial's end, counts in neither)",
+		compute:    storm(func(t *trial) (float64, string) { return availability(t.Results) }),
+		Needs:      []string{store.CanaryRecords}},
+	{Name: Failovers, Title: "failovers", Better: -1, Count: true, Key: true,
+		Definition: "primary changes observed in the samples (a new member, or a restarted process, as primary)",
+		compute:    func(t *trial) (float64, string) { return float64(PrimaryChanges(t.Samples)), "" }},
+	{Name: Restarts, Title: "restarts", Better: -1, Count: true, Key: true,
+		Definition: "member process restarts (crash or OOM kill), from processId changes or uptime going backwards",
+		compute:    func(t *trial) (float64, string) { return float64(RestartCount(t.Samples)), "" }},
+	{Name: ShedsPerS, Title: "sheds/s", Unit: "/s", Key: true,
+		Definition: "server sheds (Δ queryMemory.loadShedding.operationsShed on the primary) plus killOp actor kills, per second of storm; absent when the server reports no queryMemory.loadShedding and no killOp actor ran",
+		compute:    storm(func(t *trial) (float64, string) { return t.shedsPerS() }),
+		Needs:      []string{store.KillRecords}},
+	{Name: AdmissionsPerS, Title: "admissions/s", Unit: "/s", Key: true,
+		Definition: "low-priority read queue departures that got a ticket (Δ removedFromQueue − Δ canceled) per second of storm",
+		compute:    storm(func(t *trial) (float64, string) { return t.stormMean(t.admissions, fieldLowRemoved) })},
+	{Name: KillsPerS, Title: "queue kills/s", Unit: "/s", Key: true,
+		Definition: "low-priority read queue departures without a ticket (Δ canceled) per second of storm",
+		compute:    storm(func(t *trial) (float64, string) { return t.queueKillsPerS() })},
+	{Name: DeparturesPerS, Title: "departures/s", Unit: "/s",
+		Definition: "Δ removedFromQueue of the low-priority read queue per second of storm (admissions + kills)",
+		compute: storm(func(t *trial) (float64, string) {
 			a, why := t.stormMean(t.admissions, fieldLowRemoved)
 			k, _ := t.queueKillsPerS()
 			return a + k, why
-		}), nil},
-	{ReadTicketsMed, "read tickets (median)", "", 0, false, "queues.execution.read.totalTickets on the primary during the storm, median", true,
-		storm(func(t *trial) (float64, string) { return t.stormGauge(fieldTickets, median) }), nil},
-	{ReadTicketsMin, "read tickets (min)", "", 0, false, "queues.execution.read.totalTickets on the primary during the storm, minimum", false,
-		storm(func(t *trial) (float64, string) { return t.stormGauge(fieldTickets, slices.Min) }), nil},
-	{LowQueueP95, "low-pri queue p95", "", -1, false, "queues.execution.read.lowPriority.queueLength on the primary during the storm, 95th percentile", true,
-		storm(func(t *trial) (float64, string) {
+		})},
+	{Name: SheddingGap, Title: "sheds/s − admissions/s", Unit: "/s",
+		Definition: "sheds/s minus low-priority admissions/s in the storm; above zero, operations leave the low-priority queue shed faster than they are admitted (the sweeper's signature)",
+		compute: storm(func(t *trial) (float64, string) {
+			sheds, why := t.shedsPerS()
+			if why != "" {
+				return 0, why
+			}
+			admissions, why := t.stormMean(t.admissions, fieldLowRemoved)
+			return sheds - admissions, why
+		}),
+		Needs: []string{store.KillRecords}},
+	{Name: ReadTicketsMed, Title: "read tickets (median)", Key: true,
+		Definition: "queues.execution.read.totalTickets on the primary during the storm, median",
+		compute:    storm(func(t *trial) (float64, string) { return t.stormGauge(fieldTickets, median) })},
+	{Name: ReadTicketsMin, Title: "read tickets (min)",
+		Definition: "queues.execution.read.totalTickets on the primary during the storm, minimum",
+		compute:    storm(func(t *trial) (float64, string) { return t.stormGauge(fieldTickets, slices.Min) })},
+	{Name: LowQueueP95, Title: "low-pri queue p95", Better: -1, Key: true,
+		Definition: "queues.execution.read.lowPriority.queueLength on the primary during the storm, 95th percentile",
+		compute: storm(func(t *trial) (float64, string) {
 			return t.stormGauge(fieldLowQueue, func(v []float64) float64 { return Quantile(v, 0.95) })
-		}), nil},
-	{LowQueueMax, "low-pri queue max", "", -1, false, "the same queue's maximum during the storm", false,
-		storm(func(t *trial) (float64, string) { return t.stormGauge(fieldLowQueue, slices.Max) }), nil},
-	{LowQueueSlope, "low-pri queue slope", "/s", -1, false, "least-squares growth of the low-priority queue over the storm, ops per second", false,
-		storm(func(t *trial) (float64, string) {
+		})},
+	{Name: LowQueueMax, Title: "low-pri queue max", Better: -1,
+		Definition: "the same queue's maximum during the storm",
+		compute:    storm(func(t *trial) (float64, string) { return t.stormGauge(fieldLowQueue, slices.Max) })},
+	{Name: LowQueueSlope, Title: "low-pri queue slope", Unit: "/s", Better: -1,
+		Definition: "least-squares growth of the low-priority queue over the storm, ops per second",
+		compute: storm(func(t *trial) (float64, string) {
 			slope, _, why := t.queueSlope()
 			return slope, why
-		}), nil},
-	{LowQueueGrowth, "sustained queue growth", "", -1, true, "1 when the storm's queue slope is above zero at one-sided p < 0.01 and added at least 10 ops, else 0", false,
-		storm(func(t *trial) (float64, string) {
+		})},
+	{Name: LowQueueGrowth, Title: "sustained queue growth", Better: -1, Count: true,
+		Definition: "1 when the storm's queue slope is above zero at one-sided p < 0.01 and added at least 10 ops, else 0",
+		compute: storm(func(t *trial) (float64, string) {
 			slope, p, why := t.queueSlope()
 			if why != "" {
 				return 0, why
@@ -117,9 +178,10 @@ var Registry = []Metric{
 				return 1, ""
 			}
 			return 0, ""
-		}), nil},
-	{RSSPeakBytes, "peak RSS", "B", -1, false, "peak mem.resident over all members", true,
-		storm(func(t *trial) (float64, string) {
+		})},
+	{Name: RSSPeakBytes, Title: "peak RSS", Unit: "B", Better: -1, Key: true,
+		Definition: "peak mem.resident over all members",
+		compute: storm(func(t *trial) (float64, string) {
 			peak, seen := 0.0, false
 			for _, s := range t.Samples {
 				if v, ok := s.Values[fieldResident.name]; s.Up && ok {
@@ -130,19 +192,36 @@ var Registry = []Metric{
 				return 0, t.unreported(fieldResident)
 			}
 			return peak, ""
-		}), nil},
-	{StormCompleted, "storm completed", "", 0, true, "storm ops that completed", false, stormCount(store.Completed), []string{store.StormRecords}},
-	{StormShed, "storm shed", "", 0, true, "storm ops that failed QueryMemoryLimitExceeded", false, stormCount(store.Shed), []string{store.StormRecords}},
-	{StormKilled, "storm killed", "", 0, true, "storm ops that failed Interrupted (killOp)", false, stormCount(store.Killed), []string{store.StormRecords}},
-	{StormFailed, "storm failed", "", -1, true, "storm ops that failed otherwise (timeouts, network errors, no primary); not those the server does not implement, nor those still running at the trial's end", false, stormCount(store.Failed), []string{store.StormRecords}},
-	{StormUnsupported, "storm unsupported", "", 0, true, "storm ops the server does not implement (NotImplemented, CommandNotFound, InvalidPipelineOperator, an unrecognized stage): neither completed nor failed; more than 10 % of the storm makes the trial invalid", false, stormCount(store.Unsupported), []string{store.StormRecords}},
-	{StormUnfinished, "storm unfinished", "", 0, true, "storm ops still running when the trial ended (TrialEnded): neither completed nor failed", false, stormCount(store.Unfinished), []string{store.StormRecords}},
-	{CanaryP50Ms, "canary p50", "ms", -1, false, "canary latency from its scheduled start, median (canaries the server answered or failed)", false,
-		storm(func(t *trial) (float64, string) { return t.canaryLatency(0.5) }), []string{store.CanaryRecords}},
-	{CanaryP99Ms, "canary p99", "ms", -1, false, "canary latency from its scheduled start, 99th percentile (canaries the server answered or failed)", true,
-		storm(func(t *trial) (float64, string) { return t.canaryLatency(0.99) }), []string{store.CanaryRecords}},
-	{VictimTrackedP50, "victim tracked bytes p50", "B", 0, false, "median inUseTrackedMemBytes of the storm's shed or killed ops, during the storm", false,
-		storm(func(t *trial) (float64, string) {
+		})},
+	{Name: StormCompleted, Title: "storm completed", Count: true,
+		Definition: "storm ops that completed",
+		compute:    stormCount(store.Completed), Needs: []string{store.StormRecords}},
+	{Name: StormShed, Title: "storm shed", Count: true,
+		Definition: "storm ops that failed QueryMemoryLimitExceeded",
+		compute:    stormCount(store.Shed), Needs: []string{store.StormRecords}},
+	{Name: StormKilled, Title: "storm killed", Count: true,
+		Definition: "storm ops that failed Interrupted (killOp)",
+		compute:    stormCount(store.Killed), Needs: []string{store.StormRecords}},
+	{Name: StormFailed, Title: "storm failed", Better: -1, Count: true,
+		Definition: "storm ops that failed otherwise (timeouts, network errors, no primary); not those the server does not implement, nor those still running at the trial's end",
+		compute:    stormCount(store.Failed), Needs: []string{store.StormRecords}},
+	{Name: StormUnsupported, Title: "storm unsupported", Count: true,
+		Definition: "storm ops the server does not implement (NotImplemented, CommandNotFound, InvalidPipelineOperator, an unrecognized stage): neither completed nor failed; more than 10 % of the storm makes the trial invalid",
+		compute:    stormCount(store.Unsupported), Needs: []string{store.StormRecords}},
+	{Name: StormUnfinished, Title: "storm unfinished", Count: true,
+		Definition: "storm ops still running when the trial ended (TrialEnded): neither completed nor failed",
+		compute:    stormCount(store.Unfinished), Needs: []string{store.StormRecords}},
+	{Name: CanaryP50Ms, Title: "canary p50", Unit: "ms", Better: -1,
+		Definition: "canary latency from its scheduled start, median (canaries the server answered or failed)",
+		compute:    storm(func(t *trial) (float64, string) { return t.canaryLatency(0.5) }),
+		Needs:      []string{store.CanaryRecords}},
+	{Name: CanaryP99Ms, Title: "canary p99", Unit: "ms", Better: -1, Key: true,
+		Definition: "canary latency from its scheduled start, 99th percentile (canaries the server answered or failed)",
+		compute:    storm(func(t *trial) (float64, string) { return t.canaryLatency(0.99) }),
+		Needs:      []string{store.CanaryRecords}},
+	{Name: VictimTrackedP50, Title: "victim tracked bytes p50", Unit: "B",
+		Definition: "median inUseTrackedMemBytes of the storm's shed or killed ops, during the storm",
+		compute: storm(func(t *trial) (float64, string) {
 			var v []float64
 			for _, x := range stormVictims(t.Results, t.Kills) {
 				if x.bytes > 0 {
@@ -153,18 +232,32 @@ var Registry = []Metric{
 				return 0, "no shed or killed storm op had a known tracked size"
 			}
 			return median(v), ""
-		}), []string{store.StormRecords, store.KillRecords}},
-	{UnsafeSheds, "unsafe sheds", "", -1, true, "merge workload: ops that failed shed or killed after their $merge wrote documents", true,
-		unsafeSheds(func(o store.MergeOp) bool { return o.Unsafe }), nil},
-	{"unsafe_sheds_primary", "unsafe sheds on primary", "", -1, true, "unsafe sheds of $merge ops run on the primary", false,
-		unsafeSheds(func(o store.MergeOp) bool { return o.Unsafe && o.ReadPreference == "primary" }), nil},
-	{"unsafe_sheds_secondary", "unsafe sheds on secondary", "", -1, true, "unsafe sheds of $merge ops run with read preference secondary", false,
-		unsafeSheds(func(o store.MergeOp) bool { return o.Unsafe && o.ReadPreference == "secondary" }), nil},
-	{"merge_ops", "merge ops", "", 0, true, "merge workload: $merge ops run", false, mergeOps(func(store.MergeOp) bool { return true }), nil},
-	{"merge_completed", "merge completed", "", 0, true, "merge ops that completed", true, mergeOutcome(store.Completed), nil},
-	{"merge_shed", "merge shed", "", 0, true, "merge ops that failed QueryMemoryLimitExceeded", true, mergeOutcome(store.Shed), nil},
-	{"merge_killed", "merge killed", "", 0, true, "merge ops that failed Interrupted", false, mergeOutcome(store.Killed), nil},
-	{"merge_failed", "merge failed", "", -1, true, "merge ops that failed otherwise", false, mergeOutcome(store.Failed), nil},
+		}),
+		Needs: []string{store.StormRecords, store.KillRecords}},
+	{Name: UnsafeSheds, Title: "unsafe sheds", Better: -1, Count: true, Key: true,
+		Definition: "merge workload: ops that failed shed or killed after their $merge wrote documents",
+		compute:    unsafeSheds(func(o store.MergeOp) bool { return o.Unsafe })},
+	{Name: UnsafeShedsPrimary, Title: "unsafe sheds on primary", Better: -1, Count: true,
+		Definition: "unsafe sheds of $merge ops run on the primary",
+		compute:    unsafeSheds(func(o store.MergeOp) bool { return o.Unsafe && o.ReadPreference == ReadPrefPrimary })},
+	{Name: UnsafeShedsSecondary, Title: "unsafe sheds on secondary", Better: -1, Count: true,
+		Definition: "unsafe sheds of $merge ops run with read preference secondary",
+		compute:    unsafeSheds(func(o store.MergeOp) bool { return o.Unsafe && o.ReadPreference == ReadPrefSecondary })},
+	{Name: MergeOps, Title: "merge ops", Count: true,
+		Definition: "merge workload: $merge ops run",
+		compute:    mergeOps(func(store.MergeOp) bool { return true })},
+	{Name: MergeCompleted, Title: "merge completed", Count: true, Key: true,
+		Definition: "merge ops that completed",
+		compute:    mergeOutcome(store.Completed)},
+	{Name: MergeShed, Title: "merge shed", Count: true, Key: true,
+		Definition: "merge ops that failed QueryMemoryLimitExceeded",
+		compute:    mergeOutcome(store.Shed)},
+	{Name: MergeKilled, Title: "merge killed", Count: true,
+		Definition: "merge ops that failed Interrupted",
+		compute:    mergeOutcome(store.Killed)},
+	{Name: MergeFailed, Title: "merge failed", Better: -1, Count: true,
+		Definition: "merge ops that failed otherwise",
+		compute:    mergeOutcome(store.Failed)},
 }
 
 // Lookup finds a metric by name; unknown names (metrics of a newer tool,
@@ -302,7 +395,7 @@ type trial struct {
 }
 
 func newTrial(r store.Records) *trial {
-	t := &trial{Records: r, stormStart: r.PhaseStarts["storm"], stormEnd: r.PhaseStarts["recovery"]}
+	t := &trial{Records: r, stormStart: r.PhaseStarts[store.PhaseStorm], stormEnd: r.PhaseStarts[store.PhaseRecovery]}
 	t.stormSecs = t.stormEnd.Sub(t.stormStart).Seconds()
 	if r.Merge == nil {
 		t.admissions, t.kills = Departures(r.Samples)
@@ -312,14 +405,17 @@ func newTrial(r store.Records) *trial {
 
 // serverField is a sample field (collect's name) and where the server
 // reports it, for the reason a metric resting on it is absent.
-type serverField struct{ name, path string }
+type serverField struct {
+	name store.SampleField
+	path string
+}
 
 var (
-	fieldLowRemoved = serverField{"read.low.removedFromQueue", "queues.execution.read.lowPriority"}
-	fieldLowQueue   = serverField{"read.low.queueLength", "queues.execution.read.lowPriority.queueLength"}
-	fieldTickets    = serverField{"read.totalTickets", "queues.execution.read.totalTickets"}
-	fieldShed       = serverField{"queryMemory.operationsShed", "queryMemory.loadShedding"}
-	fieldResident   = serverField{"residentMB", "mem.resident"}
+	fieldLowRemoved = serverField{store.FieldReadLowRemovedFromQueue, "queues.execution.read.lowPriority"}
+	fieldLowQueue   = serverField{store.FieldReadLowQueueLength, "queues.execution.read.lowPriority.queueLength"}
+	fieldTickets    = serverField{store.FieldReadTotalTickets, "queues.execution.read.totalTickets"}
+	fieldShed       = serverField{store.FieldQueryMemoryOperationsShed, "queryMemory.loadShedding"}
+	fieldResident   = serverField{store.FieldResidentMB, "mem.resident"}
 )
 
 // unreported is why a metric resting on f has no value: the server never

@@ -1,6 +1,7 @@
 package metric
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -257,5 +258,176 @@ func TestActorKillsAreShedsOnAServerWithoutShedding(t *testing.T) {
 	r.KillOpActor, r.Kills = false, nil
 	if _, absent := Explain(r); absent[ShedsPerS] != "the server reported no queryMemory.loadShedding" {
 		t.Errorf("no actor, no server counter: sheds/s reason %q", absent[ShedsPerS])
+	}
+}
+
+// handMadeStorm is a storm trial small enough to work every metric out by
+// hand: members a, b and c sampled each second for 30 s, the storm from
+// second 10 to 20, a primary until b takes over at 25, c restarted at 15.
+// On the primary the counters grow by 5 (removedFromQueue), 1 (canceled)
+// and 3 (operationsShed) a second, tickets read the second (10 … 19 in the
+// storm) and the low-priority queue grows by exactly 2 a second.
+func handMadeStorm() store.Records {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	r := store.Records{Results: store.Results{PhaseStarts: map[string]time.Time{
+		store.PhaseWarmup: at(0), store.PhaseStorm: at(10), store.PhaseRecovery: at(20), store.PhaseEnd: at(30)}}}
+	for i := range 30 {
+		for _, m := range []string{"a", "b", "c"} {
+			pid, uptime := "p"+m, float64(1000*(i+1))
+			if m == "c" && i >= 15 {
+				pid, uptime = "pc2", float64(1000*(i-14))
+			}
+			resident := 100.0
+			if m == "b" && i == 5 {
+				resident = 2000
+			}
+			primary := (m == "a" && i < 25) || (m == "b" && i >= 25)
+			r.Samples = append(r.Samples, store.Sample{At: at(float64(i)), Member: m, Up: true, Primary: primary, ProcessID: pid,
+				Values: map[string]float64{
+					store.FieldUptimeMillis:              uptime,
+					store.FieldResidentMB:                resident,
+					store.FieldReadTotalTickets:          float64(i),
+					store.FieldReadLowQueueLength:        float64(2 * max(i-10, 0)),
+					store.FieldReadLowRemovedFromQueue:   float64(5 * i),
+					store.FieldReadLowCanceled:           float64(i),
+					store.FieldQueryMemoryOperationsShed: float64(3 * i),
+				}})
+		}
+	}
+	// Nine answered canaries, 1 … 9 ms, one of them failed; one the
+	// server does not implement counts in neither.
+	for i := range 9 {
+		r.Canaries = append(r.Canaries, store.CanaryOp{Scheduled: at(float64(i)), Latency: time.Duration(i+1) * time.Millisecond,
+			OK: i != 4, Code: map[bool]string{true: "", false: "NetworkError"}[i != 4]})
+	}
+	r.Canaries = append(r.Canaries, store.CanaryOp{Scheduled: at(9), Latency: 50 * time.Millisecond, Code: "CommandNotFound"})
+	op := func(s float64, o store.Outcome, code string, bytes int64) store.StormOp {
+		return store.StormOp{Scheduled: at(s), Latency: time.Second, Stage: "$sort", Outcome: o, Code: code, TrackedBytes: bytes}
+	}
+	for i := range 6 {
+		r.Storm = append(r.Storm, op(10+float64(i), store.Completed, "", 0))
+	}
+	r.Storm = append(r.Storm,
+		op(11, store.Shed, "QueryMemoryLimitExceeded", 100), op(12, store.Shed, "QueryMemoryLimitExceeded", 200),
+		op(13, store.Shed, "QueryMemoryLimitExceeded", 300), op(14, store.Killed, "Interrupted", 400),
+		op(15, store.Killed, "Interrupted", 500), op(16, store.Failed, "Timeout", 0),
+		op(17, store.Unsupported, "NotImplemented", 0), op(18, store.Unfinished, store.TrialEnded, 0),
+		// A victim scheduled after the storm is not the storm's.
+		op(21, store.Shed, "QueryMemoryLimitExceeded", 9000))
+	// Two actor kills in the storm, one outside it, one that failed.
+	r.KillOpActor = true
+	r.Kills = []store.Kill{{At: at(12)}, {At: at(18)}, {At: at(22)}, {At: at(13), Err: "not found"}}
+	return r
+}
+
+// handMadeMerge is a merge_partial_write trial of seven $merge ops.
+func handMadeMerge() store.Records {
+	r := handMadeStorm()
+	r.Storm, r.Canaries, r.Kills, r.KillOpActor = nil, nil, nil, false
+	r.Merge = &store.MergeRun{Ops: []store.MergeOp{
+		{Op: 0, ReadPreference: ReadPrefPrimary, Outcome: store.Shed, Unsafe: true},
+		{Op: 1, ReadPreference: ReadPrefPrimary, Outcome: store.Shed, Unsafe: true},
+		{Op: 2, ReadPreference: ReadPrefSecondary, Outcome: store.Killed, Unsafe: true},
+		{Op: 3, ReadPreference: ReadPrefSecondary, Outcome: store.Shed},
+		{Op: 4, ReadPreference: ReadPrefPrimary, Outcome: store.Completed},
+		{Op: 5, ReadPreference: ReadPrefSecondary, Outcome: store.Completed},
+		{Op: 6, ReadPreference: ReadPrefPrimary, Outcome: store.Failed, Code: "Timeout"},
+	}}
+	return r
+}
+
+// Every registry entry's value on the hand-made trials, worked out by hand
+// (the comments show the working). An entry without a case fails.
+func TestEveryRegistryMetricOnHandMadeRecords(t *testing.T) {
+	stormWant := map[string]float64{
+		Availability:     8.0 / 9,          // 8 of the 9 answered canaries succeeded
+		Failovers:        1,                // a → b at 25
+		Restarts:         1,                // c's new process at 15
+		ShedsPerS:        3 + 2.0/10,       // 3/s from the counter, 2 actor kills in the 10 s storm
+		AdmissionsPerS:   5 - 1,            // Δremoved − Δcanceled
+		KillsPerS:        1,                // Δcanceled
+		DeparturesPerS:   5,                // Δremoved
+		SheddingGap:      3 + 2.0/10 - 4,   // sheds/s − admissions/s
+		ReadTicketsMed:   14.5,             // median of 10 … 19
+		ReadTicketsMin:   10,               //
+		LowQueueP95:      16 + 0.55*2,      // 0, 2 … 18: position 0.95·9 = 8.55
+		LowQueueMax:      18,               //
+		LowQueueSlope:    2,                // exactly 2 a second
+		LowQueueGrowth:   1,                // a perfect fit (p = 0), 2·10 s = 20 ≥ 10 ops
+		RSSPeakBytes:     2000 * (1 << 20), // b's 2000 MB at second 5
+		StormCompleted:   6,                //
+		StormShed:        4,                // three in the storm, one after it (still a storm op)
+		StormKilled:      2,                //
+		StormFailed:      1,                //
+		StormUnsupported: 1,                //
+		StormUnfinished:  1,                //
+		CanaryP50Ms:      5,                // 1 … 9 ms
+		CanaryP99Ms:      8 + 0.92,         // position 0.99·8 = 7.92
+		VictimTrackedP50: 300,              // 100, 200, 300, 400, 500 in the storm
+	}
+	mergeWant := map[string]float64{
+		Failovers:            1,
+		Restarts:             1,
+		UnsafeSheds:          3,
+		UnsafeShedsPrimary:   2,
+		UnsafeShedsSecondary: 1,
+		MergeOps:             7,
+		MergeCompleted:       2,
+		MergeShed:            3,
+		MergeKilled:          1,
+		MergeFailed:          1,
+	}
+	check := func(kind string, r store.Records, want map[string]float64) {
+		values, absent := Explain(r)
+		for name, w := range want {
+			got, ok := values[name]
+			switch {
+			case !ok:
+				t.Errorf("%s trial: %s absent (%q), want %v", kind, name, absent[name], w)
+			case math.Abs(got-w) > 1e-9*math.Max(1, math.Abs(w)):
+				t.Errorf("%s trial: %s = %v, want %v", kind, name, got, w)
+			}
+		}
+		for name, v := range values {
+			if _, ok := want[name]; !ok {
+				t.Errorf("%s trial: %s = %v has no expected value here", kind, name, v)
+			}
+		}
+		if len(absent) != 0 {
+			t.Errorf("%s trial: absent %v, want every metric present", kind, absent)
+		}
+	}
+	check("storm", handMadeStorm(), stormWant)
+	check("merge", handMadeMerge(), mergeWant)
+	for _, m := range Registry {
+		_, inStorm := stormWant[m.Name]
+		_, inMerge := mergeWant[m.Name]
+		if !inStorm && !inMerge {
+			t.Errorf("registry metric %s has no hand-computed case", m.Name)
+		}
+	}
+}
+
+// Each entry is written with its fields named; a metric that cannot say
+// what it is, or that two entries claim, would be a hole in the contract.
+func TestRegistryEntriesAreComplete(t *testing.T) {
+	seen := map[string]bool{}
+	for _, m := range Registry {
+		if m.Name == "" || m.Title == "" || m.Definition == "" || m.compute == nil {
+			t.Errorf("registry entry %+v lacks a name, title, definition or compute", m)
+		}
+		if seen[m.Name] {
+			t.Errorf("registry metric %s twice", m.Name)
+		}
+		seen[m.Name] = true
+		if m.Better < -1 || m.Better > 1 {
+			t.Errorf("%s: Better %d, want −1, 0 or +1", m.Name, m.Better)
+		}
+	}
+	for _, rp := range []string{ReadPrefPrimary, ReadPrefSecondary} {
+		if name, ok := UnsafeShedsOn(rp); !ok || !seen[name] {
+			t.Errorf("UnsafeShedsOn(%q) = %q, %v: want a registry metric", rp, name, ok)
+		}
 	}
 }

@@ -32,8 +32,8 @@ func restarted(prev, cur store.Sample) bool {
 	if prev.ProcessID != "" && cur.ProcessID != "" && prev.ProcessID != cur.ProcessID {
 		return true
 	}
-	pu, ok1 := prev.Values["uptimeMillis"]
-	cu, ok2 := cur.Values["uptimeMillis"]
+	pu, ok1 := prev.Values[store.FieldUptimeMillis]
+	cu, ok2 := cur.Values[store.FieldUptimeMillis]
 	return ok1 && ok2 && cu < pu
 }
 
@@ -122,8 +122,8 @@ func PrimaryGauge(samples []store.Sample, field string) []Point {
 // primary into admissions (left with a ticket: Δremoved − Δcanceled) and
 // kills (left without one: Δcanceled), per second.
 func Departures(samples []store.Sample) (admissions, kills []Point) {
-	removed := PrimaryRates(samples, "read.low.removedFromQueue")
-	canceled := PrimaryRates(samples, "read.low.canceled")
+	removed := PrimaryRates(samples, store.FieldReadLowRemovedFromQueue)
+	canceled := PrimaryRates(samples, store.FieldReadLowCanceled)
 	at := map[time.Time]float64{}
 	for _, p := range canceled {
 		at[p.At] = p.Value

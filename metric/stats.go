@@ -5,10 +5,29 @@ import (
 	"slices"
 
 	ms "github.com/aclements/go-moremath/stats"
+	mf "github.com/montanaflynn/stats"
 )
 
-// median is the 0.5 quantile.
-func median(xs []float64) float64 { return Quantile(xs, 0.5) }
+// The statistics of the tree, one implementation each: the median is
+// montanaflynn/stats' (the basics, as the design asks), through Median;
+// other quantiles are Quantile's (numpy's linear interpolation, written
+// here because montanaflynn's Percentile takes a percentage and refuses
+// the 0th); minimum and maximum are the standard library's slices.Min and
+// slices.Max; t distributions, Mann-Whitney U and confidence intervals are
+// go-moremath's; what neither library has (the slope test here, the
+// Hodges-Lehmann shift in report) is written where it is used.
+
+// Median is the median of xs (the mean of the middle two for an even
+// count), NaN when xs is empty; it does not change xs.
+func Median(xs []float64) float64 {
+	m, err := mf.Median(xs)
+	if err != nil {
+		return math.NaN()
+	}
+	return m
+}
+
+func median(xs []float64) float64 { return Median(xs) }
 
 // Quantile is the linear-interpolation quantile (numpy's default) of xs,
 // which it does not change.

@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/qmlsab/qmlsab/internal/queryshape"
 	"github.com/qmlsab/qmlsab/mongosim/model"
 	"github.com/qmlsab/qmlsab/mongosim/mongoerr"
 )
@@ -279,13 +280,11 @@ func (sim *simulation) shapeOf(p *query.Pipeline, in []bson.Raw, batchDocs int) 
 }
 
 // ShapeHintKey names the field of an aggregate's comment that says which
-// modelled query the pipeline stands for (a model.QueryShape: stage,
-// scanDocs, docBytes, holdBytes, loadBytes, outputBytes, batchDocs). A
-// client that drives the model, such as qmlsab's storm, sends it so that a
-// query on small real data runs as the query it describes; mongod ignores
-// a comment. Without it the shape is derived from the real input scaled by
-// --simScanScale.
-const ShapeHintKey = "qmlsabModelShape"
+// modelled query the pipeline stands for (queryshape.HintKey: a client
+// that drives the model sends it so that a query on small real data runs
+// as the query it describes). Without it the shape is derived from the
+// real input scaled by --simScanScale.
+const ShapeHintKey = queryshape.HintKey
 
 // shapeHint reads an aggregate's shape hint, if it has one.
 func shapeHint(body bson.Raw) (model.QueryShape, bool, error) {

@@ -67,10 +67,11 @@ func chartSections(a *Analysis, options map[string]chart.Option) ([]section, err
 	}
 	if a.In.Workload.Merge != nil {
 		bar := barChart("Unsafe sheds per trial (median), by where the $merge ran", unitOpsPerTrial, a.In.Arms)
-		for _, rp := range []string{"primary", "secondary"} {
+		for _, rp := range []string{metric.ReadPrefPrimary, metric.ReadPrefSecondary} {
+			name, _ := metric.UnsafeShedsOn(rp)
 			var data []chart.Datum
 			for i := range a.Arms {
-				data = append(data, medianBar(&a.Arms[i], "unsafe_sheds_"+rp))
+				data = append(data, medianBar(&a.Arms[i], name))
 			}
 			bar.Series = append(bar.Series, bars("on "+rp, "unsafe", data))
 		}
@@ -321,7 +322,7 @@ func noDataWhy(id string) string {
 
 // trialPhases are a trial's phases, from its start to its end.
 func trialPhases(d *trialData) []chart.Phase {
-	storm, recovery := d.Phases["storm"], d.Phases["recovery"]
+	storm, recovery := d.Phases[store.PhaseStorm], d.Phases[store.PhaseRecovery]
 	return []chart.Phase{{Name: "warmup", From: 0, To: storm}, {Name: "storm", From: storm, To: recovery}, {Name: "recovery", From: recovery, To: d.length}}
 }
 

@@ -7,8 +7,6 @@ import (
 	"math"
 	"strings"
 
-	mf "github.com/montanaflynn/stats"
-
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/store"
 )
@@ -86,7 +84,7 @@ func (a *Analysis) analyzeHosts() {
 			hs.Medians[arm] = map[string]float64{}
 			for _, m := range a.MetricNames {
 				if v := metricValues(ts, m); len(v) > 0 {
-					hs.Medians[arm][m], _ = mf.Median(v)
+					hs.Medians[arm][m] = metric.Median(v)
 				}
 			}
 		}

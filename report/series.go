@@ -178,7 +178,7 @@ func trialLength(a *Analysis, t Trial) time.Duration {
 	if w := a.In.Workload.SpillToDisk; w != nil {
 		recovery = time.Duration(w.Phases.Recovery)
 	}
-	return time.Duration(t.Phases["recovery"]*float64(time.Second)) + recovery
+	return time.Duration(t.Phases[store.PhaseRecovery]*float64(time.Second)) + recovery
 }
 
 // readTrials reads every valid trial's files, one trial per CPU at a

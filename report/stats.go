@@ -9,6 +9,12 @@
 // of the mean, an exact Mann-Whitney U test against the baseline with the
 // Hodges-Lehmann shift as the effect, "~" when p > α, and warnings carried
 // as data and shown as footnotes.
+//
+// Each statistic has one implementation (metric's package doc lists
+// them): medians are metric.Median (montanaflynn/stats), the extremes the
+// standard library's slices.Min and slices.Max, the mean's interval, the
+// median's order-statistic interval and the U test go-moremath's; the
+// Hodges-Lehmann shift, which neither library has, is written here.
 package report
 
 import (
@@ -17,7 +23,8 @@ import (
 	"slices"
 
 	ms "github.com/aclements/go-moremath/stats"
-	mf "github.com/montanaflynn/stats"
+
+	"github.com/qmlsab/qmlsab/metric"
 )
 
 // Summary describes one metric's n trial values for one arm.
@@ -44,10 +51,7 @@ func Summarize(values []float64, confidence float64) Summary {
 	if s.N == 0 {
 		return s
 	}
-	data := mf.Float64Data(values)
-	s.Median, _ = data.Median()
-	s.Min, _ = data.Min()
-	s.Max, _ = data.Max()
+	s.Median, s.Min, s.Max = metric.Median(values), slices.Min(values), slices.Max(values)
 	s.Mean, s.MeanLo, s.MeanHi = ms.MeanCI(values, confidence)
 	ci := ms.QuantileCI(s.N, 0.5, confidence)
 	s.MedianCI = ci.LoOrder >= 1 && ci.HiOrder <= s.N && ci.Confidence >= confidence
@@ -73,17 +77,17 @@ type Comparison struct {
 }
 
 // Compare tests arm against base at alpha (0.05 by default).
-func Compare(metric, baseName, armName string, base, arm []float64, alpha float64) Comparison {
+func Compare(metricName, baseName, armName string, base, arm []float64, alpha float64) Comparison {
 	if alpha <= 0 || alpha >= 1 {
 		alpha = 0.05
 	}
-	c := Comparison{Metric: metric, Base: baseName, Arm: armName, Alpha: alpha, N1: len(base), N2: len(arm),
+	c := Comparison{Metric: metricName, Base: baseName, Arm: armName, Alpha: alpha, N1: len(base), N2: len(arm),
 		P: math.NaN(), Delta: math.NaN(), DeltaPercent: math.NaN()}
 	if len(base) == 0 || len(arm) == 0 {
 		return c
 	}
 	c.Delta = HodgesLehmann(base, arm)
-	if m, _ := mf.Median(base); m != 0 {
+	if m := metric.Median(base); m != 0 {
 		c.DeltaPercent = 100 * c.Delta / math.Abs(m)
 	}
 	r, err := ms.MannWhitneyUTest(base, arm, ms.LocationDiffers)
@@ -107,8 +111,7 @@ func HodgesLehmann(x, y []float64) float64 {
 			d = append(d, b-a)
 		}
 	}
-	m, _ := mf.Median(d)
-	return m
+	return metric.Median(d)
 }
 
 // MinP is the smallest two-sided p-value an exact U test can give for

@@ -4,7 +4,7 @@ import (
 	"math"
 	"sort"
 
-	mf "github.com/montanaflynn/stats"
+	"github.com/qmlsab/qmlsab/metric"
 )
 
 // Stratum is one block of a stratified comparison: the baseline's and the
@@ -112,6 +112,5 @@ func StratifiedHodgesLehmann(strata []Stratum) float64 {
 	if len(d) == 0 {
 		return math.NaN()
 	}
-	m, _ := mf.Median(d)
-	return m
+	return metric.Median(d)
 }

@@ -32,12 +32,8 @@ const Schema = "qmlsab/sweep/v1"
 // Note is what every sweep output says about its numbers.
 const Note = "SIMULATED: every figure is the median of virtual-time trials of mongosim's model of mongod, not a measurement of a real server"
 
-// SheddingGap is the derived metric sheds/s − low-priority admissions/s
-// (above zero: queued operations are being shed, the sweeper's signature).
-const SheddingGap = "sheds_minus_admissions_per_s"
-
 // MapMetrics are the metrics a sweep draws, in order.
-var MapMetrics = []string{metric.Availability, metric.Failovers, metric.RSSPeakBytes, SheddingGap}
+var MapMetrics = []string{metric.Availability, metric.Failovers, metric.RSSPeakBytes, metric.SheddingGap}
 
 // Config is a sweep: the arms, the base setting every cell starts from,
 // the axes and the seeds.
@@ -79,8 +75,8 @@ type Cell struct {
 	Max    map[string]float64 `json:"max"`
 }
 
-// TrialMetrics is one trial's metrics (metric.Summarize, plus SheddingGap
-// and the engine's own restart count).
+// TrialMetrics is one trial's metrics (metric.Summarize, derived ones such
+// as metric.SheddingGap included, and the engine's own restart count).
 type TrialMetrics struct {
 	Seed    uint64             `json:"seed"`
 	Metrics map[string]float64 `json:"metrics"`
@@ -437,9 +433,6 @@ func runJobs(ctx context.Context, jobs []job, parallel int, progress func(done, 
 					return
 				}
 				out[i] = virtual.Summarize(j.arm.Name, j.seed, t)
-				if g, ok := gap(out[i].Metrics); ok {
-					out[i].Metrics[SheddingGap] = g
-				}
 				if progress != nil {
 					progress(int(done.Add(1)), len(jobs))
 				}
@@ -457,12 +450,6 @@ func runJobs(ctx context.Context, jobs []job, parallel int, progress func(done, 
 }
 
 // gap is sheds/s − admissions/s, absent when either is.
-func gap(m map[string]float64) (float64, bool) {
-	sh, ok1 := m[metric.ShedsPerS]
-	ad, ok2 := m[metric.AdmissionsPerS]
-	return sh - ad, ok1 && ok2
-}
-
 func aggregate(c *Cell) {
 	names := map[string]bool{}
 	for _, t := range c.Trials {
@@ -529,10 +516,6 @@ func abs(f float64) float64 {
 }
 
 func metricOut(name string) MetricOut {
-	if name == SheddingGap {
-		return MetricOut{Name: name, Title: "sheds/s − admissions/s", Unit: "/s", Better: 0,
-			Definition: "sheds/s minus low-priority admissions/s in the storm; above zero, operations leave the low-priority queue shed faster than they are admitted (the sweeper's signature)"}
-	}
 	m := metric.Lookup(name)
 	return MetricOut{Name: m.Name, Title: m.Title, Unit: m.Unit, Better: m.Better, Definition: m.Definition}
 }

@@ -201,10 +201,10 @@ func TestTwoByTwoSweep(t *testing.T) {
 				t.Errorf("cell %s %v has no %s", c.Arm, c.Index, m)
 			}
 		}
-		g0, _ := gap(c.Trials[0].Metrics)
-		g1, _ := gap(c.Trials[1].Metrics)
-		if c.Median[SheddingGap] != metric.Quantile([]float64{g0, g1}, 0.5) {
-			t.Errorf("cell %s %v: %s is not the median of sheds/s − admissions/s", c.Arm, c.Index, SheddingGap)
+		gap := func(m map[string]float64) float64 { return m[metric.ShedsPerS] - m[metric.AdmissionsPerS] }
+		g0, g1 := gap(c.Trials[0].Metrics), gap(c.Trials[1].Metrics)
+		if c.Median[metric.SheddingGap] != metric.Quantile([]float64{g0, g1}, 0.5) {
+			t.Errorf("cell %s %v: %s is not the median of sheds/s − admissions/s", c.Arm, c.Index, metric.SheddingGap)
 		}
 		if !c.Applied { // otherBytes applies to every arm
 			t.Errorf("cell %s %v: not applied", c.Arm, c.Index)

@@ -10,8 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/qmlsab/qmlsab/mongosim"
-	"github.com/qmlsab/qmlsab/mongosim/model"
+	"github.com/qmlsab/qmlsab/internal/queryshape"
 	"github.com/qmlsab/qmlsab/store"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -145,13 +144,13 @@ func (d *Driver) Run(ctx context.Context, start time.Time, seed uint64) (store.R
 	ph := d.Spec.Phases
 	stormStart, stormEnd := start.Add(ph.Warmup), start.Add(ph.Warmup+ph.Storm)
 	end := start.Add(ph.Total())
-	res := store.Results{PhaseStarts: map[string]time.Time{"warmup": start, "storm": stormStart, "recovery": stormEnd, "end": end}}
+	res := store.Results{PhaseStarts: map[string]time.Time{store.PhaseWarmup: start, store.PhaseStorm: stormStart, store.PhaseRecovery: stormEnd, store.PhaseEnd: end}}
 
 	events := storm.Database(d.DB).Collection("events")
 	rng := rand.New(rand.NewPCG(seed, 0x570))
 	var rmu sync.Mutex
 	stages := make(map[time.Time]string)
-	draw := func() model.QueryShape {
+	draw := func() queryshape.Shape {
 		rmu.Lock()
 		defer rmu.Unlock()
 		return d.Spec.Query(rng)
@@ -188,7 +187,7 @@ func (d *Driver) Run(ctx context.Context, start time.Time, seed uint64) (store.R
 			}
 			opts := options.Aggregate().SetAllowDiskUse(true).
 				SetBatchSize(int32(max((realOut+q.GetMores())/(q.GetMores()+1), 1))).
-				SetComment(bson.D{{Key: mongosim.ShapeHintKey, Value: q}})
+				SetComment(bson.D{{Key: queryshape.HintKey, Value: q}})
 			cur, err := events.Aggregate(ctx, pipeline(q.Stage), opts)
 			if err != nil {
 				return cutOff(err)

@@ -8,8 +8,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/qmlsab/qmlsab/internal/queryshape"
 	"github.com/qmlsab/qmlsab/internal/units"
-	"github.com/qmlsab/qmlsab/mongosim/model"
 )
 
 // Phases are a trial's phases: canaries run through all three, the storm
@@ -88,7 +88,7 @@ func DefaultSpillToDisk() SpillToDisk {
 }
 
 // Query draws one storm query's shape.
-func (w SpillToDisk) Query(rng *rand.Rand) model.QueryShape {
+func (w SpillToDisk) Query(rng *rand.Rand) queryshape.Shape {
 	stage := w.Mix[len(w.Mix)-1].Stage
 	total := 0.0
 	for _, m := range w.Mix {
@@ -108,5 +108,5 @@ func (w SpillToDisk) Query(rng *rand.Rand) model.QueryShape {
 		load = 0 // a merge of sorted runs or a group table needs no partition
 	}
 	out := int64(float64(scan*w.DocBytes.Bytes()) * w.OutputShare)
-	return model.QueryShape{Stage: stage, ScanDocs: scan, DocBytes: w.DocBytes.Bytes(), HoldBytes: w.HoldBytes.Bytes(), LoadBytes: load, OutputBytes: out, BatchDocs: w.BatchDocs}
+	return queryshape.Shape{Stage: stage, ScanDocs: scan, DocBytes: w.DocBytes.Bytes(), HoldBytes: w.HoldBytes.Bytes(), LoadBytes: load, OutputBytes: out, BatchDocs: w.BatchDocs}
 }

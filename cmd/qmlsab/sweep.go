@@ -291,10 +291,6 @@ func scaled(w workload.SpillToDisk, f float64) workload.SpillToDisk {
 func metricTitles() []string {
 	var out []string
 	for _, n := range sweep.MapMetrics {
-		if n == sweep.SheddingGap {
-			out = append(out, "sheds/s − admissions/s")
-			continue
-		}
 		out = append(out, metric.Lookup(n).Title)
 	}
 	return out

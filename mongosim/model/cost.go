@@ -1,55 +1,14 @@
 package model
 
 import (
-	"errors"
-	"fmt"
 	"time"
+
+	"github.com/qmlsab/qmlsab/internal/queryshape"
 )
 
-// QueryShape describes a storm query in modelled units: what the server
-// would do for it, independent of how little real data stands for it.
-type QueryShape struct {
-	Stage    string `bson:"stage"`    // "$setWindowFields", "$sort" or "$group"
-	ScanDocs int64  `bson:"scanDocs"` // documents scanned into the blocking stage
-	DocBytes int64  `bson:"docBytes"` // bytes one document occupies in the stage buffer
-	// HoldBytes is what an idle cursor keeps between getMores (the merge
-	// buffers of a spilled sort, or the in-memory result when nothing
-	// spilled); LoadBytes is what each getMore loads to produce its batch
-	// (a $setWindowFields partition).
-	HoldBytes int64 `bson:"holdBytes"`
-	LoadBytes int64 `bson:"loadBytes"`
-	// OutputBytes is what the cursor returns in total; getMores return it
-	// in batches of BatchDocs documents.
-	OutputBytes int64 `bson:"outputBytes"`
-	BatchDocs   int64 `bson:"batchDocs"`
-}
-
-// batchBytes is what one getMore returns.
-func (q QueryShape) batchBytes() int64 {
-	if b := q.BatchDocs * max(q.DocBytes, 1); b > 0 {
-		return b
-	}
-	return 16 << 20
-}
-
-// GetMores is how many getMores drain the query's cursor.
-func (q QueryShape) GetMores() int {
-	if q.OutputBytes <= 0 {
-		return 0
-	}
-	return int((q.OutputBytes + q.batchBytes() - 1) / q.batchBytes())
-}
-
-// Check reports a shape the model cannot run.
-func (q QueryShape) Check() error {
-	switch {
-	case q.Stage != "$setWindowFields" && q.Stage != "$sort" && q.Stage != "$group":
-		return fmt.Errorf("stage %q: want $setWindowFields, $sort or $group", q.Stage)
-	case q.ScanDocs < 0 || q.DocBytes < 0 || q.HoldBytes < 0 || q.LoadBytes < 0 || q.OutputBytes < 0 || q.BatchDocs < 0:
-		return errors.New("sizes must not be negative")
-	}
-	return nil
-}
+// QueryShape describes a storm query in modelled units (the shape a
+// client sends in its aggregate's comment, queryshape.HintKey).
+type QueryShape = queryshape.Shape
 
 // Per-document CPU costs of the model (an M50 vCPU).
 const (
@@ -89,7 +48,7 @@ func (p Params) GetMoreWorks(q QueryShape) []Work {
 	if q.OutputBytes <= 0 {
 		return nil
 	}
-	batch := q.batchBytes()
+	batch := q.BatchBytes()
 	var out []Work
 	for left := q.OutputBytes; left > 0; left -= batch {
 		b := min(left, batch)
