@@ -1,6 +1,7 @@
 package virtual
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -187,7 +188,19 @@ func recordsDigest(r store.Records) string {
 		num(uint64(k.ResidentMB))
 		str(k.Err)
 	}
-	for _, o := range r.Storm {
+	// A member's crash fails its live operations in the model's map order,
+	// so records answered at one crash instant come in no fixed order:
+	// the client-side ops are hashed as a set, in a canonical order.
+	storm := slices.Clone(r.Storm)
+	slices.SortFunc(storm, func(a, b store.StormOp) int {
+		return cmp.Or(a.Scheduled.Compare(b.Scheduled), cmp.Compare(a.Latency, b.Latency), cmp.Compare(a.Stage, b.Stage),
+			cmp.Compare(a.Code, b.Code), cmp.Compare(a.TrackedBytes, b.TrackedBytes))
+	})
+	canaries := slices.Clone(r.Canaries)
+	slices.SortFunc(canaries, func(a, b store.CanaryOp) int {
+		return cmp.Or(a.Scheduled.Compare(b.Scheduled), cmp.Compare(a.Latency, b.Latency), cmp.Compare(a.Code, b.Code))
+	})
+	for _, o := range storm {
 		at(o.Scheduled)
 		num(uint64(o.Latency))
 		str(o.Stage)
@@ -195,7 +208,7 @@ func recordsDigest(r store.Records) string {
 		str(o.Code)
 		num(uint64(o.TrackedBytes))
 	}
-	for _, c := range r.Canaries {
+	for _, c := range canaries {
 		at(c.Scheduled)
 		num(uint64(c.Latency))
 		flag(c.Write)
