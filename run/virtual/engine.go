@@ -181,6 +181,11 @@ func Run(ctx context.Context, cfg Config, arm arms.Arm) (Trial, error) {
 	s.stormStart, s.stormEnd = ph.Warmup, ph.Warmup+ph.Storm
 	s.rec.PhaseStarts = map[string]time.Time{"warmup": s.at(0), "storm": s.at(ph.Warmup), "recovery": s.at(ph.Warmup + ph.Storm), "end": s.at(ph.Total())}
 	s.rec.KillOpActor = s.arm.KillOp() != nil
+	// The records' expected sizes up front: growing slices of tens of
+	// thousands of ops by doubling cost a trial several percent.
+	s.rec.Samples = make([]store.Sample, 0, len(s.members)*(int(ph.Total()/cfg.SampleInterval)+2))
+	s.rec.Canaries = make([]store.CanaryOp, 0, int(ph.Total().Seconds()*cfg.Workload.CanaryRate)+1)
+	s.rec.Storm = make([]store.StormOp, 0, int(ph.Storm.Seconds()*cfg.Workload.StormRate*1.1)+1)
 	if err := s.loop(ctx, ph.Total()); err != nil {
 		return Trial{}, err
 	}
