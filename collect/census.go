@@ -26,26 +26,61 @@ const (
 
 // AddCensus adds a census of ops to values.
 func AddCensus(values map[string]float64, ops []CensusOp) {
-	var running, queued, tracked float64
-	// Per stage first, so a stage's key is built once, not per operation
-	// (a simulated queue holds thousands).
-	stages := map[string]float64{}
+	var c Census
 	for _, o := range ops {
-		if o.Queued {
-			queued++
-		} else {
-			running++
-		}
-		tracked += float64(o.TrackedBytes)
-		if o.Stage != "" {
-			stages[o.Stage]++
+		c.Add(o)
+	}
+	c.AddTo(values)
+}
+
+// Census counts operations one at a time, for a caller that walks its
+// operations itself (the virtual engine walks thousands a sample) and
+// need not build a list for AddCensus. Stages are counted in a short list
+// compared by value: a sample sees a handful of stages, so no key is built
+// or hashed per operation. The zero Census is empty; Reset empties one
+// for reuse.
+type Census struct {
+	running, queued int
+	tracked         int64
+	stages          []stageCount
+}
+
+type stageCount struct {
+	stage string
+	n     int
+}
+
+// Add counts one operation.
+func (c *Census) Add(o CensusOp) {
+	if o.Queued {
+		c.queued++
+	} else {
+		c.running++
+	}
+	c.tracked += o.TrackedBytes
+	if o.Stage == "" {
+		return
+	}
+	for i := range c.stages {
+		if c.stages[i].stage == o.Stage {
+			c.stages[i].n++
+			return
 		}
 	}
-	values[CensusRunning], values[CensusQueued], values[CensusTrackedBytes] = running, queued, tracked
-	for st, n := range stages {
-		values[CensusStagePrefix+st] += n
+	c.stages = append(c.stages, stageCount{o.Stage, 1})
+}
+
+// AddTo stores the census's fields in values (a stage's count adds to
+// what values already holds for it).
+func (c *Census) AddTo(values map[string]float64) {
+	values[CensusRunning], values[CensusQueued], values[CensusTrackedBytes] = float64(c.running), float64(c.queued), float64(c.tracked)
+	for _, st := range c.stages {
+		values[CensusStagePrefix+st.stage] += float64(st.n)
 	}
 }
+
+// Reset empties the census, keeping its storage.
+func (c *Census) Reset() { *c = Census{stages: c.stages[:0]} }
 
 // censusOps reads a member's active operations with $currentOp.
 func censusOps(ctx context.Context, c *mongo.Client) ([]CensusOp, error) {

@@ -114,7 +114,8 @@ func (c Config) InScope(op Op) bool {
 	if c.AnyApp {
 		return true
 	}
-	return c.AppName != "" && strings.EqualFold(op.AppName, c.AppName)
+	// Equal names first: the common case, without EqualFold's folding.
+	return c.AppName != "" && (op.AppName == c.AppName || strings.EqualFold(op.AppName, c.AppName))
 }
 
 func (c Config) high(limitBytes int64) int64 {

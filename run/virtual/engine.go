@@ -140,7 +140,7 @@ type sim struct {
 	inflight   map[*opRecord]bool
 	lastReport time.Duration
 	actorOps   []killop.Op
-	censusOps  []collect.CensusOp
+	census     collect.Census
 }
 
 // opRecord is one client operation's outcome as its client saw it,
@@ -181,6 +181,11 @@ func Run(ctx context.Context, cfg Config, arm arms.Arm) (Trial, error) {
 	s.stormStart, s.stormEnd = ph.Warmup, ph.Warmup+ph.Storm
 	s.rec.PhaseStarts = map[string]time.Time{"warmup": s.at(0), "storm": s.at(ph.Warmup), "recovery": s.at(ph.Warmup + ph.Storm), "end": s.at(ph.Total())}
 	s.rec.KillOpActor = s.arm.KillOp() != nil
+	// The records' expected sizes up front: growing slices of tens of
+	// thousands of ops by doubling cost a trial several percent.
+	s.rec.Samples = make([]store.Sample, 0, len(s.members)*(int(ph.Total()/cfg.SampleInterval)+2))
+	s.rec.Canaries = make([]store.CanaryOp, 0, int(ph.Total().Seconds()*cfg.Workload.CanaryRate)+1)
+	s.rec.Storm = make([]store.StormOp, 0, int(ph.Storm.Seconds()*cfg.Workload.StormRate*1.1)+1)
 	if err := s.loop(ctx, ph.Total()); err != nil {
 		return Trial{}, err
 	}
@@ -487,6 +492,12 @@ func (s *sim) actor(c killop.Config) {
 		walk = n.QueuedOps // running ops are never this policy's candidates
 	}
 	walk(func(op *model.Op) {
+		// A write or an op holding no tracked memory is never in scope
+		// (killop.Config.InScope): most of a storm's queue holds none, so
+		// it is passed over before the actor's view of it is built.
+		if op.Write || op.Tracked() <= 0 {
+			return
+		}
 		k := killop.Op{ID: op.ID, AppName: op.AppName, TrackedBytes: op.Tracked(), Queued: op.Queued(), LowPriority: op.LowPriority(), Stage: op.Work.Stage, Writes: op.Write}
 		// What the policy never considers cannot be chosen: leaving it out
 		// here only saves Decide the look.
@@ -518,12 +529,12 @@ func (s *sim) observe() {
 			}
 			smp.Up, smp.Primary, smp.ProcessID = true, s.primary == i, fmt.Sprintf("process%d", mb.process)
 			smp.Values = collect.Extract(raw)
-			ops := s.censusOps[:0] // reused sample to sample
+			c := &s.census // reused sample to sample
+			c.Reset()
 			n.Ops(func(op *model.Op) {
-				ops = append(ops, collect.CensusOp{Queued: op.Queued(), TrackedBytes: op.Tracked(), Stage: op.Work.Stage})
+				c.Add(collect.CensusOp{Queued: op.Queued(), TrackedBytes: op.Tracked(), Stage: op.Work.Stage})
 			})
-			s.censusOps = ops
-			collect.AddCensus(smp.Values, ops)
+			c.AddTo(smp.Values)
 		}
 		s.rec.Samples = append(s.rec.Samples, smp)
 	}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestVerdictNeedsTheWholeIntervalOnOneSide(t *testing.T) {
+	cases := []struct {
+		xs      []float64
+		target  float64
+		atLeast bool
+		want    verdict
+	}{
+		{[]float64{91, 92, 95, 93, 99, 94}, 90, true, pass},
+		{[]float64{80, 85, 82, 88, 81, 84}, 90, true, fail},
+		// The issue's flip: 89.5 % one run, 99.5 % another: neither verdict.
+		{[]float64{89.5, 90.2, 99.5, 95, 93, 91}, 90, true, inconclusive},
+		{[]float64{1.1, 1.3, 1.2, 1.9, 1.0, 1.4}, 2, false, pass},
+		{[]float64{2.1, 2.3, 3, 2.2, 2.5, 2.4}, 2, false, fail},
+		// Five runs are too few for a 95 % interval: never a verdict.
+		{[]float64{99, 99, 99, 99, 99}, 90, true, inconclusive},
+		{[]float64{10, 10, 10, 10, 10}, 90, true, inconclusive},
+	}
+	for _, c := range cases {
+		if got := judge(summarize(c.xs), c.target, c.atLeast); got != c.want {
+			t.Errorf("%v against %v (at least %v): %v, want %v", c.xs, c.target, c.atLeast, got, c.want)
+		}
+	}
+}
+
+func TestSixRunsGiveTheMinMaxInterval(t *testing.T) {
+	s := summarize([]float64{3, 1, 6, 2, 5, 4})
+	if s.median != 3.5 || s.lo != 1 || s.hi != 6 {
+		t.Fatalf("median %v [%v, %v], want 3.5 [1, 6]", s.median, s.lo, s.hi)
+	}
+	if s := summarize([]float64{1, 2, 3, 4, 5}); !math.IsInf(s.lo, -1) || !math.IsInf(s.hi, 1) {
+		t.Fatalf("five runs: [%v, %v], want unbounded", s.lo, s.hi)
+	}
+}
+
+func TestPairsRunsInOrder(t *testing.T) {
+	out := `goos: linux
+BenchmarkFindByID/fixed-reply-2   	   1000	   10 ns/op	  2000 ops/s
+BenchmarkFindByID/mongosim-2      	   1000	   20 ns/op	  1200 ops/s
+BenchmarkFindByID/fixed-reply-2   	   1000	   10 ns/op	  1000 ops/s
+BenchmarkFindByID/mongosim-2      	   1000	   20 ns/op	   700 ops/s
+`
+	rs, err := parse(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ratios(series(rs, "BenchmarkFindByID/mongosim", "ops/s"), series(rs, "BenchmarkFindByID/fixed-reply", "ops/s"))
+	if len(got) != 2 || got[0] != 0.6 || got[1] != 0.7 {
+		t.Fatalf("paired ratios %v, want [0.6 0.7] (each mongosim run against the fixed-reply run before it)", got)
+	}
+}
