@@ -147,7 +147,7 @@ func (rt *Router) openRemote(ctx context.Context, cat *shardCatalog, shard strin
 				rt.cc.mu.Unlock()
 				continue
 			}
-			return nil, err
+			return nil, shardError(reply, err)
 		}
 		docs, id, err := cursorBatch(reply)
 		if err != nil {

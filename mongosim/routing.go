@@ -223,7 +223,7 @@ func (cc *clusterClient) callPrimary(ctx context.Context, set string, hosts []st
 			}
 		}
 		if !retry || attempt >= 3 {
-			return reply, err
+			return reply, shardError(reply, err)
 		}
 		cc.mu.Lock()
 		delete(cc.primary, set)
@@ -673,6 +673,25 @@ func (cc *clusterClient) routeUpdate(ctx context.Context, db, coll string, updat
 		}
 	}
 	return res, nil
+}
+
+// shardError turns a shard's {ok:0} reply into the error the router
+// returns, keeping its code, codeName and errorLabels.
+func shardError(reply bson.Raw, err error) error {
+	var ce *wire.CommandError
+	if err == nil || !asCommandError(err, &ce) || reply == nil {
+		return err
+	}
+	me := mongoerr.New(ce.Code, "%s", ce.Message)
+	if arr, ok := reply.Lookup("errorLabels").ArrayOK(); ok {
+		vals, _ := arr.Values()
+		for _, v := range vals {
+			if l, ok := v.StringValueOK(); ok {
+				me.Labels = append(me.Labels, l)
+			}
+		}
+	}
+	return me
 }
 
 func asCommandError(err error, ce **wire.CommandError) bool {

@@ -259,3 +259,131 @@ func TestRouterKillOpAcrossShards(t *testing.T) {
 }
 
 var _ = fmt.Sprint
+
+// TestShardMergeShedAfterWriting is the partial-write investigation's
+// sharded path: an aggregate [$setWindowFields, $merge|$out] sent to the
+// router runs on the source's shard, whose writes go out through the router
+// write path as separate commands — into a sharded target, an unsharded
+// target on the other shard, and one on the same shard (no shortcut), and
+// $out's temporary collection. With always-shed armed from the second write
+// batch, the shard-side aggregate is shed after it wrote (documents left
+// behind) under arms E and F, and never under G (the write-started flag).
+// The shed is the shard's: the router reports no shedding of its own.
+func TestShardMergeShedAfterWriting(t *testing.T) {
+	for _, arm := range []string{"E", "F", "G"} {
+		t.Run(arm, func(t *testing.T) {
+			c := startCluster(t, mongosim.ShardedClusterOptions{MembersPerShard: 1, Parameters: armParams(t, arm)})
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			client := connect(t, c.URI())
+			adminCmd(t, ctx, client, bson.D{{Key: "enableSharding", Value: "m"}, {Key: "primaryShard", Value: "sh0"}})
+			adminCmd(t, ctx, client, bson.D{{Key: "enableSharding", Value: "other"}, {Key: "primaryShard", Value: "sh1"}})
+			adminCmd(t, ctx, client, bson.D{{Key: "shardCollection", Value: "m.dst_sharded"}, {Key: "key", Value: bson.D{{Key: "_id", Value: "hashed"}}}})
+			var docs []any
+			for i := range 500 {
+				docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "v", Value: i}})
+			}
+			if _, err := client.Database("m").Collection("src").InsertMany(ctx, docs); err != nil {
+				t.Fatal(err)
+			}
+			for _, rs := range c.Shards() {
+				direct := connect(t, "mongodb://"+rs.Hosts()[0]+"/?directConnection=true")
+				adminCmd(t, ctx, direct, bson.D{{Key: "configureFailPoint", Value: "queryMemoryLoadSheddingAlwaysShed"},
+					{Key: "mode", Value: "alwaysOn"}, {Key: "data", Value: bson.D{{Key: "writeBatchesBeforeShed", Value: 1}}}})
+				adminCmd(t, ctx, direct, bson.D{{Key: "configureFailPoint", Value: "queryMemoryPressureOverride"},
+					{Key: "mode", Value: "alwaysOn"}, {Key: "data", Value: bson.D{{Key: "usagePercent", Value: 50}}}})
+			}
+			window := bson.D{{Key: "$setWindowFields", Value: bson.D{{Key: "sortBy", Value: bson.D{{Key: "_id", Value: 1}}},
+				{Key: "output", Value: bson.D{{Key: "run", Value: bson.D{{Key: "$sum", Value: "$v"}}}}}}}}
+			cases := []struct {
+				name   string
+				last   bson.D
+				count  func() int64
+				shards []int // shards expected to receive the writes
+			}{
+				{"sharded target", bson.D{{Key: "$merge", Value: bson.D{{Key: "into", Value: "dst_sharded"}}}},
+					func() int64 { return countVia(t, ctx, client, "m", "dst_sharded") }, []int{0, 1}},
+				{"unsharded target on the other shard", bson.D{{Key: "$merge", Value: bson.D{{Key: "into", Value: bson.D{{Key: "db", Value: "other"}, {Key: "coll", Value: "dst"}}}}}},
+					func() int64 { return countVia(t, ctx, client, "other", "dst") }, []int{1}},
+				{"same-shard target", bson.D{{Key: "$merge", Value: bson.D{{Key: "into", Value: "dst_same"}}}},
+					func() int64 { return countVia(t, ctx, client, "m", "dst_same") }, []int{0}},
+				{"$out", bson.D{{Key: "$out", Value: "dst_out"}},
+					func() int64 { return countVia(t, ctx, client, "m", "dst_out") + tempOutDocs(t, ctx, c.Shards()[0]) }, []int{0}},
+			}
+			for _, tc := range cases {
+				shedBefore := shedCount(t, ctx, c.Shards()[0])
+				writesBefore := []int64{}
+				for _, rs := range c.Shards() {
+					writesBefore = append(writesBefore, shardOpcounter(t, ctx, rs, "update")+shardOpcounter(t, ctx, rs, "insert"))
+				}
+				cur, err := client.Database("m").Collection("src").Aggregate(ctx, mongo.Pipeline{window, tc.last})
+				if err == nil {
+					cur.Close(ctx)
+				}
+				written := tc.count()
+				var ce mongo.CommandError
+				shed := errors.As(err, &ce) && ce.Name == "QueryMemoryLimitExceeded"
+				if arm == "G" {
+					if err != nil || written != 500 {
+						t.Errorf("%s: err=%v written=%d, want the whole output (the write-started flag latches it)", tc.name, err, written)
+					}
+				} else if !shed || written == 0 {
+					t.Errorf("%s: err=%v written=%d, want a shed after >0 documents were written", tc.name, err, written)
+				}
+				if shed && (!ce.HasErrorLabel("SystemOverloadedError") || !ce.HasErrorLabel("RetryableError")) {
+					t.Errorf("%s: shed error through the router lost its labels: %v", tc.name, ce.Labels)
+				}
+				// The driver retries an overload error (SystemOverloadedError),
+				// so one aggregate can be shed more than once.
+				if got := shedCount(t, ctx, c.Shards()[0]) - shedBefore; (got >= 1) != shed {
+					t.Errorf("%s: sh0 counted %d sheds; the client saw shed=%v", tc.name, got, shed)
+				}
+				// The writes arrived as commands of their own on the
+				// owning shards, the source's own shard included.
+				for _, i := range tc.shards {
+					if shardOpcounter(t, ctx, c.Shards()[i], "update")+shardOpcounter(t, ctx, c.Shards()[i], "insert") == writesBefore[i] {
+						t.Errorf("%s: shard sh%d received no write commands", tc.name, i)
+					}
+				}
+			}
+		})
+	}
+}
+
+func countVia(t *testing.T, ctx context.Context, c *mongo.Client, db, coll string) int64 {
+	t.Helper()
+	n, err := c.Database(db).Collection(coll).CountDocuments(ctx, bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// tempOutDocs counts documents in $out temporary collections on a shard.
+func tempOutDocs(t *testing.T, ctx context.Context, rs *mongosim.ReplicaSet) int64 {
+	t.Helper()
+	direct := connect(t, "mongodb://"+rs.Hosts()[rs.Primary()]+"/?directConnection=true")
+	names, err := direct.Database("m").ListCollectionNames(ctx, bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, name := range names {
+		if len(name) > len("tmp.agg_out.") && name[:len("tmp.agg_out.")] == "tmp.agg_out." {
+			k, err := direct.Database("m").Collection(name).CountDocuments(ctx, bson.D{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += k
+		}
+	}
+	return n
+}
+
+func shedCount(t *testing.T, ctx context.Context, rs *mongosim.ReplicaSet) int64 {
+	t.Helper()
+	direct := connect(t, "mongodb://"+rs.Hosts()[rs.Primary()]+"/?directConnection=true")
+	st := adminCmd(t, ctx, direct, bson.D{{Key: "serverStatus", Value: 1}})
+	n, _ := st.Lookup("queryMemory", "loadShedding", "operationsShed").AsInt64OK()
+	return n
+}
