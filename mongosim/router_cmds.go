@@ -326,9 +326,8 @@ func newUUID() bson.Binary {
 // cmdShardCollection records the collection and its chunks. A hashed key
 // on an empty collection gets numInitialChunks (default 2 per shard) chunks
 // spread over the shards round-robin; a range key, or any key of a
-// collection that already has documents, gets one chunk per... the primary
-// shard's single chunk, as mongod starts (mongosim has no balancer to move
-// them later).
+// collection that already has documents, gets a single chunk on the primary
+// shard, as mongod starts (mongosim has no balancer to move it later).
 func (rt *Router) cmdShardCollection(ctx context.Context, body bson.Raw) (bson.D, error) {
 	ns, _ := body.Lookup("shardCollection").StringValueOK()
 	if ns == "" {

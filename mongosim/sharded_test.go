@@ -3,9 +3,9 @@ package mongosim_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -73,14 +73,19 @@ func TestShardedClusterRoutesByShardKey(t *testing.T) {
 	c := startCluster(t, mongosim.ShardedClusterOptions{MembersPerShard: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	var mu sync.Mutex
 	var kinds []string
 	monitor := &event.ServerMonitor{TopologyDescriptionChanged: func(e *event.TopologyDescriptionChangedEvent) {
+		mu.Lock()
 		kinds = append(kinds, e.NewDescription.Kind)
+		mu.Unlock()
 	}}
 	client := connect(t, c.URI(), options.Client().SetServerMonitor(monitor))
 	if err := client.Ping(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if len(kinds) == 0 || kinds[len(kinds)-1] != "Sharded" {
 		t.Fatalf("driver topology kinds %v, want it to end Sharded", kinds)
 	}
@@ -257,8 +262,6 @@ func TestRouterKillOpAcrossShards(t *testing.T) {
 		t.Fatalf("unknown shard killOp: %v, want ShardNotFound", err)
 	}
 }
-
-var _ = fmt.Sprint
 
 // TestShardMergeShedAfterWriting is the partial-write investigation's
 // sharded path: an aggregate [$setWindowFields, $merge|$out] sent to the
