@@ -101,6 +101,9 @@ func init() {
 		"replSetRequestVotes":   {run: (*Server).cmdReplSetRequestVotes, untracked: true},
 		"replSetUpdatePosition": {run: (*Server).cmdReplSetUpdatePosition, untracked: true},
 	}
+	for name, c := range shardCommands() {
+		commands[name] = c
+	}
 }
 
 func cmdOK(*Server, *request) (bson.D, error) { return bson.D{}, nil }
@@ -259,6 +262,9 @@ func (s *Server) cmdGetCmdLineOpts(*request) (bson.D, error) {
 	parsed := bson.D{{Key: "net", Value: bson.D{{Key: "bindIp", Value: s.opts.BindIP}, {Key: "port", Value: int32(s.portNumber())}}}}
 	if s.opts.ReplSet != "" {
 		parsed = append(parsed, bson.E{Key: "replication", Value: bson.D{{Key: "replSet", Value: s.opts.ReplSet}}})
+	}
+	if s.opts.ClusterRole != "" {
+		parsed = append(parsed, bson.E{Key: "sharding", Value: bson.D{{Key: "clusterRole", Value: s.opts.ClusterRole}}})
 	}
 	return bson.D{{Key: "argv", Value: argv}, {Key: "parsed", Value: parsed}}, nil
 }

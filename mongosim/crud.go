@@ -384,7 +384,7 @@ func (s *Server) cmdAggregate(r *request) (bson.D, error) {
 		work := s.sim.node.Params().AggregateWork(shape)
 		work.Exhausts = false
 		env.modelOp = &model.Op{Kind: model.KindAggregate, Eligible: true, CursorID: cursorID, Work: work,
-			ForwardsWrites: p.HasWriteStage() && !s.IsPrimary()}
+			ForwardsWrites: p.HasWriteStage() && (!s.IsPrimary() || s.clusterWriter(r) != nil)}
 		if !p.HasWriteStage() {
 			if err := s.enter(r, env.modelOp); err != nil {
 				return nil, err
@@ -483,6 +483,9 @@ func (e *pipelineEnv) CheckForInterrupt() error { return e.r.op.CheckForInterrup
 func (e *pipelineEnv) Merge(spec *query.MergeSpec, docs []bson.Raw) error {
 	ns := spec.DB + "." + spec.Coll
 	s := e.s
+	if cc := s.clusterWriter(e.r); cc != nil {
+		return e.routeMerge(cc, spec, docs)
+	}
 	s.mu.Lock()
 	if s.repl.state != statePrimary {
 		var primary string
@@ -569,16 +572,8 @@ func (e *pipelineEnv) forwardMerge(primary string, spec *query.MergeSpec, docs [
 			return err
 		}
 		updates := bson.A{}
-		for _, d := range chunk {
-			q := bson.D{}
-			for _, f := range spec.On {
-				q = append(q, bson.E{Key: f, Value: query.Lookup(d, f)})
-			}
-			var u any = d
-			if spec.WhenMatched == "merge" {
-				u = bson.D{{Key: "$set", Value: withoutID(d)}}
-			}
-			updates = append(updates, bson.D{{Key: "q", Value: q}, {Key: "u", Value: u}, {Key: "upsert", Value: spec.WhenNotMatched == "insert"}})
+		for _, u := range mergeUpdates(spec, chunk) {
+			updates = append(updates, u)
 		}
 		if err := e.r.op.CheckForInterrupt(); err != nil {
 			return err
@@ -594,9 +589,30 @@ func (e *pipelineEnv) forwardMerge(primary string, spec *query.MergeSpec, docs [
 	return nil
 }
 
+// mergeUpdates are the update statements that write $merge output docs
+// on another member.
+func mergeUpdates(spec *query.MergeSpec, docs []bson.Raw) []bson.D {
+	var out []bson.D
+	for _, d := range docs {
+		q := bson.D{}
+		for _, f := range spec.On {
+			q = append(q, bson.E{Key: f, Value: query.Lookup(d, f)})
+		}
+		var u any = d
+		if spec.WhenMatched == "merge" {
+			u = bson.D{{Key: "$set", Value: withoutID(d)}}
+		}
+		out = append(out, bson.D{{Key: "q", Value: q}, {Key: "u", Value: u}, {Key: "upsert", Value: spec.WhenNotMatched == "insert"}})
+	}
+	return out
+}
+
 // Out replaces the target collection with docs ($out).
 func (e *pipelineEnv) Out(db, coll string, docs []bson.Raw) error {
 	s := e.s
+	if cc := s.clusterWriter(e.r); cc != nil {
+		return e.routeOut(cc, db, coll, docs)
+	}
 	if err := e.modelWriteBatch(0, len(docs)); err != nil {
 		return err
 	}

@@ -161,6 +161,9 @@ func (s *Server) helloReply(req *request) bson.D {
 		bson.E{Key: "maxWireVersion", Value: int32(MaxWireVersion)},
 		bson.E{Key: "readOnly", Value: false},
 	)
+	if s.opts.ClusterRole == RoleConfigServer {
+		d = append(d, bson.E{Key: "configsvr", Value: int32(2)})
+	}
 	if ok, _ := req.body.Lookup("helloOk").BooleanOK(); ok {
 		d = append(d, bson.E{Key: "helloOk", Value: true})
 	}

@@ -50,6 +50,9 @@ type ReplicaSetOptions struct {
 	// directory as a mongod with a dbpath has: member i records into
 	// <root>/member<i>/diagnostic.data (kept across Kill and Restart).
 	DiagnosticDataRoot string
+	// ClusterRole is every member's Options.ClusterRole (a shard or the
+	// config server of a sharded cluster).
+	ClusterRole string
 }
 
 // ReplicaSet is a set of in-process members on loopback ports. Members keep
@@ -117,7 +120,8 @@ func StartReplicaSet(ctx context.Context, opts ReplicaSetOptions) (*ReplicaSet, 
 
 func (rs *ReplicaSet) start(i, port int, st *MemStorage) (*Server, error) {
 	opts := Options{Port: port, ReplSet: rs.opts.Name, Storage: st, Parameters: rs.opts.Parameters,
-		MemLimitMB: rs.opts.MemLimitMB, Logger: rs.opts.Logger, Sim: rs.opts.Sim, OnOOM: rs.onOOM}
+		MemLimitMB: rs.opts.MemLimitMB, Logger: rs.opts.Logger, Sim: rs.opts.Sim, OnOOM: rs.onOOM,
+		ClusterRole: rs.opts.ClusterRole}
 	if rs.opts.DiagnosticDataRoot != "" {
 		opts.DiagnosticDataDir = DiagnosticDataDir(filepath.Join(rs.opts.DiagnosticDataRoot, fmt.Sprintf("member%d", i)))
 	}

@@ -66,6 +66,9 @@ type Options struct {
 	// (ftdc.go); default <dbpath>/diagnostic.data when Storage is a
 	// DirStorage, none otherwise.
 	DiagnosticDataDir string
+	// ClusterRole is "shardsvr" or "configsvr" for a member of a sharded
+	// cluster (--shardsvr, --configsvr; shard.go), empty otherwise.
+	ClusterRole string
 }
 
 // Server is one simulated mongod.
@@ -194,6 +197,7 @@ func (s *Server) Kill() {
 	}
 	s.connMu.Unlock()
 	s.ops.killAll(0)
+	s.releaseShardRouting()
 	s.mu.Lock()
 	if s.repl != nil {
 		s.repl.wake()

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Drives a 3-process mongosim replica set with mongosh, a real MongoDB client
 # nobody here wrote: rs.initiate, rs.status, serverStatus, CRUD, aggregate,
-# currentOp and killOp must all work without errors.
+# currentOp and killOp must all work without errors; then a sharded mongosim
+# cluster with sh.status, sh.enableSharding, sh.shardCollection and a $merge
+# through the router (MONGOSH_CHECK_PART=sharded runs only that part).
 # mongosh comes from the npm registry into .tools/ (pinned); without npm the
 # check is skipped with a message, never silently.
 set -euo pipefail
@@ -39,6 +41,65 @@ for _ in range(200):
     p=random.randrange(10000,$lo); s=socket.socket()
     try: s.bind(('127.0.0.1',p)); s.close(); print(p); break
     except OSError: pass"; }
+# start_member <port-var> <args...>: start bin/mongosim on a free port.
+start_member() {
+  local var=$1; shift
+  for attempt in 1 2 3 4 5; do
+    local p; p=$(pick_port)
+    mkdir -p "$work/db$p"
+    bin/mongosim "$@" --port "$p" --bind_ip 127.0.0.1 --logpath "$work/m$p.log" &
+    local pid=$!; disown $pid
+    for _ in $(seq 50); do
+      if ! kill -0 "$pid" 2>/dev/null; then break; fi
+      if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then pids+=("$pid"); printf -v "$var" %s "$p"; return 0; fi
+      sleep 0.05
+    done
+    kill -9 "$pid" 2>/dev/null || true
+  done
+  return 1
+}
+sh() { "$MONGOSH" --quiet --norc "$@"; }
+
+# The sharded part: a --configsvr set, two --shardsvr sets and a router
+# (cmd/mongosim --router), driven with mongosh's sh.* helpers and a $merge
+# through the router. MONGOSH_CHECK_PART=sharded runs only this part.
+sharded_check() {
+  local cfg sh0 sh1 router
+  start_member cfg --configsvr --replSet cfg || { echo "mongosh-check: FAILED: config server did not start"; exit 1; }
+  start_member sh0 --shardsvr --replSet sh0 || { echo "mongosh-check: FAILED: shard sh0 did not start"; exit 1; }
+  start_member sh1 --shardsvr --replSet sh1 || { echo "mongosh-check: FAILED: shard sh1 did not start"; exit 1; }
+  for set in cfg sh0 sh1; do
+    local port=${!set}
+    sh "mongodb://127.0.0.1:$port/?directConnection=true" --eval "rs.initiate({_id: '$set', members: [{_id: 0, host: '127.0.0.1:$port'}]})" >/dev/null
+  done
+  start_member router --router --configdb "cfg/127.0.0.1:$cfg" || { echo "mongosh-check: FAILED: router did not start"; exit 1; }
+  local out
+  out=$(sh "mongodb://127.0.0.1:$router/" --eval "
+const ok = (what, cond) => { if (!cond) { print('FAILED: ' + what); quit(1) } print('ok - ' + what) };
+ok('addShard sh0', sh.addShard('sh0/127.0.0.1:$sh0').shardAdded === 'sh0');
+ok('addShard sh1', sh.addShard('sh1/127.0.0.1:$sh1').shardAdded === 'sh1');
+ok('sh.enableSharding', sh.enableSharding('app', 'sh0').ok === 1);
+ok('sh.shardCollection hashed', sh.shardCollection('app.orders', {cust: 'hashed'}).collectionsharded === 'app.orders');
+const app = db.getSiblingDB('app');
+app.orders.insertMany(Array.from({length: 200}, (_, i) => ({_id: i, cust: i, amount: i % 7})));
+ok('find by shard key through the router', app.orders.findOne({cust: 42}).amount === 0);
+ok('count over both shards', app.orders.countDocuments({}) === 200);
+app.orders.aggregate([{\$match: {amount: {\$gte: 0}}}, {\$merge: {into: 'orders_copy'}}]).toArray();
+app.src.insertMany(Array.from({length: 50}, (_, i) => ({_id: i, v: i})));
+app.src.aggregate([{\$group: {_id: {\$mod: ['\$v', 5]}, n: {\$sum: 1}}}, {\$merge: {into: 'by_mod'}}]).toArray();
+ok('\$merge through the router wrote its output', app.by_mod.countDocuments({}) === 5);
+const status = sh.status();
+ok('sh.status lists both shards', JSON.stringify(status).includes('sh0') && JSON.stringify(status).includes('sh1'));
+print('mongosh-check: sharded all good');
+" 2>&1) || { echo "$out"; echo "mongosh-check: FAILED (sharded)"; exit 1; }
+  echo "$out"
+  echo "$out" | grep -q '^mongosh-check: sharded all good$' || { echo "mongosh-check: FAILED (sharded)"; exit 1; }
+}
+if [ "${MONGOSH_CHECK_PART:-}" = sharded ]; then
+  sharded_check
+  exit 0
+fi
+
 ports=()
 for i in 0 1 2; do
   for attempt in 1 2 3 4 5; do
@@ -58,7 +119,6 @@ for i in 0 1 2; do
 done
 [ ${#ports[@]} -eq 3 ] || { echo "mongosh-check: FAILED: could not start 3 mongosim members"; exit 1; }
 p0=${ports[0]}; p1=${ports[1]}; p2=${ports[2]}
-sh() { "$MONGOSH" --quiet --norc "$@"; }
 
 sh "mongodb://127.0.0.1:$p0/?directConnection=true" --eval "
 rs.initiate({_id: 'rs0', settings: {electionTimeoutMillis: 2000}, members: [
@@ -78,3 +138,4 @@ if grep -q 'code=11601 codeName=Interrupted' "$work/sleeper.out"; then
 else
   cat "$work/sleeper.out"; echo "mongosh-check: FAILED: the killed sleep did not fail with Interrupted"; exit 1
 fi
+sharded_check

@@ -3,6 +3,12 @@
 // target can launch it exactly like a mongod binary; flags that only the
 // simulator has start with --sim.
 //
+// Sharded clusters: --configsvr and --shardsvr start a config server or a
+// shard member (with --replSet, as mongod); --router --configdb
+// <cfgSet>/<host:port>,... starts a router (a simulated mongos) instead of
+// a member. Invoked under a name starting "mongos" (a symlink), mongosim is
+// a router without --router, so it can stand in for a mongos binary.
+//
 // Its answers come from a model, not a real server: buildInfo and
 // serverStatus say so in their "mongosim" section.
 package main
@@ -14,6 +20,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -59,6 +66,10 @@ func run(args []string) int {
 	simSeed := fs.Uint64("simSeed", 1, "seed of the member's model")
 	omitStatus := fs.String("simOmitStatusSections", "", "comma-separated top-level serverStatus sections to leave out, e.g. queryMemory,queues,mem (a server that does not report them, as a 7.0 mongod has no queryMemory.loadShedding)")
 	omitHostInfo := fs.String("simOmitHostInfo", "", "comma-separated hostInfo.system fields to leave out, e.g. memLimitMB")
+	configsvr := fs.Bool("configsvr", false, "run as a config server member of a sharded cluster (with --replSet)")
+	shardsvr := fs.Bool("shardsvr", false, "run as a shard member of a sharded cluster (with --replSet)")
+	router := fs.Bool("router", false, "run as a router (a simulated mongos) over --configdb")
+	configdb := fs.String("configdb", "", "the router's config server replica set, <setName>/<host:port>[,...]")
 	params := setParams{}
 	fs.Var(params, "setParameter", "server parameter name=value (repeatable)")
 	fs.Bool("fork", false, "ignored (mongosim never forks)")
@@ -73,6 +84,17 @@ func run(args []string) int {
 		}
 		return 2
 	}
+	if strings.HasPrefix(filepath.Base(os.Args[0]), "mongos") && !strings.HasPrefix(filepath.Base(os.Args[0]), "mongosim") {
+		*router = true
+	}
+	if *configsvr && *shardsvr {
+		fmt.Fprintln(os.Stderr, "mongosim: --configsvr and --shardsvr exclude each other")
+		return 2
+	}
+	if (*configsvr || *shardsvr) && *replSet == "" {
+		fmt.Fprintln(os.Stderr, "mongosim: --configsvr and --shardsvr need --replSet")
+		return 2
+	}
 	out := os.Stdout
 	if *logpath != "" {
 		f, err := os.OpenFile(*logpath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -84,6 +106,9 @@ func run(args []string) int {
 		out = f
 	}
 	logger := slog.New(slog.NewJSONHandler(out, nil))
+	if *router {
+		return runRouter(*bindIP, *port, *configdb, logger)
+	}
 	var store mongosim.Storage
 	if *dbpath != "" {
 		// One process per dbpath, as mongod: a second one would interleave
@@ -104,6 +129,12 @@ func run(args []string) int {
 		Parameters: params, MemLimitMB: *memLimit, Logger: logger,
 		Sim: mongosim.SimOptions{CPUs: *cpus, BaselineMB: *baseline, DiskMBps: *disk, ScanScale: *scanScale, PartitionMB: *partition, Seed: *simSeed,
 			OmitStatusSections: list(*omitStatus), OmitHostInfo: list(*omitHostInfo)}}
+	switch {
+	case *configsvr:
+		opts.ClusterRole = mongosim.RoleConfigServer
+	case *shardsvr:
+		opts.ClusterRole = mongosim.RoleShardServer
+	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	for {
@@ -140,6 +171,28 @@ func run(args []string) int {
 			opts.Storage = store
 		}
 	}
+}
+
+// runRouter serves as a router until SIGINT/SIGTERM.
+func runRouter(bindIP string, port int, configdb string, logger *slog.Logger) int {
+	if configdb == "" {
+		fmt.Fprintln(os.Stderr, "mongosim: a router needs --configdb <setName>/<host:port>,...")
+		return 2
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	rt, err := mongosim.StartRouter(mongosim.RouterOptions{BindIP: bindIP, Port: port, ConfigDB: configdb, Logger: logger})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "mongosim: %v\n", err)
+		return 1
+	}
+	s := <-sig
+	logger.Info("shutting down", "signal", s.String())
+	if err := rt.Close(); err != nil {
+		fmt.Fprintf(os.Stderr, "mongosim: %v\n", err)
+		return 1
+	}
+	return 0
 }
 
 // list splits a comma-separated flag value, dropping empty items.

@@ -85,6 +85,12 @@ var names = map[int32]string{
 	NodeNotFound:                    "NodeNotFound",
 	ExceededMemoryLimit:             "ExceededMemoryLimit",
 	QueryMemoryLimitExceeded:        "QueryMemoryLimitExceeded",
+	// Sharding (the simulated router, mongosim/router*.go).
+	6:   "HostUnreachable",
+	61:  "ShardKeyNotFound",
+	70:  "ShardNotFound",
+	118: "NamespaceNotSharded",
+	133: "FailedToSatisfyReadPreference",
 }
 
 // Name returns mongod's codeName for code.
