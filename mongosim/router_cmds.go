@@ -726,8 +726,14 @@ func (rt *Router) cmdAggregate(ctx context.Context, db string, body bson.Raw) (b
 				target = tdb + "." + tc
 			}
 		}
-		if split != len(names)-1 || cat.colls[target] == nil {
-			return nil, mongoerr.New(codeIllegalOperation, "mongosim's router runs a write pipeline over several shards only when it streams into a sharded $merge target")
+		// Every stage before the $merge streams, so each shard can run the
+		// whole pipeline and send its writes through the router's write
+		// path to the target's owner: the target's chunks when it is
+		// sharded, its database's primary shard when it is not (mongod
+		// runs an unsharded target's merging half on that shard; the
+		// documents written are the same).
+		if split != len(names)-1 || target == "" {
+			return nil, mongoerr.New(codeIllegalOperation, "mongosim's router runs a write pipeline over several shards only when every stage before its $merge streams ($out over several shards is not simulated)")
 		}
 		if err := open(stages); err != nil {
 			return nil, err
