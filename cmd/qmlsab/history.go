@@ -349,7 +349,7 @@ func historyCommand() *cli.Command {
 					case "json":
 						err = nightly.WriteJSON(c.App.Writer, res)
 					default:
-						err = nightly.WriteText(c.App.Writer, res, opts.Recent)
+						err = nightly.WriteText(c.App.Writer, res, opts.Recent, c.Bool("wide"))
 					}
 					if err != nil {
 						return err

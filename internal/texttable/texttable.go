@@ -30,7 +30,7 @@ const Width = 80
 const columnGap = 2
 
 // minWrapWidth is the narrowest a wrapping column is folded to.
-const minWrapWidth = 16
+const minWrapWidth = 10
 
 // Column is one column: its header, its machine name (the JSON key
 // and CSV header), whether only --wide shows it, and whether its values
@@ -119,6 +119,7 @@ func (t *Table) writeJSON(w io.Writer) error {
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	if err := enc.Encode(rows); err != nil {
 		return fmt.Errorf("writing the table as JSON: %w", err)
 	}
@@ -295,7 +296,16 @@ func fold(s string, width int) []string {
 				lines, cur = append(lines, cur), ""
 			}
 			r := []rune(word)
-			lines, word = append(lines, string(r[:width])), string(r[width:])
+			cut := width
+			// Break a long name after a separator in it when there is
+			// one: sheds_minus_ / admissions_per_s, runner-1, / runner-2.
+			for k := width; k > width/2; k-- {
+				if strings.ContainsRune("_.,/-", r[k-1]) {
+					cut = k
+					break
+				}
+			}
+			lines, word = append(lines, string(r[:cut])), string(r[cut:])
 		}
 		switch {
 		case cur == "":
