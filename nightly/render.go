@@ -21,7 +21,7 @@ func WriteText(w io.Writer, r Result, recent int, wide bool) error {
 	if err := writeTonightText(w, r.Tonight, wide); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "change point: %d nights, %d series examined, %d change points\n", r.Nights, r.Series, len(r.Changes))
+	texttable.FoldParagraph(w, fmt.Sprintf("change point: %d nights, %d series examined, %d change points", r.Nights, r.Series, len(r.Changes)), "", "  ")
 	if len(r.Changes) == 0 {
 		return nil
 	}
@@ -162,8 +162,8 @@ func writeTonightText(w io.Writer, t Tonight, wide bool) error {
 	if t.RunID == "" {
 		return nil
 	}
-	fmt.Fprintf(w, "tonight: night %d (%s) against up to %d stable nights before it: %d of %d pairs regressed (Mann-Whitney, Holm at %.3g, shift at least %s)\n",
-		t.Night+1, t.RunID, t.BaselineNights, len(t.Findings), t.Tested, t.Alpha, relative(t.MinShift))
+	texttable.FoldParagraph(w, fmt.Sprintf("tonight: night %d (%s) against up to %d stable nights before it: %d of %d pairs regressed (Mann-Whitney, Holm at %.3g, shift at least %s)",
+		t.Night+1, t.RunID, t.BaselineNights, len(t.Findings), t.Tested, t.Alpha, relative(t.MinShift)), "", "  ")
 	if len(t.Findings) == 0 {
 		return nil
 	}

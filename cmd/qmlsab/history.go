@@ -290,6 +290,7 @@ func historyCommand() *cli.Command {
 					&cli.BoolFlag{Name: "effect", Usage: "also examine each arm's nightly effect against the baseline arm (Hodges-Lehmann shift)"},
 					&cli.IntFlag{Name: "recent", Value: 1, Usage: "a regression starting in the newest `K` nights fails (exit 4)"},
 					&cli.StringFlag{Name: "format", Value: "text", Usage: "text, md (a block for a pull request or chat) or json"},
+					wideFlag(),
 					&cli.Float64Flag{Name: "p", Value: changepoint.DefaultPValue, Usage: "significance level of the permutation test"},
 					&cli.IntFlag{Name: "permutations", Value: changepoint.DefaultPermutations, Usage: "shuffles per test (at most 100000)"},
 					&cli.IntFlag{Name: "min-segment", Value: changepoint.DefaultMinSegment, Usage: "fewest nights a segment may hold"},
