@@ -3,10 +3,13 @@ package metric
 import (
 	"math"
 	"strconv"
+
+	"github.com/qmlsab/qmlsab/internal/units"
 )
 
 // Format writes a metric's value for people, in the metric's unit: bytes
-// in GiB, latencies in ms, everything else as a plain Number. The
+// in the largest binary unit under them, to three figures (21.7 GiB,
+// 512 MiB), latencies in ms, everything else as a plain Number. The
 // terminal, the report and the history's output all use it, so one value
 // reads the same everywhere.
 func Format(name string, v float64) string {
@@ -15,7 +18,7 @@ func Format(name string, v float64) string {
 		if math.IsNaN(v) {
 			return "–"
 		}
-		return strconv.FormatFloat(v/(1<<30), 'f', 2, 64) + " GiB"
+		return units.HumanBytes(v)
 	case "ms":
 		return Number(v) + " ms"
 	}

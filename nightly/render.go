@@ -6,28 +6,36 @@ import (
 	"io"
 	"math"
 	"strings"
-	"text/tabwriter"
 
+	"github.com/qmlsab/qmlsab/internal/texttable"
 	"github.com/qmlsab/qmlsab/metric"
 )
 
 // WriteText prints tonight's check (one line per regression it found),
 // then one line per change point, regressions first.
-func WriteText(w io.Writer, r Result, recent int) error {
-	if err := writeTonightText(w, r.Tonight); err != nil {
+//
+// The tables fit 80 columns, their long values folded; wide shows every
+// column (the run, date and series of each change point, the check, night
+// and baseline nights of each finding), one line a row.
+func WriteText(w io.Writer, r Result, recent int, wide bool) error {
+	if err := writeTonightText(w, r.Tonight, wide); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "change point: %d nights, %d series examined, %d change points\n", r.Nights, r.Series, len(r.Changes))
+	texttable.FoldParagraph(w, fmt.Sprintf("change point: %d nights, %d series examined, %d change points", r.Nights, r.Series, len(r.Changes)), "", "  ")
 	if len(r.Changes) == 0 {
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NIGHT\tRUN\tDATE\tSERIES\tMETRIC\tARM\tBEFORE\tAFTER\tCHANGE\tP\tVERDICT")
+	t := &texttable.Table{Columns: []texttable.Column{{Title: "NIGHT", Key: "night"}, {Title: "RUN", Key: "run", Wide: true},
+		{Title: "DATE", Key: "date", Wide: true}, {Title: "SERIES", Key: "series", Wide: true}, {Title: "METRIC", Key: "metric", Wrap: true},
+		{Title: "ARM", Key: "arm", Wrap: true}, {Title: "BEFORE", Key: "before"}, {Title: "AFTER", Key: "after"},
+		{Title: "CHANGE", Key: "change"}, {Title: "P", Key: "p"}, {Title: "VERDICT", Key: "verdict", Wrap: true}}}
 	for _, c := range ordered(r.Changes) {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.3f\t%s\n", c.Night+1, c.RunID, c.Started.Format("2006-01-02"),
-			series(c), c.Metric, c.Arm, metric.Format(c.Metric, c.Before), metric.Format(c.Metric, c.After), relative(c.Relative), c.P, verdict(c, recent))
+		t.Add(texttable.Int(c.Night+1), texttable.Text(c.RunID), texttable.Text(c.Started.Format("2006-01-02")), texttable.Text(series(c)),
+			texttable.Text(c.Metric), texttable.Text(armSeries(c.Arm, c.Kind, c.Baseline, wide)), texttable.Text(metric.Format(c.Metric, c.Before)),
+			texttable.Text(metric.Format(c.Metric, c.After)), texttable.Text(relative(c.Relative)), texttable.Text(fmt.Sprintf("%.3f", c.P)),
+			texttable.Text(verdict(c, recent)))
 	}
-	return tw.Flush()
+	return t.Write(w, texttable.Format{Wide: wide})
 }
 
 // WriteMarkdown writes a block for a pull-request or chat comment.
@@ -93,6 +101,16 @@ func WriteJSON(w io.Writer, r Result) error {
 	return enc.Encode(out)
 }
 
+// armSeries is the ARM cell of a change point: the arm, and for an effect
+// series the baseline it is measured against when the table has no
+// SERIES column.
+func armSeries(arm, kind, baseline string, wide bool) string {
+	if kind == Effect && !wide {
+		return arm + " vs " + baseline
+	}
+	return arm
+}
+
 // ordered puts recent regressions first, then by night.
 func ordered(cs []Change) []Change {
 	out := make([]Change, 0, len(cs))
@@ -140,23 +158,26 @@ func finite(x float64) *float64 {
 
 // writeTonightText says what tonight's check compared and lists each
 // regression it found.
-func writeTonightText(w io.Writer, t Tonight) error {
+func writeTonightText(w io.Writer, t Tonight, wide bool) error {
 	if t.RunID == "" {
 		return nil
 	}
-	fmt.Fprintf(w, "tonight: night %d (%s) against up to %d stable nights before it: %d of %d pairs regressed (Mann-Whitney, Holm at %.3g, shift at least %s)\n",
-		t.Night+1, t.RunID, t.BaselineNights, len(t.Findings), t.Tested, t.Alpha, relative(t.MinShift))
+	texttable.FoldParagraph(w, fmt.Sprintf("tonight: night %d (%s) against up to %d stable nights before it: %d of %d pairs regressed (Mann-Whitney, Holm at %.3g, shift at least %s)",
+		t.Night+1, t.RunID, t.BaselineNights, len(t.Findings), t.Tested, t.Alpha, relative(t.MinShift)), "", "  ")
 	if len(t.Findings) == 0 {
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CHECK\tNIGHT\tRUN\tMETRIC\tARM\tBASELINE\tTONIGHT\tSHIFT\tCHANGE\tP\tBASELINE NIGHTS")
+	tt := &texttable.Table{Columns: []texttable.Column{{Title: "CHECK", Key: "check", Wide: true}, {Title: "NIGHT", Key: "night", Wide: true},
+		{Title: "RUN", Key: "run", Wide: true}, {Title: "METRIC", Key: "metric", Wrap: true}, {Title: "ARM", Key: "arm"},
+		{Title: "BASELINE", Key: "baseline"}, {Title: "TONIGHT", Key: "tonight"}, {Title: "SHIFT", Key: "shift"},
+		{Title: "CHANGE", Key: "change", Wrap: true}, {Title: "P", Key: "p"}, {Title: "BASELINE NIGHTS", Key: "baseline_nights", Wide: true}}}
 	for _, f := range t.Findings {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.4f\t%s\n", f.Check, f.Night+1, f.RunID, f.Metric, f.Arm,
-			metric.Format(f.Metric, f.BaselineMedian), metric.Format(f.Metric, f.Median), signed(f.Metric, f.Shift),
-			relativeShift(f), f.P, nightSpan(f.BaselineNights))
+		tt.Add(texttable.Text(f.Check), texttable.Int(f.Night+1), texttable.Text(f.RunID), texttable.Text(f.Metric), texttable.Text(f.Arm),
+			texttable.Text(metric.Format(f.Metric, f.BaselineMedian)), texttable.Text(metric.Format(f.Metric, f.Median)),
+			texttable.Text(signed(f.Metric, f.Shift)), texttable.Text(relativeShift(f)), texttable.Text(fmt.Sprintf("%.4f", f.P)),
+			texttable.Text(nightSpan(f.BaselineNights)))
 	}
-	return tw.Flush()
+	return tt.Write(w, texttable.Format{Wide: wide})
 }
 
 func writeTonightMarkdown(w io.Writer, t Tonight) {

@@ -96,11 +96,18 @@ func TestTonightFailsTheNightOfARegression(t *testing.T) {
 		t.Errorf("baseline nights %v, want %v", f.BaselineNights, want)
 	}
 	var b strings.Builder
-	if err := WriteText(&b, res, 1); err != nil {
+	if err := WriteText(&b, res, 1, false); err != nil {
 		t.Fatal(err)
 	}
-	if out := b.String(); !strings.Contains(out, "1 of 2 pairs regressed") || !strings.Contains(out, "tonight  ") || !strings.Contains(out, "+30.0%") {
+	if out := b.String(); !strings.Contains(out, "1 of 2 pairs regressed") || !strings.Contains(out, "+30.0%") {
 		t.Errorf("text output does not name tonight's finding:\n%s", out)
+	}
+	b.Reset()
+	if err := WriteText(&b, res, 1, true); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); !strings.Contains(out, "tonight  ") || !strings.Contains(out, "night-04 … night-10 (7)") {
+		t.Errorf("wide text output lacks the check and the baseline nights of tonight's finding:\n%s", out)
 	}
 	b.Reset()
 	if err := WriteJSON(&b, res); err != nil || !strings.Contains(b.String(), `"check": "tonight"`) || !strings.Contains(b.String(), `"regressed": true`) {

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/internal/texttable"
 	"github.com/qmlsab/qmlsab/mongosim/model"
 )
 
@@ -50,41 +51,25 @@ func armsCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			{
 				Name:  "list",
-				Usage: "a table of the built-in arms and those of --arms-file",
-				Flags: []cli.Flag{armsFileFlag},
+				Usage: "a table of the built-in arms and those of --arms-file (qmlsab arms show NAME for one arm in full)",
+				Flags: append([]cli.Flag{armsFileFlag}, tableFlags()...),
 				Action: func(c *cli.Context) error {
+					format, err := tableFormatOf(c)
+					if err != nil {
+						return cli.Exit("qmlsab arms list: "+err.Error(), 1)
+					}
 					fromFile, err := loadArms(c)
 					if err != nil {
 						return err
 					}
-					tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "NAME\tTARGET\tBUILD\tPARAMETERS\tACTORS\tDESCRIPTION")
-					for _, a := range allArms(fromFile) {
-						a = a.Redacted()
-						var params []string
-						for k, v := range a.SetParameters {
-							params = append(params, k+"="+v)
-						}
-						sort.Strings(params)
-						var actors []string
-						for _, act := range a.Actors {
-							switch {
-							case act.KillOp != nil:
-								actors = append(actors, fmt.Sprintf("killop(rss>%g%%, %s, %s)", act.KillOp.RSSHighPercent, act.KillOp.Interval, scope(act.KillOp.AppName, act.KillOp.AnyApp)))
-							case act.Exec != nil:
-								actors = append(actors, "exec("+act.Exec.Command[0]+")")
-							}
-						}
-						target := a.Target
-						if a.URI != "" {
-							target += " " + a.URI
-						} else if a.Mongod != "" {
-							target += " " + a.Mongod
-						}
-						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Name, target, dashIfEmpty(a.Build), dashIfEmpty(strings.Join(params, " ")),
-							dashIfEmpty(strings.Join(actors, " ")), a.Description)
+					t := armsTable(allArms(fromFile))
+					if err := t.Write(c.App.Writer, format); err != nil {
+						return err
 					}
-					return tw.Flush()
+					if format.Machine == "" && !format.Wide {
+						fmt.Fprintln(c.App.Writer, "(--wide: addresses, parameters, actors; qmlsab arms show NAME: one arm in full)")
+					}
+					return nil
 				},
 			},
 			{
@@ -122,6 +107,57 @@ func armsCommand() *cli.Command {
 			},
 		},
 	}
+}
+
+// armsTable is arms list's table: name, target, build and description
+// fit a terminal; the address, parameters and actors are wide columns.
+func armsTable(list []arms.Arm) *texttable.Table {
+	t := &texttable.Table{Columns: []texttable.Column{
+		{Title: "NAME", Key: "name"}, {Title: "TARGET", Key: "target"}, {Title: "BUILD", Key: "build"},
+		{Title: "DESCRIPTION", Key: "description", Wrap: true},
+		{Title: "ADDRESS", Key: "address", Wide: true}, {Title: "PARAMETERS", Key: "parameters", Wide: true},
+		{Title: "ACTORS", Key: "actors", Wide: true},
+	}}
+	for _, a := range list {
+		a = a.Redacted()
+		var params []string
+		for k, v := range a.SetParameters {
+			params = append(params, k+"="+v)
+		}
+		sort.Strings(params)
+		var actors []string
+		for _, act := range a.Actors {
+			switch {
+			case act.KillOp != nil:
+				actors = append(actors, fmt.Sprintf("killop(rss>%g%%, %s, %s)", act.KillOp.RSSHighPercent, act.KillOp.Interval, scope(act.KillOp.AppName, act.KillOp.AnyApp)))
+			case act.Exec != nil:
+				actors = append(actors, "exec("+act.Exec.Command[0]+")")
+			}
+		}
+		address := a.URI
+		if address == "" {
+			address = a.Mongod
+		}
+		t.Add(texttable.Text(a.Name), texttable.Text(a.Target), texttable.Optional(a.Build), texttable.Text(a.Description), texttable.Optional(address),
+			texttable.Cell{Text: dashIfEmpty(strings.Join(params, " ")), Value: orEmpty(a.SetParameters)},
+			texttable.Cell{Text: dashIfEmpty(strings.Join(actors, " ")), Value: orEmpty(actors)})
+	}
+	return t
+}
+
+// orEmpty is v for JSON, with a nil map or slice as an empty one.
+func orEmpty(v any) any {
+	switch x := v.(type) {
+	case map[string]string:
+		if x == nil {
+			return map[string]string{}
+		}
+	case []string:
+		if x == nil {
+			return []string{}
+		}
+	}
+	return v
 }
 
 func scope(app string, any bool) string {

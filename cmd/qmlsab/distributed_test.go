@@ -121,7 +121,7 @@ func TestGitHubActionsRecipeRunsAsWritten(t *testing.T) {
 		nights = append(nights, runGitHubNight(t, bin, wf.Env, shardJob, mergeJob, filepath.Join(base, "night-"+id),
 			map[string]string{"github.run_id": id, "github.ref_name": "main", "secrets.QMLSAB_HISTORY": db}))
 	}
-	out, code := qmlsab(t, "history", "list", "--db", db, "--label", "branch=main")
+	out, code := qmlsab(t, "history", "list", "--wide", "--history-db", db, "--label", "branch=main")
 	if code != 0 || strings.Count(out, "\n") != 1+len(nights) {
 		t.Fatalf("history list: exit %d, want %d nights:\n%s", code, len(nights), out)
 	}

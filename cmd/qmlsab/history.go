@@ -7,12 +7,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"text/tabwriter"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/qmlsab/qmlsab/changepoint"
 	"github.com/qmlsab/qmlsab/history"
+	"github.com/qmlsab/qmlsab/internal/texttable"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/nightly"
 	"github.com/qmlsab/qmlsab/store"
@@ -238,9 +239,13 @@ func historyCommand() *cli.Command {
 			},
 			{
 				Name:  "list",
-				Usage: "one line per night",
-				Flags: filterFlags,
+				Usage: "one line per night (--wide adds the labels)",
+				Flags: append(append([]cli.Flag{}, filterFlags...), tableFlags()...),
 				Action: func(c *cli.Context) error {
+					format, err := tableFormatOf(c)
+					if err != nil {
+						return fail("list", "%v", err)
+					}
 					f, err := filter(c)
 					if err != nil {
 						return fail("list", "%v", err)
@@ -254,8 +259,9 @@ func historyCommand() *cli.Command {
 					if err != nil {
 						return fail("list", "%v", err)
 					}
-					tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "NIGHT\tSTARTED\tRUN\tWORKLOAD\tARMS\tTRIALS\tHOST\tLABELS")
+					t := &texttable.Table{Columns: []texttable.Column{{Title: "NIGHT", Key: "night"}, {Title: "STARTED", Key: "started"},
+						{Title: "RUN", Key: "run", Wrap: true}, {Title: "WORKLOAD", Key: "workload", Wrap: true}, {Title: "ARMS", Key: "arms", Wrap: true},
+						{Title: "TRIALS", Key: "trials"}, {Title: "HOST", Key: "host", Wrap: true}, {Title: "LABELS", Key: "labels", Wide: true}}}
 					for i, r := range runs {
 						host := r.Host.Name
 						if r.Simulated {
@@ -268,10 +274,11 @@ func historyCommand() *cli.Command {
 						for k, v := range r.Labels {
 							ls = append(ls, k+"="+v)
 						}
-						fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", i+1, r.Started.Format("2006-01-02 15:04"), r.ID, r.Workload,
-							strings.Join(r.Arms, ","), r.Trials, host, strings.Join(slices.Sorted(slices.Values(ls)), " "))
+						t.Add(texttable.Int(i+1), texttable.Cell{Text: r.Started.Format("2006-01-02 15:04"), Value: r.Started.UTC().Format(time.RFC3339)},
+							texttable.Text(r.ID), texttable.Text(r.Workload), texttable.Cell{Text: strings.Join(r.Arms, ","), Value: orEmpty(r.Arms)}, texttable.Int(r.Trials),
+							texttable.Text(host), texttable.Cell{Text: strings.Join(slices.Sorted(slices.Values(ls)), " "), Value: orEmpty(r.Labels)})
 					}
-					return tw.Flush()
+					return t.Write(c.App.Writer, format)
 				},
 			},
 			{
@@ -283,6 +290,7 @@ func historyCommand() *cli.Command {
 					&cli.BoolFlag{Name: "effect", Usage: "also examine each arm's nightly effect against the baseline arm (Hodges-Lehmann shift)"},
 					&cli.IntFlag{Name: "recent", Value: 1, Usage: "a regression starting in the newest `K` nights fails (exit 4)"},
 					&cli.StringFlag{Name: "format", Value: "text", Usage: "text, md (a block for a pull request or chat) or json"},
+					wideFlag(),
 					&cli.Float64Flag{Name: "p", Value: changepoint.DefaultPValue, Usage: "significance level of the permutation test"},
 					&cli.IntFlag{Name: "permutations", Value: changepoint.DefaultPermutations, Usage: "shuffles per test (at most 100000)"},
 					&cli.IntFlag{Name: "min-segment", Value: changepoint.DefaultMinSegment, Usage: "fewest nights a segment may hold"},
@@ -342,7 +350,7 @@ func historyCommand() *cli.Command {
 					case "json":
 						err = nightly.WriteJSON(c.App.Writer, res)
 					default:
-						err = nightly.WriteText(c.App.Writer, res, opts.Recent)
+						err = nightly.WriteText(c.App.Writer, res, opts.Recent, c.Bool("wide"))
 					}
 					if err != nil {
 						return err

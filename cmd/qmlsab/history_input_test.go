@@ -75,7 +75,7 @@ func TestHistoryReadersRefuseWhatMatchesNothing(t *testing.T) {
 		}
 	}
 	// What exists passes, in the read-only folder.
-	out, code := qmlsab(t, "history", "list", "--db", db, "--label", "branch=master", "--workload", "nightly")
+	out, code := qmlsab(t, "history", "list", "--wide", "--history-db", db, "--label", "branch=master", "--workload", "nightly")
 	if code != 0 || strings.Count(out, "\n") != 2 {
 		t.Errorf("history list of what exists: exit %d:\n%s", code, out)
 	}
@@ -164,7 +164,7 @@ func TestHistoryNightIsAPlan(t *testing.T) {
 	if out, code := add(merged); code != 0 || !strings.Contains(out, "already in") {
 		t.Errorf("adding the merge of stored shards: exit %d, want a no-op:\n%s", code, out)
 	}
-	out, code = qmlsab(t, "history", "list", "--db", db)
+	out, code = qmlsab(t, "history", "list", "--wide", "--history-db", db)
 	if code != 0 || strings.Count(out, "\n") != 4 || !strings.Contains(out, "runner-1,runner-2,runner-3") {
 		t.Errorf("history list: exit %d, want three nights, the shards' one on runner-1,runner-2,runner-3:\n%s", code, out)
 	}

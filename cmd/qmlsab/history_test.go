@@ -51,7 +51,7 @@ func TestNightlyPipelineFindsTheRegression(t *testing.T) {
 	if out, code := qmlsab(t, "history", "add", "--db", db, "--label", "branch=master", first); code != 0 || !strings.Contains(out, "already in") {
 		t.Errorf("re-adding a night: exit %d, %q; want it to change nothing and say so", code, out)
 	}
-	out, code := qmlsab(t, "history", "list", "--db", db)
+	out, code := qmlsab(t, "history", "list", "--wide", "--history-db", db)
 	if code != 0 || strings.Count(out, "\n") != 1+24 {
 		t.Errorf("history list: exit %d, %d lines (want a header and 24 nights):\n%s", code, strings.Count(out, "\n"), out)
 	}

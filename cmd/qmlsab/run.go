@@ -12,12 +12,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/internal/texttable"
 	"github.com/qmlsab/qmlsab/progress"
 	"github.com/qmlsab/qmlsab/run"
 	"github.com/qmlsab/qmlsab/store"
@@ -43,6 +43,7 @@ func runCommand() *cli.Command {
 			&cli.IntFlag{Name: "shards", Usage: "run one of `N` shards, the one $JOB_COMPLETION_INDEX (0-based, as a Kubernetes Indexed Job sets it) names"},
 			&cli.BoolFlag{Name: "allow-remote", Usage: "let the storm run against a non-loopback target"},
 			&cli.BoolFlag{Name: "verbose", Usage: "log each trial's steps to stderr"},
+			wideFlag(),
 		},
 		Action: runAction,
 	}
@@ -296,48 +297,64 @@ func shardFlags(c *cli.Context) (store.Shard, error) {
 	return store.Shard{}, nil
 }
 
-// column is a metric shown in the trial table.
+// column is a metric shown in the trial table: its title, the metric,
+// how its value is written (after dividing by unit), and whether only
+// --wide shows it.
 type column struct {
 	title, metric, format string
 	unit                  float64
+	wide                  bool
 }
 
+// trialColumns are a storm run's: the essential ones fit 80 columns.
 var trialColumns = []column{
-	{"availability", "availability", "%.3f", 1}, {"failovers", "failovers", "%.0f", 1}, {"restarts", "restarts", "%.0f", 1},
-	{"completed", "storm_completed", "%.0f", 1}, {"shed", "storm_shed", "%.0f", 1}, {"killed", "storm_killed", "%.0f", 1},
-	{"failed", "storm_failed", "%.0f", 1}, {"unsupported", "storm_unsupported", "%.0f", 1}, {"unfinished", "storm_unfinished", "%.0f", 1},
-	{"canary p99 ms", "canary_p99_ms", "%.0f", 1}, {"rss peak GiB", "rss_peak_bytes", "%.2f", 1 << 30},
+	{title: "avail", metric: "availability", format: "%.3f", unit: 1}, {title: "failovers", metric: "failovers", format: "%.0f", unit: 1},
+	{title: "restarts", metric: "restarts", format: "%.0f", unit: 1, wide: true},
+	{title: "completed", metric: "storm_completed", format: "%.0f", unit: 1}, {title: "shed", metric: "storm_shed", format: "%.0f", unit: 1},
+	{title: "killed", metric: "storm_killed", format: "%.0f", unit: 1},
+	{title: "failed", metric: "storm_failed", format: "%.0f", unit: 1, wide: true},
+	{title: "unsupported", metric: "storm_unsupported", format: "%.0f", unit: 1, wide: true},
+	{title: "unfinished", metric: "storm_unfinished", format: "%.0f", unit: 1, wide: true},
+	{title: "p99 ms", metric: "canary_p99_ms", format: "%.0f", unit: 1}, {title: "rss GiB", metric: "rss_peak_bytes", format: "%.2f", unit: 1 << 30},
 }
 
+// trialLegend names what the storm table's terse titles stand for.
+const trialLegend = "avail: canary availability; p99 ms: canary latency p99; rss GiB: peak RSS, 2^30 B"
+
+// mergeColumns are a merge_partial_write run's.
 var mergeColumns = []column{
-	{"ops", "merge_ops", "%.0f", 1}, {"completed", "merge_completed", "%.0f", 1}, {"shed", "merge_shed", "%.0f", 1},
-	{"killed", "merge_killed", "%.0f", 1}, {"failed", "merge_failed", "%.0f", 1}, {"unsafe sheds", "unsafe_sheds", "%.0f", 1},
-	{"on primary", "unsafe_sheds_primary", "%.0f", 1}, {"on secondary", "unsafe_sheds_secondary", "%.0f", 1},
+	{title: "ops", metric: "merge_ops", format: "%.0f", unit: 1, wide: true},
+	{title: "completed", metric: "merge_completed", format: "%.0f", unit: 1, wide: true},
+	{title: "shed", metric: "merge_shed", format: "%.0f", unit: 1}, {title: "killed", metric: "merge_killed", format: "%.0f", unit: 1},
+	{title: "failed", metric: "merge_failed", format: "%.0f", unit: 1, wide: true},
+	{title: "unsafe sheds", metric: "unsafe_sheds", format: "%.0f", unit: 1},
+	{title: "on primary", metric: "unsafe_sheds_primary", format: "%.0f", unit: 1},
+	{title: "on secondary", metric: "unsafe_sheds_secondary", format: "%.0f", unit: 1},
 }
 
-// printTrials shows each finished trial's headline metrics, arm by arm.
+// printTrials shows each finished trial's headline metrics, arm by arm:
+// the essential ones in 80 columns, every one with --wide.
 func printTrials(c *cli.Context, r *store.Run) {
-	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	w := c.App.Writer
 	if r.Manifest.Simulated {
-		fmt.Fprintln(tw, "SIMULATED: these trials ran against mongosim, a model of mongod, not a real server.")
+		texttable.FoldParagraph(w, "SIMULATED: the trials ran on mongosim, a model of mongod, not a real server.", "", "")
 		if r.Manifest.Clock == run.Virtual {
-			fmt.Fprintln(tw, "The model ran in virtual time (no wire protocol); durations are model seconds.")
+			texttable.FoldParagraph(w, "The model ran in virtual time (no wire protocol); durations are model seconds.", "", "")
 		}
 	}
 	status := map[string]string{}
 	for _, ts := range r.Manifest.Trials {
 		status[fmt.Sprint(ts.Arm, "#", ts.Index)] = ts.Status
 	}
-	cols := trialColumns
+	cols, legend := trialColumns, trialLegend
 	var spec workload.Spec
 	if json.Unmarshal(r.Manifest.Workload, &spec) == nil && spec.Kind == workload.KindMergePartialWrite {
-		cols = mergeColumns
+		cols, legend = mergeColumns, ""
 	}
-	fmt.Fprint(tw, "arm\ttrial\tstatus")
+	t := &texttable.Table{Columns: []texttable.Column{{Title: "arm", Key: "arm"}, {Title: "trial", Key: "trial"}, {Title: "status", Key: "status"}}}
 	for _, col := range cols {
-		fmt.Fprint(tw, "\t", col.title)
+		t.Columns = append(t.Columns, texttable.Column{Title: col.title, Key: col.metric, Wide: col.wide})
 	}
-	fmt.Fprintln(tw)
 	// An absent value is "–" with a numbered note saying why, never 0.
 	var notes []string
 	note := func(why string) int {
@@ -347,25 +364,29 @@ func printTrials(c *cli.Context, r *store.Run) {
 		notes = append(notes, why)
 		return len(notes)
 	}
+	wide := c.Bool("wide")
 	for _, name := range r.Manifest.ArmNames() {
-		for _, t := range r.Trials[name] {
-			fmt.Fprintf(tw, "%s\t%d\t%s", name, t.Index, status[fmt.Sprint(name, "#", t.Index)])
+		for _, tr := range r.Trials[name] {
+			row := []texttable.Cell{texttable.Text(name), texttable.Int(tr.Index), texttable.Text(status[fmt.Sprint(name, "#", tr.Index)])}
 			for _, col := range cols {
-				v, ok := t.Metrics[col.metric]
-				switch why := t.Absent[col.metric]; {
+				v, ok := tr.Metrics[col.metric]
+				switch why := tr.Absent[col.metric]; {
 				case ok:
-					fmt.Fprintf(tw, "\t"+col.format, v/col.unit)
-				case why != "":
-					fmt.Fprintf(tw, "\t–[%d]", note(why))
+					row = append(row, texttable.Number(fmt.Sprintf(col.format, v/col.unit), v))
+				case why != "" && (wide || !col.wide):
+					row = append(row, texttable.Absent(fmt.Sprintf("–[%d]", note(why))))
 				default:
-					fmt.Fprint(tw, "\t–")
+					row = append(row, texttable.Absent("–"))
 				}
 			}
-			fmt.Fprintln(tw)
+			t.Add(row...)
 		}
 	}
-	tw.Flush()
+	t.Write(w, texttable.Format{Wide: wide})
+	if legend != "" {
+		texttable.FoldParagraph(w, legend, "", "  ")
+	}
 	for i, why := range notes {
-		fmt.Fprintf(c.App.Writer, "[%d] absent: %s\n", i+1, why)
+		texttable.FoldParagraph(w, fmt.Sprintf("[%d] absent: %s", i+1, why), "", "    ")
 	}
 }

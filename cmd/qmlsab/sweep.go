@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/internal/texttable"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/mongosim/model"
 	"github.com/qmlsab/qmlsab/run"
@@ -44,6 +45,8 @@ func sweepCommand() *cli.Command {
 			&cli.StringFlag{Name: "out", Usage: "folder for sweep.json and sweep.html (default: results/sweep-<timestamp>-<id>)"},
 			&cli.IntFlag{Name: "parallel", Usage: "trials at once (default: every CPU)"},
 			&cli.BoolFlag{Name: "list", Usage: "list the names --vary takes, with their defaults, and exit"},
+			wideFlag(),
+			&cli.StringFlag{Name: "format", Value: formatText, Usage: "--list as text (for a terminal), json or csv (every column, for machines)"},
 		},
 		Action: sweepAction,
 	}
@@ -78,8 +81,11 @@ func sweepAction(c *cli.Context) error {
 			a, _ := arms.Lookup(n)
 			list = append(list, a)
 		}
-		writeKnobs(c.App.Writer, base, list)
-		return nil
+		format, err := tableFormatOf(c)
+		if err != nil {
+			return fail("%v", err)
+		}
+		return writeKnobs(c.App.Writer, base, list, format)
 	}
 	fromFile, err := loadArms(c)
 	if err != nil {
@@ -247,15 +253,17 @@ func cellAt(r *sweep.Result, c sweep.Cell) string {
 }
 
 // writeKnobs lists the sweep namespace with each name's value in the
-// given arms ("-" where it does not apply).
-func writeKnobs(w io.Writer, base virtual.Config, list []arms.Arm) {
-	fmt.Fprintln(w, "Names --vary (and calibrate --fit --space) take, with each arm's value on the model --host selects:")
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprint(tw, "NAME\t")
+// given arms ("-" where it does not apply). The names are long (a server
+// parameter's is up to 60 characters), so the terminal form gives each
+// its own lines: the name, then its values, then what it means, folded;
+// --wide is the table, one line a name, and --format the table for
+// machines.
+func writeKnobs(w io.Writer, base virtual.Config, list []arms.Arm, format texttable.Format) error {
+	t := &texttable.Table{Columns: []texttable.Column{{Title: "NAME", Key: "name"}}}
 	for _, a := range list {
-		fmt.Fprintf(tw, "%s\t", a.Name)
+		t.Columns = append(t.Columns, texttable.Column{Title: a.Name, Key: a.Name})
 	}
-	fmt.Fprintln(tw, "VALUES\tMEANING\t")
+	t.Columns = append(t.Columns, texttable.Column{Title: "VALUES", Key: "values"}, texttable.Column{Title: "MEANING", Key: "meaning", Wrap: true})
 	for _, k := range sweep.Knobs {
 		if k.NeedsHost && base.Hardware.Host == nil {
 			continue
@@ -269,18 +277,34 @@ func writeKnobs(w io.Writer, base virtual.Config, list []arms.Arm) {
 		case k.Min > -1e300 && k.Max < 1e300:
 			vals = k.Label(sweep.Num(k.Min)) + " … " + k.Label(sweep.Num(k.Max))
 		}
-		fmt.Fprintf(tw, "%s\t", k.Name)
+		row := []texttable.Cell{texttable.Text(k.Name)}
 		for _, a := range list {
-			v := "-"
+			cell := texttable.Cell{Text: "-", Value: nil} // the knob does not apply to the arm
 			if k.AppliesTo(a) {
-				v = k.Label(sweep.KnobValue(k, sweep.Setting{Config: base, Arm: a}))
+				cell = texttable.Text(k.Label(sweep.KnobValue(k, sweep.Setting{Config: base, Arm: a})))
 			}
-			fmt.Fprintf(tw, "%s\t", v)
+			row = append(row, cell)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t\n", vals, k.Doc)
+		t.Add(append(row, texttable.Text(vals), texttable.Text(k.Doc))...)
 	}
-	tw.Flush()
-	fmt.Fprintf(w, "\nMetrics drawn: %s\n", strings.Join(metricTitles(), ", "))
+	if format.Machine != "" || format.Wide {
+		return t.Write(w, format)
+	}
+	fmt.Fprintln(w, "Names --vary (and calibrate --fit --space) take, with each arm's value on")
+	fmt.Fprintln(w, "the model --host selects (--wide: one line a name):")
+	for _, r := range t.Rows {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, r[0].Text)
+		var vals []string
+		for j, a := range list {
+			vals = append(vals, a.Name+" "+r[1+j].Text)
+		}
+		texttable.FoldParagraph(w, strings.Join(vals, " · ")+" · values "+r[len(list)+1].Text, "    ", "    ")
+		texttable.FoldParagraph(w, r[len(list)+2].Text, "    ", "    ")
+	}
+	fmt.Fprintln(w)
+	texttable.FoldParagraph(w, "Metrics drawn: "+strings.Join(metricTitles(), ", "), "", "  ")
+	return nil
 }
 
 // scaled is a spill_to_disk workload with its phases scaled (a profile).

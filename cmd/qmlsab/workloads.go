@@ -3,10 +3,10 @@ package main
 import (
 	"fmt"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/qmlsab/qmlsab/internal/texttable"
 	"github.com/qmlsab/qmlsab/workload"
 )
 
@@ -29,18 +29,23 @@ func workloadsCommand() *cli.Command {
 			{
 				Name:  "list",
 				Usage: "the built-in workloads",
+				Flags: tableFlags(),
 				Action: func(c *cli.Context) error {
-					tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
-					fmt.Fprintln(tw, "NAME\tLENGTH\tDESCRIPTION")
+					format, err := tableFormatOf(c)
+					if err != nil {
+						return cli.Exit("qmlsab workloads list: "+err.Error(), 1)
+					}
+					t := &texttable.Table{Columns: []texttable.Column{{Title: "NAME", Key: "name"}, {Title: "KIND", Key: "kind", Wide: true},
+						{Title: "LENGTH", Key: "length"}, {Title: "DESCRIPTION", Key: "description", Wrap: true}}}
 					for _, n := range workload.Names() {
 						s, _ := workload.Builtin(n)
-						length := "fixed ops"
+						length := texttable.Text("fixed ops")
 						if d := s.Duration(); d > 0 {
-							length = d.String()
+							length = texttable.Text(d.String())
 						}
-						fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, length, s.Description)
+						t.Add(texttable.Text(s.Name), texttable.Text(s.Kind), length, texttable.Text(s.Description))
 					}
-					return tw.Flush()
+					return t.Write(c.App.Writer, format)
 				},
 			},
 			{
