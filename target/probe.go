@@ -169,7 +169,7 @@ func probeMember(ctx context.Context, c *mongo.Client, host string, replicated b
 		} else if mb, ok := actor.MemoryLimitMB(hi); !ok {
 			mem.Absent = "neither system.memLimitMB nor system.memSizeMB is a positive number"
 		} else {
-			mem.Detail = fmt.Sprintf("%d MB", mb)
+			mem.Detail = fmt.Sprintf("%d MiB", mb) // mongod's "MB" fields count mebibytes
 		}
 		caps.Needs = append(caps.Needs, kill, mem)
 	}
