@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -140,12 +138,7 @@ func runAction(c *cli.Context) error {
 		dir = c.String("out")
 	}
 	if dir == "" {
-		id := make([]byte, 3)
-		rand.Read(id)
-		dir = filepath.Join("results", time.Now().UTC().Format("20060102T150405Z")+"-"+hex.EncodeToString(id))
-		if shard.Count > 0 {
-			dir += fmt.Sprintf("-shard%dof%d", shard.Index, shard.Count)
-		}
+		dir = store.NewRunDir(store.ResultsRoot, store.RunFolder, time.Now(), shard.Index, shard.Count)
 	}
 	if resumed == nil {
 		// Refused before anything is said or made; the run layer checks

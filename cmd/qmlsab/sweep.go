@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -117,9 +115,7 @@ func sweepAction(c *cli.Context) error {
 	}
 	dir := c.String("out")
 	if dir == "" {
-		id := make([]byte, 3)
-		rand.Read(id)
-		dir = filepath.Join("results", "sweep-"+time.Now().UTC().Format("20060102T150405Z")+"-"+hex.EncodeToString(id))
+		dir = store.NewRunDir(store.ResultsRoot, store.SweepFolder, time.Now(), 0, 0)
 	}
 	// From here a signal is the sweep's to handle: the folder it makes
 	// goes with it.
