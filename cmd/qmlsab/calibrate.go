@@ -129,9 +129,7 @@ func checkCalibrateWorkload(c *cli.Context, w workload.SpillToDisk) error {
 
 // fitAction is calibrate --fit.
 func fitAction(c *cli.Context) error {
-	fail := func(format string, args ...any) error {
-		return cli.Exit(fmt.Sprintf("qmlsab calibrate: "+format, args...), 1)
-	}
+	fail := refusal("qmlsab calibrate")
 	for _, f := range []string{"arms", "storm-rate", "storm"} {
 		if c.IsSet(f) {
 			return fail("--%s: table mode only; --fit runs D and E over its search space and predicts M and F", f)

@@ -38,9 +38,7 @@ func importCommand() *cli.Command {
 }
 
 func importFTDCAction(c *cli.Context) error {
-	fail := func(format string, args ...any) error {
-		return cli.Exit(fmt.Sprintf("qmlsab import ftdc: "+format, args...), 1)
-	}
+	fail := refusal("qmlsab import ftdc")
 	sources, err := trailingFlags(c)
 	if err != nil {
 		return fail("%v", err)

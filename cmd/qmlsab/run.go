@@ -47,9 +47,7 @@ func runCommand() *cli.Command {
 }
 
 func runAction(c *cli.Context) error {
-	fail := func(format string, args ...any) error {
-		return cli.Exit(fmt.Sprintf("qmlsab run: "+format, args...), 1)
-	}
+	fail := refusal("qmlsab run")
 	if c.Args().Len() > 0 {
 		return fail("unexpected argument %q (flags only)", c.Args().First())
 	}

@@ -48,9 +48,7 @@ func sweepCommand() *cli.Command {
 }
 
 func sweepAction(c *cli.Context) error {
-	fail := func(format string, args ...any) error {
-		return cli.Exit(fmt.Sprintf("qmlsab sweep: "+format, args...), 1)
-	}
+	fail := refusal("qmlsab sweep")
 	if c.Args().Len() > 0 {
 		return fail("unexpected argument %q (flags only)", c.Args().First())
 	}
