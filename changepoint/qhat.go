@@ -302,16 +302,7 @@ func pairTotals(x, tot []float64) {
 // The computation is O(n²) time and O(n) memory. Values are not checked; a
 // NaN or infinity makes the affected values NaN.
 func QHat(series []float64, minSize int) []float64 {
-	out := make([]float64, len(series))
-	if len(series) < 2 {
-		return out
-	}
-	minSize = max(minSize, 1)
-	l := seriesLayout(series)
-	s := l.segment(0, len(series))
-	var sc scratch
-	l.scan(s, sc.identityOrder(0, len(series)), minSize, &sc, out)
-	return out
+	return everySplit(seriesLayout(series), minSize)
 }
 
 // GroupQHat returns q̂ for every split of a series of nights: element b is
@@ -320,14 +311,19 @@ func QHat(series []float64, minSize int) []float64 {
 // (below 1 counts as 1) are 0, as is element 0; so is a split with no sample
 // on one side. Time is O(N²) for N samples in all.
 func GroupQHat(groups [][]float64, minGroups int) []float64 {
-	out := make([]float64, len(groups))
-	if len(groups) < 2 {
+	return everySplit(newLayout(groups), minGroups)
+}
+
+// everySplit is q̂ at every split of l's units in their order (QHat,
+// GroupQHat): 0 where a side has fewer than minUnits units (below 1
+// counts as 1), and everywhere when there are fewer than two units.
+func everySplit(l *layout, minUnits int) []float64 {
+	n := l.units()
+	out := make([]float64, n)
+	if n < 2 {
 		return out
 	}
-	minGroups = max(minGroups, 1)
-	l := newLayout(groups)
-	s := l.segment(0, len(groups))
 	var sc scratch
-	l.scan(s, sc.identityOrder(0, len(groups)), minGroups, &sc, out)
+	l.scan(l.segment(0, n), sc.identityOrder(0, n), max(minUnits, 1), &sc, out)
 	return out
 }

@@ -155,21 +155,22 @@ func (s *checkedStore) unknownMetric(metric string) error {
 }
 
 func (s *checkedStore) Series(ctx context.Context, metric, arm string, f Filter) ([]SeriesPoint, error) {
-	if err := s.checkArm(ctx, arm, f); err != nil {
-		return nil, err
-	}
-	pts, err := s.Store.Series(ctx, metric, arm, f)
-	if err == nil && len(pts) == 0 && !slices.Contains(s.known, metric) {
-		return nil, s.unknownMetric(metric)
-	}
-	return pts, err
+	return checkedPoints(ctx, s, metric, arm, f, s.Store.Series)
 }
 
 func (s *checkedStore) Effects(ctx context.Context, metric, arm string, f Filter) ([]EffectPoint, error) {
+	return checkedPoints(ctx, s, metric, arm, f, s.Store.Effects)
+}
+
+// checkedPoints reads one metric of one arm through read (the store's
+// Series or Effects), refusing an arm no run ran and, when nothing comes
+// back, a metric that is neither known nor stored.
+func checkedPoints[P any](ctx context.Context, s *checkedStore, metric, arm string, f Filter,
+	read func(context.Context, string, string, Filter) ([]P, error)) ([]P, error) {
 	if err := s.checkArm(ctx, arm, f); err != nil {
 		return nil, err
 	}
-	pts, err := s.Store.Effects(ctx, metric, arm, f)
+	pts, err := read(ctx, metric, arm, f)
 	if err == nil && len(pts) == 0 && !slices.Contains(s.known, metric) {
 		return nil, s.unknownMetric(metric)
 	}

@@ -416,28 +416,27 @@ func (s *mongoStore) List(ctx context.Context, f Filter) ([]RunSummary, error) {
 }
 
 func (s *mongoStore) Series(ctx context.Context, metric, arm string, f Filter) ([]SeriesPoint, error) {
-	docs, err := s.find(ctx, mongoFilter(f), f.Last, bson.D{{Key: "startedNs", Value: 1}, {Key: "arms", Value: 1}, {Key: "trials", Value: 1}})
-	if err != nil {
-		return nil, err
-	}
-	var out []SeriesPoint
-	for _, d := range docs {
-		if p, ok := seriesOf(d.run(), metric, arm); ok {
-			out = append(out, p)
-		}
-	}
-	return out, nil
+	return mongoPoints(ctx, s, f, bson.D{{Key: "startedNs", Value: 1}, {Key: "arms", Value: 1}, {Key: "trials", Value: 1}},
+		func(r Run) (SeriesPoint, bool) { return seriesOf(r, metric, arm) })
 }
 
 func (s *mongoStore) Effects(ctx context.Context, metric, arm string, f Filter) ([]EffectPoint, error) {
-	docs, err := s.find(ctx, mongoFilter(f), f.Last, bson.D{{Key: "startedNs", Value: 1}, {Key: "arms", Value: 1},
-		{Key: "baseline", Value: 1}, {Key: "effects", Value: 1}})
+	return mongoPoints(ctx, s, f, bson.D{{Key: "startedNs", Value: 1}, {Key: "arms", Value: 1},
+		{Key: "baseline", Value: 1}, {Key: "effects", Value: 1}},
+		func(r Run) (EffectPoint, bool) { return effectOf(r, metric, arm) })
+}
+
+// mongoPoints reads the runs f selects, with only the fields projection
+// names, and keeps the point each gives (of), in run order; a run that
+// gives none is passed over.
+func mongoPoints[P any](ctx context.Context, s *mongoStore, f Filter, projection bson.D, of func(Run) (P, bool)) ([]P, error) {
+	docs, err := s.find(ctx, mongoFilter(f), f.Last, projection)
 	if err != nil {
 		return nil, err
 	}
-	var out []EffectPoint
+	var out []P
 	for _, d := range docs {
-		if p, ok := effectOf(d.run(), metric, arm); ok {
+		if p, ok := of(d.run()); ok {
 			out = append(out, p)
 		}
 	}

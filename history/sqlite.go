@@ -113,16 +113,24 @@ type sqliteStore struct {
 	version  int
 }
 
+// checkedSQLitePath is path made absolute and checked as a history file
+// before either opener lets SQLite near it (checkSQLiteFile): whether it
+// exists, or why it is not one.
+func checkedSQLitePath(path string) (abs string, exists bool, err error) {
+	abs, err = filepath.Abs(path)
+	if err != nil {
+		return "", false, fmt.Errorf("history: %s: %w", path, err)
+	}
+	exists, err = checkSQLiteFile(abs)
+	return abs, exists, err
+}
+
 // openSQLite opens (creating on first use) the history file at path. The
 // file is checked before SQLite writes anything to it, so a corrupt file,
 // one of a newer schema or another application's database is left as it
 // was.
 func openSQLite(ctx context.Context, path string) (Store, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("history: %s: %w", path, err)
-	}
-	exists, err := checkSQLiteFile(abs)
+	abs, exists, err := checkedSQLitePath(path)
 	if err != nil {
 		return nil, err
 	}
@@ -152,11 +160,7 @@ func openSQLite(ctx context.Context, path string) (Store, error) {
 // files); while a writer has it open, its -wal and -shm files exist and
 // the reader shares them read-only, seeing only committed runs.
 func openSQLiteReadOnly(ctx context.Context, path string) (Store, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("history: %s: %w", path, err)
-	}
-	exists, err := checkSQLiteFile(abs)
+	abs, exists, err := checkedSQLitePath(path)
 	if err != nil {
 		return nil, err
 	}

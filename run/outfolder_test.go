@@ -23,7 +23,7 @@ func TestNewRunRefusesAFolderThatHoldsOtherFiles(t *testing.T) {
 	cfg := Config{Arms: planArms(t, "D", "E"), N: 1, Workload: spec, Profile: "quick", Seed: 9, Clock: Virtual, ToolVersion: "test",
 		Host: &store.Host{ID: "h1", Hostname: "one"}, Dir: dir}
 	_, err := Execute(context.Background(), cfg)
-	if err == nil || !strings.Contains(err.Error(), "--out "+dir+" exists and is not empty (it holds notes.txt)") || !strings.Contains(err.Error(), "not a run") {
+	if err == nil || !strings.Contains(err.Error(), "Config.Dir "+dir+" exists and is not empty (it holds notes.txt)") || !strings.Contains(err.Error(), "not a run") {
 		t.Fatalf("a run into a folder of other files: %v", err)
 	}
 	entries, _ := os.ReadDir(dir)

@@ -163,12 +163,12 @@ func TestShardRunsItsUnitsWithTheirSeeds(t *testing.T) {
 		}
 	}
 	shard.Resume, shard.Shard = true, store.Shard{Index: 1, Count: 2}
-	if _, err := Execute(context.Background(), shard); err == nil || !strings.Contains(err.Error(), "--shard 1/2") || !strings.Contains(err.Error(), "shard 2/2") {
+	if _, err := Execute(context.Background(), shard); err == nil || !strings.Contains(err.Error(), "Config.Shard 1/2") || !strings.Contains(err.Error(), "shard 2/2") {
 		t.Errorf("resuming shard 2/2 as 1/2: %v", err)
 	}
 	big := base
 	big.Dir, big.Shard = filepath.Join(t.TempDir(), "big"), store.Shard{Index: 1, Count: 4}
-	if _, err := Execute(context.Background(), big); err == nil || !strings.Contains(err.Error(), "--shard 1/4") {
+	if _, err := Execute(context.Background(), big); err == nil || !strings.Contains(err.Error(), "Config.Shard 1/4") {
 		t.Errorf("4 shards of 3 units: %v", err)
 	}
 }

@@ -103,11 +103,11 @@ type Fault struct {
 var Profiles = map[string]float64{"quick": 0.1, "default": 1, "long": 2}
 
 // ProfileScale is a profile's phase scale; an unknown name is an error
-// naming the --profile flag.
+// naming Config.Profile.
 func ProfileScale(name string) (float64, error) {
 	f, ok := Profiles[name]
 	if !ok {
-		return 0, fmt.Errorf("--profile %q: want quick, default or long", name)
+		return 0, fmt.Errorf("Config.Profile %q: want quick, default or long", name)
 	}
 	return f, nil
 }
@@ -141,21 +141,22 @@ func (cfg Config) withDefaults() Config {
 	return cfg
 }
 
-// Validate checks a Config's settings; errors name the CLI flag.
+// Validate checks a Config's settings; errors name the Config field
+// ("Config.N 0: …"), which a command maps to its flag.
 func (cfg Config) Validate() error {
 	switch {
 	case cfg.N < 1 && !(cfg.Resume && cfg.N == 0):
-		return fmt.Errorf("--n %d: at least one trial per arm", cfg.N)
+		return fmt.Errorf("Config.N %d: at least one trial per arm", cfg.N)
 	case len(cfg.Arms) == 0:
-		return errors.New("--arms: no arms to run")
+		return errors.New("Config.Arms: no arms to run")
 	case cfg.Parallel < 0:
-		return fmt.Errorf("--parallel %d: must not be negative", cfg.Parallel)
+		return fmt.Errorf("Config.Parallel %d: must not be negative", cfg.Parallel)
 	case cfg.Clock != "" && cfg.Clock != Virtual && cfg.Clock != Wall:
-		return fmt.Errorf("--clock %q: want %s or %s", cfg.Clock, Virtual, Wall)
+		return fmt.Errorf("Config.Clock %q: want %s or %s", cfg.Clock, Virtual, Wall)
 	case cfg.Shard != (store.Shard{}) && (cfg.Shard.Count < 1 || cfg.Shard.Index < 1 || cfg.Shard.Index > cfg.Shard.Count):
-		return fmt.Errorf("--shard %s: want i/N with 1 ≤ i ≤ N", cfg.Shard)
+		return fmt.Errorf("Config.Shard %s: want i/N with 1 ≤ i ≤ N", cfg.Shard)
 	case cfg.Shard.Count > cfg.N && !cfg.Resume:
-		return fmt.Errorf("--shard %s: the plan has %d units (one per trial of an arm, --n %d), so %d shards would leave some empty; split into at most %d",
+		return fmt.Errorf("Config.Shard %s: the plan has %d units (one per trial of an arm, Config.N %d), so %d shards would leave some empty; split into at most %d",
 			cfg.Shard, cfg.N, cfg.N, cfg.Shard.Count, cfg.N)
 	}
 	if cfg.Profile != "" {
@@ -165,7 +166,7 @@ func (cfg Config) Validate() error {
 	}
 	if !cfg.Resume {
 		if err := cfg.Workload.Validate(); err != nil {
-			return fmt.Errorf("--workload %s: %w", cfg.Workload.Name, err)
+			return fmt.Errorf("Config.Workload %s: %w", cfg.Workload.Name, err)
 		}
 		if err := cfg.checkTrialMemory(); err != nil {
 			return err
@@ -192,7 +193,7 @@ func (cfg Config) checkTrialMemory() error {
 	if parallel == 0 {
 		parallel = runtime.GOMAXPROCS(0)
 	}
-	return fmt.Errorf("--workload %s with --profile %s: the %v trial of canaryRate %v and stormRate %v over a %v storm needs ~%s a virtual trial, the budget is %s × %d trials at once; lower canaryRate, stormRate or the phases, or use a shorter --profile",
+	return fmt.Errorf("Config.Workload %s with Config.Profile %s: the %v trial of canaryRate %v and stormRate %v over a %v storm needs ~%s a virtual trial, the budget is %s × %d trials at once; lower canaryRate, stormRate or the phases, or use a shorter Config.Profile",
 		cfg.Workload.Name, profile, w.Phases.Total(), w.CanaryRate, w.StormRate, w.Phases.Storm,
 		workload.FormatBytes(need), workload.FormatBytes(workload.MaxTrialHeapBytes), parallel)
 }
@@ -352,42 +353,42 @@ func defaultParallel(cfg Config, m store.Manifest) int {
 
 // resumeConditions takes a resumed run's conditions from its manifest. A
 // condition left zero in cfg becomes the run's own; one given otherwise is
-// refused, naming its flag, since finishing a run under other conditions
+// refused, naming its field, since finishing a run under other conditions
 // would mix two experiments in one report.
 func resumeConditions(cfg Config, m store.Manifest) (Config, error) {
-	refuse := func(flag, given, own string) error {
+	refuse := func(field, given, own string) error {
 		return fmt.Errorf("%s %s: %s was started with %s %s; a resumed run keeps its conditions (leave %s out, or start a new run)",
-			flag, given, cfg.Dir, flag, own, flag)
+			field, given, cfg.Dir, field, own, field)
 	}
 	if cfg.Clock != "" && m.Clock != "" && cfg.Clock != m.Clock {
-		return cfg, refuse("--clock", cfg.Clock, m.Clock)
+		return cfg, refuse("Config.Clock", cfg.Clock, m.Clock)
 	}
 	if m.Clock != "" {
 		cfg.Clock = m.Clock
 	}
 	if cfg.Profile != "" && m.Profile != "" && cfg.Profile != m.Profile {
-		return cfg, refuse("--profile", cfg.Profile, m.Profile)
+		return cfg, refuse("Config.Profile", cfg.Profile, m.Profile)
 	}
 	if m.Profile != "" {
 		cfg.Profile = m.Profile
 	}
 	if n := planN(m); cfg.N != 0 && n != 0 && cfg.N != n {
-		return cfg, refuse("--n", fmt.Sprint(cfg.N), fmt.Sprint(n))
+		return cfg, refuse("Config.N", fmt.Sprint(cfg.N), fmt.Sprint(n))
 	} else if n != 0 {
 		cfg.N = n
 	}
 	if cfg.Seed != 0 && cfg.Seed != m.Seed {
-		return cfg, refuse("--seed", fmt.Sprint(cfg.Seed), fmt.Sprint(m.Seed))
+		return cfg, refuse("Config.Seed", fmt.Sprint(cfg.Seed), fmt.Sprint(m.Seed))
 	}
 	cfg.Seed = m.Seed
 	if cfg.Parallel != 0 && m.Parallel != 0 && cfg.Parallel != m.Parallel {
-		return cfg, refuse("--parallel", fmt.Sprint(cfg.Parallel), fmt.Sprint(m.Parallel))
+		return cfg, refuse("Config.Parallel", fmt.Sprint(cfg.Parallel), fmt.Sprint(m.Parallel))
 	}
 	if m.Parallel != 0 {
 		cfg.Parallel = m.Parallel
 	}
 	if cfg.Workload.Name != "" && m.WorkloadName != "" && cfg.Workload.Name != m.WorkloadName {
-		return cfg, refuse("--workload", cfg.Workload.Name, m.WorkloadName)
+		return cfg, refuse("Config.Workload", cfg.Workload.Name, m.WorkloadName)
 	}
 	return cfg, nil
 }
@@ -422,7 +423,7 @@ func manifest(cfg Config) (store.Manifest, error) {
 		case m.Shards != nil:
 			return store.Manifest{}, fmt.Errorf("%s is a merged run; resume its unfinished shards and merge them again", cfg.Dir)
 		case cfg.Shard != (store.Shard{}) && (m.Shard == nil || *m.Shard != cfg.Shard):
-			return store.Manifest{}, fmt.Errorf("--shard %s: %s holds %s", cfg.Shard, cfg.Dir, shardName(m.Shard))
+			return store.Manifest{}, fmt.Errorf("Config.Shard %s: %s holds %s", cfg.Shard, cfg.Dir, shardName(m.Shard))
 		}
 		for i := range m.Trials {
 			if m.Trials[i].Status == store.Interrupted {
@@ -432,12 +433,12 @@ func manifest(cfg Config) (store.Manifest, error) {
 		return m, nil
 	}
 	if _, err := os.Stat(path); err == nil {
-		return store.Manifest{}, fmt.Errorf("%s already holds a run; use --resume %s or another --out", cfg.Dir, cfg.Dir)
+		return store.Manifest{}, fmt.Errorf("%s already holds a run; use Config.Resume %s or another Config.Dir", cfg.Dir, cfg.Dir)
 	}
 	// A new run goes into a new or empty folder, never among files that
 	// are no part of it (the lock taken just before is its own).
 	if err := store.CheckNewRunFolder(cfg.Dir); err != nil {
-		return store.Manifest{}, fmt.Errorf("--out %w, and is not a run (no %s in it); name a new or empty folder", err, store.ManifestFile)
+		return store.Manifest{}, fmt.Errorf("Config.Dir %w, and is not a run (no %s in it); name a new or empty folder", err, store.ManifestFile)
 	}
 	host, _ := os.Hostname()
 	redacted := make([]arms.Arm, len(cfg.Arms))

@@ -101,7 +101,7 @@ func TestRunWritesInterleavedValidTrials(t *testing.T) {
 	if strings.Count(buf.String(), "valid") != 4 {
 		t.Errorf("progress lines:\n%s", buf.String())
 	}
-	if _, err := Execute(context.Background(), quickConfig(t, dir, 2)); err == nil || !strings.Contains(err.Error(), "--resume") {
+	if _, err := Execute(context.Background(), quickConfig(t, dir, 2)); err == nil || !strings.Contains(err.Error(), "Config.Resume") {
 		t.Errorf("a second run into the same folder: %v", err)
 	}
 }
@@ -144,19 +144,19 @@ func TestInterruptedRunResumesToExactlyNTrials(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Another clock, profile, n or parallelism than the run's is refused,
-	// naming the flag, before anything is written.
-	for flag, change := range map[string]func(*Config){
-		"--clock":    func(c *Config) { c.Clock = Virtual },
-		"--profile":  func(c *Config) { c.Profile = "quick" },
-		"--n":        func(c *Config) { c.N = 3 },
-		"--parallel": func(c *Config) { c.Parallel = 2 },
-		"--seed":     func(c *Config) { c.Seed = 9 },
+	// naming the field, before anything is written.
+	for field, change := range map[string]func(*Config){
+		"Config.Clock":    func(c *Config) { c.Clock = Virtual },
+		"Config.Profile":  func(c *Config) { c.Profile = "quick" },
+		"Config.N":        func(c *Config) { c.N = 3 },
+		"Config.Parallel": func(c *Config) { c.Parallel = 2 },
+		"Config.Seed":     func(c *Config) { c.Seed = 9 },
 	} {
 		bad := quickConfig(t, dir, 0)
 		bad.Resume, bad.Clock = true, ""
 		change(&bad)
-		if _, err := Execute(context.Background(), bad); err == nil || !strings.HasPrefix(err.Error(), flag+" ") {
-			t.Errorf("resume with another %s: %v, want a refusal naming it", flag, err)
+		if _, err := Execute(context.Background(), bad); err == nil || !strings.HasPrefix(err.Error(), field+" ") {
+			t.Errorf("resume with another %s: %v, want a refusal naming it", field, err)
 		}
 	}
 	if after, _ := os.ReadFile(filepath.Join(dir, store.ManifestFile)); string(after) != string(before) {

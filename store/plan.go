@@ -418,7 +418,7 @@ func CheckShards(runs []*Run, expect int) (*ShardSet, error) {
 				r.Dir, m.Parallel, first.Dir, fp)
 		}
 		if expect > 0 && m.Shard.Count != expect {
-			return nil, fmt.Errorf("%s: shard %s, but --expect %d shards", r.Dir, m.Shard, expect)
+			return nil, fmt.Errorf("%s: shard %s, but MergeOptions.Expect %d shards", r.Dir, m.Shard, expect)
 		}
 		if m.Shard.Count != set.Count {
 			return nil, fmt.Errorf("%s: shard %s of a split into %d, but %s is shard %s", r.Dir, m.Shard, m.Shard.Count, first.Dir, first.Manifest.Shard)

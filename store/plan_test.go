@@ -80,7 +80,7 @@ func TestMergeShardsChecksBeforeWriting(t *testing.T) {
 		{"a shard lacking a trial", func() []string {
 			return []string{writeShard(t, bad, 1, 2, 3, func(m *Manifest) { m.Trials = m.Trials[1:] }), s2}
 		}, MergeOptions{Expect: 2}, "shard 1/2 lacks trial E#1 of its unit 1"},
-		{"another split", func() []string { return []string{s1, s2} }, MergeOptions{Expect: 3}, "shard 1/2, but --expect 3"},
+		{"another split", func() []string { return []string{s1, s2} }, MergeOptions{Expect: 3}, "shard 1/2, but MergeOptions.Expect 3"},
 		{"out not empty", func() []string {
 			os.MkdirAll(filepath.Join(bad, "full", "x"), 0o755)
 			return []string{s1, s2}

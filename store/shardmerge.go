@@ -41,21 +41,21 @@ type MergeOptions struct {
 func MergeShards(ctx context.Context, o MergeOptions) (Manifest, []string, error) {
 	switch {
 	case o.Expect < 1:
-		return Manifest{}, nil, fmt.Errorf("--expect %d: the number of shards the run was split into (at least 1)", o.Expect)
+		return Manifest{}, nil, fmt.Errorf("MergeOptions.Expect %d: the number of shards the run was split into (at least 1)", o.Expect)
 	case o.Out == "":
-		return Manifest{}, nil, errors.New("--out: the merged run's folder is required")
+		return Manifest{}, nil, errors.New("MergeOptions.Out: the merged run's folder is required")
 	case len(o.Dirs) == 0:
 		return Manifest{}, nil, errors.New("no shard folder given")
 	}
 	out := filepath.Clean(o.Out)
 	if err := CheckNewRunFolder(o.Out); err != nil {
-		return Manifest{}, nil, fmt.Errorf("--out %w; merge into a new folder", err)
+		return Manifest{}, nil, fmt.Errorf("MergeOptions.Out %w; merge into a new folder", err)
 	}
 	var runs []*Run
 	for _, dir := range o.Dirs {
 		d := filepath.Clean(dir)
 		if d == out || strings.HasPrefix(out, d+string(filepath.Separator)) {
-			return Manifest{}, nil, fmt.Errorf("--out %s is inside shard folder %s", o.Out, dir)
+			return Manifest{}, nil, fmt.Errorf("MergeOptions.Out %s is inside shard folder %s", o.Out, dir)
 		}
 		if err := checkShardFiles(dir); err != nil {
 			return Manifest{}, nil, err
@@ -75,7 +75,7 @@ func MergeShards(ctx context.Context, o MergeOptions) (Manifest, []string, error
 	}
 	problems := set.Problems()
 	if len(problems) > 0 && !o.AllowPartial {
-		return Manifest{}, problems, fmt.Errorf("refusing to merge an incomplete run (--allow-partial merges what there is):\n  %s", strings.Join(problems, "\n  "))
+		return Manifest{}, problems, fmt.Errorf("refusing to merge an incomplete run (MergeOptions.AllowPartial merges what there is):\n  %s", strings.Join(problems, "\n  "))
 	}
 
 	first := runs[0].Manifest
@@ -135,11 +135,11 @@ func MergeShards(ctx context.Context, o MergeOptions) (Manifest, []string, error
 
 	parent := filepath.Dir(out)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return Manifest{}, nil, fmt.Errorf("--out %s: %w", o.Out, err)
+		return Manifest{}, nil, fmt.Errorf("MergeOptions.Out %s: %w", o.Out, err)
 	}
 	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(out)+".merging-")
 	if err != nil {
-		return Manifest{}, nil, fmt.Errorf("--out %s: %w", o.Out, err)
+		return Manifest{}, nil, fmt.Errorf("MergeOptions.Out %s: %w", o.Out, err)
 	}
 	done := false
 	defer func() {
@@ -162,7 +162,7 @@ func MergeShards(ctx context.Context, o MergeOptions) (Manifest, []string, error
 		return Manifest{}, nil, err
 	}
 	if err := os.Rename(tmp, out); err != nil {
-		return Manifest{}, nil, fmt.Errorf("--out %s: %w", o.Out, err)
+		return Manifest{}, nil, fmt.Errorf("MergeOptions.Out %s: %w", o.Out, err)
 	}
 	done = true
 	return m, problems, nil

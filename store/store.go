@@ -413,7 +413,7 @@ func NewRunID(stamp, planDigest string, created time.Time) (string, error) {
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("making a run id: %w", err)
 	}
-	return created.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:]), nil
+	return created.UTC().Format(folderTimeLayout) + "-" + hex.EncodeToString(b[:]), nil
 }
 
 func shortDigest(d string) string {

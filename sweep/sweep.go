@@ -151,51 +151,52 @@ type Workload struct {
 
 // Validate checks a sweep's shape and builds every cell's setting once,
 // so a value the model, the workload or an arm refuses is an error before
-// any trial runs. Errors name the axis's flag text.
+// any trial runs. Errors name the Config field and the axis's own text
+// ("Config.Axes hw.cpus=4,8: …"), which a command maps to its flag.
 func (c Config) Validate() error {
 	switch {
 	case len(c.Arms) == 0:
-		return errors.New("--arms: no arm")
+		return errors.New("Config.Arms: no arm")
 	case c.Seeds < 1:
-		return fmt.Errorf("--n %d: at least one trial per cell", c.Seeds)
+		return fmt.Errorf("Config.Seeds %d: at least one trial per cell", c.Seeds)
 	case len(c.Axes) == 0:
-		return errors.New("--vary: give one or two")
+		return errors.New("Config.Axes: give one or two")
 	case len(c.Axes) > MaxAxes:
-		return fmt.Errorf("--vary: %d given; at most %d (a line for one, a heatmap for two)", len(c.Axes), MaxAxes)
+		return fmt.Errorf("Config.Axes: %d given; at most %d (a line for one, a heatmap for two)", len(c.Axes), MaxAxes)
 	case c.Parallel < 0:
-		return fmt.Errorf("--parallel %d: must not be negative", c.Parallel)
+		return fmt.Errorf("Config.Parallel %d: must not be negative", c.Parallel)
 	}
 	for i, f := range c.Fixed {
 		if len(f.Values) != 1 {
-			return fmt.Errorf("--set %s: one value", f.Spec)
+			return fmt.Errorf("Config.Fixed %s: one value", f.Spec)
 		}
 		if f.Knob.NeedsHost && c.Base.Hardware.Host == nil {
-			return fmt.Errorf("--set %s: %s needs the host model (--host)", f.Spec, f.Knob.Name)
+			return fmt.Errorf("Config.Fixed %s: %s needs the host model (Config.Base.Hardware.Host)", f.Spec, f.Knob.Name)
 		}
 		for _, g := range c.Fixed[:i] {
 			if f.Knob.Name == g.Knob.Name {
-				return fmt.Errorf("--set %s: %s is set twice", f.Spec, f.Knob.Name)
+				return fmt.Errorf("Config.Fixed %s: %s is set twice", f.Spec, f.Knob.Name)
 			}
 		}
 		for _, a := range c.Axes {
 			if f.Knob.Name == a.Knob.Name {
-				return fmt.Errorf("--set %s: %s is also varied", f.Spec, f.Knob.Name)
+				return fmt.Errorf("Config.Fixed %s: %s is also varied", f.Spec, f.Knob.Name)
 			}
 		}
 	}
 	for i, a := range c.Axes {
 		for _, b := range c.Axes[:i] {
 			if a.Knob.Name == b.Knob.Name {
-				return fmt.Errorf("--vary %s: %s is varied twice", a.Spec, a.Knob.Name)
+				return fmt.Errorf("Config.Axes %s: %s is varied twice", a.Spec, a.Knob.Name)
 			}
 		}
 		if a.Knob.NeedsHost && c.Base.Hardware.Host == nil {
-			return fmt.Errorf("--vary %s: %s needs the host model (--host)", a.Spec, a.Knob.Name)
+			return fmt.Errorf("Config.Axes %s: %s needs the host model (Config.Base.Hardware.Host)", a.Spec, a.Knob.Name)
 		}
 	}
 	for _, a := range c.Arms {
 		if !a.Embedded() {
-			return fmt.Errorf("--arms: arm %s runs on the %s target; a sweep runs the model only", a.Name, a.Target)
+			return fmt.Errorf("Config.Arms: arm %s runs on the %s target; a sweep runs the model only", a.Name, a.Target)
 		}
 	}
 	_, err := c.settings()
@@ -254,11 +255,11 @@ func (c Config) setting(a arms.Arm, idx []int) (Setting, error) {
 		}
 		v := ax.Values[idx[i]]
 		if err := ax.Knob.set(&s, v); err != nil {
-			return s, fmt.Errorf("--vary %s: arm %s: %v", ax.Spec, a.Name, err)
+			return s, fmt.Errorf("Config.Axes %s: arm %s: %v", ax.Spec, a.Name, err)
 		}
 	}
 	if err := check(s); err != nil {
-		return s, fmt.Errorf("--vary %s: arm %s at %s: %v", axesSpec(c.Axes), a.Name, pointLabel(c.Axes, idx), err)
+		return s, fmt.Errorf("Config.Axes %s: arm %s at %s: %v", axesSpec(c.Axes), a.Name, pointLabel(c.Axes, idx), err)
 	}
 	return s, nil
 }
@@ -285,7 +286,7 @@ func check(s Setting) error {
 	return nil
 }
 
-// fixed is arm a's setting with the --set values applied.
+// fixed is arm a's setting with the Fixed values applied.
 func (c Config) fixed(a arms.Arm) (Setting, error) {
 	s := Setting{Config: c.Base, Arm: a}.clone()
 	for _, f := range c.Fixed {
@@ -293,7 +294,7 @@ func (c Config) fixed(a arms.Arm) (Setting, error) {
 			continue
 		}
 		if err := f.Knob.set(&s, f.Values[0]); err != nil {
-			return s, fmt.Errorf("--set %s: arm %s: %v", f.Spec, a.Name, err)
+			return s, fmt.Errorf("Config.Fixed %s: arm %s: %v", f.Spec, a.Name, err)
 		}
 	}
 	return s, nil

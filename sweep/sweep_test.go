@@ -115,9 +115,9 @@ func TestValidateRefusesWhatATrialWould(t *testing.T) {
 		want string
 	}{
 		{"three axes", Config{Arms: builtins(t, "D"), Base: base, Seeds: 1, Axes: []Axis{mustVary(t, "hw.cpus=4,8"), mustVary(t, "workload.stormRate=100,200"), mustVary(t, "host.otherBytes=0,1GiB")}}, "at most 2"},
-		{"no axis", Config{Arms: builtins(t, "D"), Base: base, Seeds: 1}, "--vary"},
+		{"no axis", Config{Arms: builtins(t, "D"), Base: base, Seeds: 1}, "Config.Axes"},
 		{"twice", Config{Arms: builtins(t, "D"), Base: base, Seeds: 1, Axes: []Axis{mustVary(t, "hw.cpus=4,8"), mustVary(t, "hw.cpus=2,3")}}, "varied twice"},
-		{"no seeds", Config{Arms: builtins(t, "D"), Base: base, Axes: []Axis{mustVary(t, "hw.cpus=4,8")}}, "--n 0"},
+		{"no seeds", Config{Arms: builtins(t, "D"), Base: base, Axes: []Axis{mustVary(t, "hw.cpus=4,8")}}, "Config.Seeds 0"},
 		{"host knob without host", Config{Arms: builtins(t, "D"), Base: noHost, Seeds: 1, Axes: []Axis{mustVary(t, "host.otherBytes=0,1GiB")}}, "needs the host model"},
 		{"high mark under E's low mark", Config{Arms: builtins(t, "D", "E"), Base: base, Seeds: 1, Axes: []Axis{mustVary(t, "param.queryMemoryLoadSheddingHighMarkPercent=20,80")}}, "must be above the low mark"},
 		{"workload bound", Config{Arms: builtins(t, "D"), Base: base, Seeds: 1, Axes: []Axis{mustVary(t, "workload.stormRate=100,5000")}}, "stormRate"},

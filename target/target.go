@@ -1,6 +1,18 @@
 // Package target makes an arm's deployment exist for a trial: an embedded
 // mongosim replica set, a replica set launched from a mongod binary, or an
 // existing deployment attached to by URI. All three sit behind Provision.
+//
+// The name is kept although target/ is the build-output folder of Cargo
+// and Maven, which global gitignore templates and code-structure tools
+// often skip: it is the name of the concept it implements, the arm's
+// target (the "target" key of an arms file, Arm.Target, the manifest's
+// and report's target column), so a package called otherwise would give
+// one concept two names in the code, and renaming the concept would change
+// the arms file format. The repository ignores no target/ folder (its
+// .gitignore is explicit), and the Makefile's package lists and the
+// layering tests name the package by its path, so nothing here skips it;
+// a checkout whose global gitignore has "target/" needs
+// `git check-ignore -v target/target.go` to come back empty.
 package target
 
 import (

@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -15,6 +12,7 @@ import (
 
 	"github.com/qmlsab/qmlsab/ftdcimport"
 	"github.com/qmlsab/qmlsab/metric"
+	"github.com/qmlsab/qmlsab/store"
 )
 
 // importCommand builds run folders from records qmlsab did not make.
@@ -40,9 +38,7 @@ func importCommand() *cli.Command {
 }
 
 func importFTDCAction(c *cli.Context) error {
-	fail := func(format string, args ...any) error {
-		return cli.Exit(fmt.Sprintf("qmlsab import ftdc: "+format, args...), 1)
-	}
+	fail := refusal("qmlsab import ftdc")
 	sources, err := trailingFlags(c)
 	if err != nil {
 		return fail("%v", err)
@@ -77,9 +73,7 @@ func importFTDCAction(c *cli.Context) error {
 	}
 	dir := c.String("out")
 	if dir == "" {
-		id := make([]byte, 3)
-		rand.Read(id)
-		dir = filepath.Join("results", time.Now().UTC().Format("20060102T150405Z")+"-"+hex.EncodeToString(id))
+		dir = store.NewRunDir(store.ResultsRoot, store.RunFolder, time.Now(), 0, 0)
 	}
 	// A signal stops the import before its folder is renamed into place:
 	// what it assembled beside --out is removed, and --out is not made.

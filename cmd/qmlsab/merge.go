@@ -25,9 +25,7 @@ func mergeCommand() *cli.Command {
 }
 
 func mergeAction(c *cli.Context) error {
-	fail := func(format string, args ...any) error {
-		return cli.Exit(fmt.Sprintf("qmlsab merge: "+format, args...), 1)
-	}
+	fail := refusal("qmlsab merge")
 	dirs, err := trailingFlags(c)
 	if err != nil {
 		return fail("%v", err)

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -50,9 +48,7 @@ func runCommand() *cli.Command {
 }
 
 func runAction(c *cli.Context) error {
-	fail := func(format string, args ...any) error {
-		return cli.Exit(fmt.Sprintf("qmlsab run: "+format, args...), 1)
-	}
+	fail := refusal("qmlsab run")
 	if c.Args().Len() > 0 {
 		return fail("unexpected argument %q (flags only)", c.Args().First())
 	}
@@ -141,12 +137,7 @@ func runAction(c *cli.Context) error {
 		dir = c.String("out")
 	}
 	if dir == "" {
-		id := make([]byte, 3)
-		rand.Read(id)
-		dir = filepath.Join("results", time.Now().UTC().Format("20060102T150405Z")+"-"+hex.EncodeToString(id))
-		if shard.Count > 0 {
-			dir += fmt.Sprintf("-shard%dof%d", shard.Index, shard.Count)
-		}
+		dir = store.NewRunDir(store.ResultsRoot, store.RunFolder, time.Now(), shard.Index, shard.Count)
 	}
 	if resumed == nil {
 		// Refused before anything is said or made; the run layer checks

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -53,9 +51,7 @@ func sweepCommand() *cli.Command {
 }
 
 func sweepAction(c *cli.Context) error {
-	fail := func(format string, args ...any) error {
-		return cli.Exit(fmt.Sprintf("qmlsab sweep: "+format, args...), 1)
-	}
+	fail := refusal("qmlsab sweep")
 	if c.Args().Len() > 0 {
 		return fail("unexpected argument %q (flags only)", c.Args().First())
 	}
@@ -123,9 +119,7 @@ func sweepAction(c *cli.Context) error {
 	}
 	dir := c.String("out")
 	if dir == "" {
-		id := make([]byte, 3)
-		rand.Read(id)
-		dir = filepath.Join("results", "sweep-"+time.Now().UTC().Format("20060102T150405Z")+"-"+hex.EncodeToString(id))
+		dir = store.NewRunDir(store.ResultsRoot, store.SweepFolder, time.Now(), 0, 0)
 	}
 	// From here a signal is the sweep's to handle: the folder it makes
 	// goes with it.
