@@ -185,6 +185,9 @@ func (cfg Config) Validate() error {
 		if a.IsSharded() && !cfg.Resume && cfg.Workload.Merge == nil {
 			return fmt.Errorf("--topology sharded (arm %s): only --workload merge_partial_write runs on a sharded cluster so far, not %s", a.Name, cfg.Workload.Name)
 		}
+		if a.IsSharded() && a.Target == arms.TargetLocal && a.Sharded.Mongos == "" {
+			return fmt.Errorf("--topology sharded: arm %s runs on the local target, which needs its sharded.mongos binary (an arms file's 'sharded: {mongos: <path>}')", a.Name)
+		}
 	}
 	if cfg.Profile != "" {
 		if _, err := ProfileScale(cfg.Profile); err != nil {

@@ -68,9 +68,13 @@ func (d *MergeDriver) placeDatabases(ctx context.Context, c *mongo.Client) error
 func (d *MergeDriver) runSharded(ctx context.Context, c *mongo.Client, run store.MergeRun) (store.MergeRun, error) {
 	db := c.Database(d.db())
 	sourceShard := d.shardIDs()[0]
+	// Targets named for this run: an attached cluster keeps an earlier
+	// run's (and a dropped sharded collection's metadata), and a target
+	// must start empty for Written to be this op's.
+	stamp := strconv.FormatInt(time.Now().UnixNano(), 36)
 	for i := range d.Spec.Ops {
 		kase := store.MergeCases[i%len(store.MergeCases)]
-		target := "merge_op" + strconv.Itoa(i)
+		target := "merge_" + stamp + "_op" + strconv.Itoa(i)
 		var out bson.D
 		count := func() (int64, error) { return db.Collection(target).CountDocuments(ctx, bson.D{}) }
 		switch kase {
