@@ -14,14 +14,53 @@ const (
 	TargetURI      = "uri"      // an existing deployment, attached to
 )
 
+// Topologies: the shape of an arm's deployment.
+const (
+	TopologyReplicaSet = "replset" // one replica set (the default)
+	TopologySharded    = "sharded" // config server, shards and routers (mongos)
+)
+
+// Sharded is a sharded cluster's size: on the embedded target and on a
+// local one, which launches Mongos (the router binary; cmd/mongosim under
+// a name starting with "mongos" will do) beside the arm's mongod. A uri
+// target naming a mongos is sharded as discovered and needs none of it.
+type Sharded struct {
+	Shards          int    // shard replica sets, ≥ 1 (default 2)
+	MembersPerShard int    // members of each shard set (default 1)
+	ConfigMembers   int    // config server set members (default 1)
+	Routers         int    // routers (default 1)
+	Mongos          string // the router binary (target local)
+}
+
+// WithDefaults fills the sizes left zero.
+func (s Sharded) WithDefaults() Sharded {
+	if s.Shards <= 0 {
+		s.Shards = 2
+	}
+	if s.MembersPerShard <= 0 {
+		s.MembersPerShard = 1
+	}
+	if s.ConfigMembers <= 0 {
+		s.ConfigMembers = 1
+	}
+	if s.Routers <= 0 {
+		s.Routers = 1
+	}
+	return s
+}
+
 // Arm is one configuration under test.
 type Arm struct {
-	Name          string
-	Description   string
-	Build         string
-	Target        string
-	Mongod        string // for TargetLocal
-	URI           string // for TargetURI
+	Name        string
+	Description string
+	Build       string
+	Target      string
+	Mongod      string // for TargetLocal
+	URI         string // for TargetURI
+	// Topology is TopologyReplicaSet ("" too) or TopologySharded; Sharded
+	// sizes a sharded cluster the target starts.
+	Topology      string
+	Sharded       Sharded
 	SetParameters map[string]string
 	Actors        []Actor
 }
@@ -43,6 +82,9 @@ type ExecActor struct {
 // Embedded reports whether the arm runs on an in-process mongosim set (the
 // default target).
 func (a Arm) Embedded() bool { return a.Target == TargetEmbedded || a.Target == "" }
+
+// IsSharded reports whether the arm runs on a sharded cluster.
+func (a Arm) IsSharded() bool { return a.Topology == TopologySharded }
 
 // KillOp returns the arm's killOp actor, if it has one.
 func (a Arm) KillOp() *killop.Config {

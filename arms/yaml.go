@@ -124,6 +124,7 @@ func (p parser) arm(n *yaml.Node) (Arm, error) {
 	a := Arm{Target: TargetEmbedded, SetParameters: map[string]string{}}
 	var err error
 	var nameSeen bool
+	var shardedNode *yaml.Node
 	for i := 0; i < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		switch k.Value {
@@ -148,12 +149,20 @@ func (p parser) arm(n *yaml.Node) (Arm, error) {
 					err = p.errf(v, "uri %v", perr)
 				}
 			}
+		case "topology":
+			a.Topology, err = p.str(v, "topology")
+			if err == nil && a.Topology != TopologyReplicaSet && a.Topology != TopologySharded {
+				err = p.errf(v, "topology: %q is not one of %s, %s", a.Topology, TopologyReplicaSet, TopologySharded)
+			}
+		case "sharded":
+			a.Sharded, err = p.sharded(v)
+			shardedNode = v
 		case "setParameters":
 			err = p.setParameters(v, a.SetParameters)
 		case "actors":
 			a.Actors, err = p.actors(v)
 		default:
-			err = p.errf(k, "unknown key %q in arm (known: name, description, build, target, mongod, uri, setParameters, actors)", k.Value)
+			err = p.errf(k, "unknown key %q in arm (known: name, description, build, target, mongod, uri, topology, sharded, setParameters, actors)", k.Value)
 		}
 		if err != nil {
 			return Arm{}, err
@@ -172,8 +181,61 @@ func (p parser) arm(n *yaml.Node) (Arm, error) {
 		return Arm{}, p.errf(n, "arm %s: 'uri' is only for target uri", a.Name)
 	case a.Target != TargetLocal && a.Mongod != "":
 		return Arm{}, p.errf(n, "arm %s: 'mongod' is only for target local", a.Name)
+	case shardedNode != nil && a.Topology == "":
+		a.Topology = TopologySharded // a sharded: block says it
+	case shardedNode != nil && a.Topology != TopologySharded:
+		return Arm{}, p.errf(shardedNode, "arm %s: 'sharded' sizes a sharded cluster, but topology is %s", a.Name, a.Topology)
+	}
+	switch {
+	case shardedNode != nil && a.Target == TargetURI:
+		return Arm{}, p.errf(shardedNode, "arm %s: 'sharded' is for the targets qmlsab starts (embedded, local); a uri target naming a mongos is sharded as discovered", a.Name)
+	case a.Target == TargetLocal && a.IsSharded() && a.Sharded.Mongos == "":
+		return Arm{}, p.errf(n, "arm %s: a sharded local target needs 'sharded: {mongos: <path of a mongos binary>}' (cmd/mongosim under a name starting with mongos will do)", a.Name)
+	case a.Target != TargetLocal && a.Sharded.Mongos != "":
+		return Arm{}, p.errf(shardedNode, "arm %s: 'sharded.mongos' is only for target local", a.Name)
+	}
+	if a.IsSharded() {
+		a.Sharded = a.Sharded.WithDefaults()
 	}
 	return a, nil
+}
+
+// sharded reads a sharded: block (shards, membersPerShard, configMembers,
+// routers, mongos).
+func (p parser) sharded(n *yaml.Node) (Sharded, error) {
+	var s Sharded
+	if n.Kind != yaml.MappingNode {
+		return s, p.errf(n, "sharded: want a mapping, got %s", kindName(n))
+	}
+	count := func(v *yaml.Node, field string, limit int) (int, error) {
+		x, err := strconv.Atoi(v.Value)
+		if err != nil || v.Kind != yaml.ScalarNode || x < 1 || x > limit {
+			return 0, p.errf(v, "sharded.%s: want an integer in [1, %d], got %s", field, limit, kindName(v))
+		}
+		return x, nil
+	}
+	for i := 0; i < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		var err error
+		switch k.Value {
+		case "shards":
+			s.Shards, err = count(v, "shards", 16)
+		case "membersPerShard":
+			s.MembersPerShard, err = count(v, "membersPerShard", 7)
+		case "configMembers":
+			s.ConfigMembers, err = count(v, "configMembers", 7)
+		case "routers":
+			s.Routers, err = count(v, "routers", 8)
+		case "mongos":
+			s.Mongos, err = p.str(v, "sharded.mongos")
+		default:
+			err = p.errf(k, "unknown key %q in sharded (known: shards, membersPerShard, configMembers, routers, mongos)", k.Value)
+		}
+		if err != nil {
+			return s, err
+		}
+	}
+	return s, nil
 }
 
 func (p parser) setParameters(n *yaml.Node, into map[string]string) error {

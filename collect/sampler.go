@@ -23,6 +23,12 @@ type Sampler struct {
 	// Census adds a $currentOp census of active operations to each
 	// sample (see AddCensus).
 	Census bool
+	// ShardOf labels each member of a sharded cluster with its shard
+	// (store.Sample.Shard); nil on a replica set.
+	ShardOf map[string]string
+	// Routers are sampled too (their samples are labelled "mongos" and
+	// never primary): what a router reports beside the shards.
+	Routers []string
 
 	mu      sync.Mutex
 	samples []store.Sample
@@ -33,8 +39,9 @@ func (s *Sampler) Run(ctx context.Context) {
 	if s.Timeout <= 0 {
 		s.Timeout = s.Interval
 	}
-	clients := make([]*mongo.Client, len(s.Members))
-	for i, m := range s.Members {
+	hosts := append(append([]string(nil), s.Members...), s.Routers...)
+	clients := make([]*mongo.Client, len(hosts))
+	for i, m := range hosts {
 		c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + m + "/?directConnection=true").
 			SetServerSelectionTimeout(s.Timeout).SetConnectTimeout(s.Timeout).SetRetryReads(false))
 		if err == nil {
@@ -54,11 +61,17 @@ func (s *Sampler) Run(ctx context.Context) {
 	defer t.Stop()
 	for {
 		var wg sync.WaitGroup
-		for i, m := range s.Members {
+		for i, m := range hosts {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				s.add(sampleMember(ctx, clients[i], m, s.Timeout, s.Census))
+				smp := sampleMember(ctx, clients[i], m, s.Timeout, s.Census && i < len(s.Members))
+				if i >= len(s.Members) {
+					smp.Shard, smp.Primary = RouterLabel, false
+				} else {
+					smp.Shard = s.ShardOf[m]
+				}
+				s.add(smp)
 			}()
 		}
 		wg.Wait()
@@ -69,6 +82,9 @@ func (s *Sampler) Run(ctx context.Context) {
 		}
 	}
 }
+
+// RouterLabel is a router's store.Sample.Shard.
+const RouterLabel = "mongos"
 
 func (s *Sampler) add(smp store.Sample) {
 	s.mu.Lock()

@@ -76,9 +76,16 @@ func chartSections(a *Analysis, options map[string]chart.Option) ([]section, err
 			bar.Series = append(bar.Series, bars("on "+rp, "unsafe", data))
 		}
 		options["merge-unsafe"] = bar
+		rows, err := mergeCaseRows(a)
+		if err != nil {
+			return nil, err
+		}
+		note := "An unsafe shed is a $merge op that failed shed or killed after it had written documents to its target."
+		if len(rows) > 0 {
+			note += " On the sharded cluster each op's pipeline ran on the source's shard, whose $merge/$out wrote through the router; the table gives each case's ops per arm and the nodes whose shed counter rose."
+		}
 		secs = append(secs, section{ID: "merge", Title: "Partial writes: $merge shed after writing (the partial-write investigation)",
-			Note:   "An unsafe shed is a $merge op that failed shed or killed after it had written documents to its target.",
-			Charts: []chartRef{{"merge-unsafe"}}})
+			Note: note, Charts: []chartRef{{"merge-unsafe"}}, Table: mergeCaseTable(rows)})
 		return secs, nil
 	}
 

@@ -9,13 +9,15 @@ import (
 	"github.com/qmlsab/qmlsab/collect"
 	"github.com/qmlsab/qmlsab/progress"
 	"github.com/qmlsab/qmlsab/store"
+	"github.com/qmlsab/qmlsab/target"
 	"github.com/qmlsab/qmlsab/workload"
 )
 
 // runMergeTrial runs merge_partial_write (the partial-write investigation) on a freshly
 // provisioned target. It always crosses the wire, even on the embedded
 // target: the hole it measures is a secondary forwarding its $merge
-// writes to the primary.
+// writes to the primary. On a sharded cluster it runs the sharded cases
+// through the routers (workload.MergeDriver.ShardOf).
 func runMergeTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uint64, report func(progress.Update)) (status, reason string) {
 	dir, dep, status, reason := provision(ctx, cfg, arm, index)
 	if dep == nil {
@@ -25,11 +27,19 @@ func runMergeTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, see
 	tctx, stop := context.WithCancel(ctx)
 	defer stop()
 	sampler := &collect.Sampler{Members: dep.Members(), Interval: cfg.SampleInterval}
+	d := &workload.MergeDriver{Spec: *cfg.Workload.Merge, URI: dep.URI(), Members: dep.Members()}
+	meta := map[string]any{}
+	if sh := target.ShardingOf(dep); sh != nil {
+		// The sharded cases: every shard's members and the routers are
+		// sampled, each sample labelled with its shard.
+		sampler.ShardOf, sampler.Routers = sh.ShardOf(), sh.Routers()
+		d.ShardOf = sh.ShardOf()
+		meta["topology"], meta["shards"], meta["routers"] = arms.TopologySharded, sh.ShardOf(), sh.Routers()
+	}
 	done := make(chan struct{})
 	go func() { sampler.Run(tctx); close(done) }()
 	start := time.Now()
 	report(progress.Update{Phase: "merge ops"})
-	d := &workload.MergeDriver{Spec: *cfg.Workload.Merge, URI: dep.URI(), Members: dep.Members()}
 	res, err := d.Run(tctx)
 	stop()
 	<-done
@@ -40,7 +50,10 @@ func runMergeTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, see
 		return store.Invalid, "workload: " + err.Error()
 	}
 	trial := store.Trial{Schema: store.TrialSchema, Arm: arm.Name, Index: index, Started: start, Simulated: dep.Simulated(), Clock: Wall}
-	trial.Metadata, _ = json.Marshal(map[string]any{"target": dep.Describe(), "members": dep.Startup(), "capabilities": dep.Capabilities(), "seed": seed, "clock": Wall,
-		"forced": res.Forced, "forced_note": res.ForcedNote})
+	for k, v := range map[string]any{"target": dep.Describe(), "members": dep.Startup(), "capabilities": dep.Capabilities(), "seed": seed, "clock": Wall,
+		"forced": res.Forced, "forced_note": res.ForcedNote} {
+		meta[k] = v
+	}
+	trial.Metadata, _ = json.Marshal(meta)
 	return writeTrial(dir, trial, start, store.Records{Samples: sampler.Samples(), Merge: &res})
 }

@@ -65,6 +65,10 @@ type Config struct {
 	// Clock is how embedded arms run: Virtual (default) or Wall. Other
 	// targets always run on the wall clock.
 	Clock string
+	// Topology, when set, is every arm's (arms.TopologySharded: each arm
+	// runs on a sharded cluster, sized by its sharded: block or the
+	// defaults); empty keeps each arm's own.
+	Topology string
 	// Sim is the embedded target's mongosim configuration; zero fields
 	// take the embedded M50's values (EmbeddedSim), on either clock.
 	Sim mongosim.SimOptions
@@ -120,6 +124,22 @@ func EmbeddedSim() mongosim.SimOptions {
 	return mongosim.SimOptions{CPUs: 8, BaselineMB: 6 << 10, ScanScale: 200, PartitionMB: 20}
 }
 
+// onTopology returns the arms with the run's topology, when it has one
+// (a copy: the caller's arms stay as they were).
+func onTopology(in []arms.Arm, topology string) []arms.Arm {
+	if topology == "" {
+		return in
+	}
+	out := slices.Clone(in)
+	for i := range out {
+		out[i].Topology = topology
+		if topology == arms.TopologySharded {
+			out[i].Sharded = out[i].Sharded.WithDefaults()
+		}
+	}
+	return out
+}
+
 // withDefaults applies every documented default of a Config in one place:
 // a zero field means its default.
 func (cfg Config) withDefaults() Config {
@@ -132,6 +152,7 @@ func (cfg Config) withDefaults() Config {
 	zero.Default(&cfg.SampleInterval, time.Second)
 	zero.Default(&cfg.Clock, Virtual)
 	zero.Default(&cfg.Profile, "default")
+	cfg.Arms = onTopology(cfg.Arms, cfg.Topology)
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -153,11 +174,21 @@ func (cfg Config) Validate() error {
 		return fmt.Errorf("Config.Parallel %d: must not be negative", cfg.Parallel)
 	case cfg.Clock != "" && cfg.Clock != Virtual && cfg.Clock != Wall:
 		return fmt.Errorf("Config.Clock %q: want %s or %s", cfg.Clock, Virtual, Wall)
+	case cfg.Topology != "" && cfg.Topology != arms.TopologyReplicaSet && cfg.Topology != arms.TopologySharded:
+		return fmt.Errorf("Config.Topology %q: want %s or %s", cfg.Topology, arms.TopologyReplicaSet, arms.TopologySharded)
 	case cfg.Shard != (store.Shard{}) && (cfg.Shard.Count < 1 || cfg.Shard.Index < 1 || cfg.Shard.Index > cfg.Shard.Count):
 		return fmt.Errorf("Config.Shard %s: want i/N with 1 ≤ i ≤ N", cfg.Shard)
 	case cfg.Shard.Count > cfg.N && !cfg.Resume:
 		return fmt.Errorf("Config.Shard %s: the plan has %d units (one per trial of an arm, Config.N %d), so %d shards would leave some empty; split into at most %d",
 			cfg.Shard, cfg.N, cfg.N, cfg.Shard.Count, cfg.N)
+	}
+	for _, a := range onTopology(cfg.Arms, cfg.Topology) {
+		if a.IsSharded() && !cfg.Resume && cfg.Workload.Merge == nil {
+			return fmt.Errorf("Config.Topology sharded (arm %s): only Config.Workload merge_partial_write runs on a sharded cluster so far, not %s", a.Name, cfg.Workload.Name)
+		}
+		if a.IsSharded() && a.Target == arms.TargetLocal && a.Sharded.Mongos == "" {
+			return fmt.Errorf("Config.Topology sharded: arm %s runs on the local target, which needs its sharded.mongos binary (an arms file's 'sharded: {mongos: <path>}')", a.Name)
+		}
 	}
 	if cfg.Profile != "" {
 		if _, err := ProfileScale(cfg.Profile); err != nil {

@@ -60,6 +60,9 @@ type Sample struct {
 	Up        bool      `json:"up"`
 	Primary   bool      `json:"primary"`
 	ProcessID string    `json:"process_id"` // topologyVersion.processId: changes on every start
+	// Shard is, on a sharded cluster, the id of the shard the member
+	// belongs to ("sh0"), or "mongos" for a router; empty on a replica set.
+	Shard string `json:"shard,omitempty"`
 	// Values are keyed by serverStatus field path (the server's names, as
 	// collect's extractor table gives them), not by this format's style.
 	Values map[string]float64 `json:"values"`
@@ -193,7 +196,25 @@ type MergeOp struct {
 	Written        int64         `json:"written"`
 	// Unsafe: it failed shed or killed after writing documents.
 	Unsafe bool `json:"unsafe"`
+	// Case is, on a sharded cluster, where the shard-side $merge wrote
+	// (one of the MergeCase* names); empty on a replica set.
+	Case string `json:"case,omitempty"`
+	// ShedBy lists the nodes whose shed counter rose during the op
+	// ("sh0 127.0.0.1:27018"), on a sharded cluster; a router has no shed
+	// counter, so one never appears.
+	ShedBy []string `json:"shed_by,omitempty"`
 }
+
+// The sharded merge cases: where a shard-side $merge's writes go.
+const (
+	MergeCaseShardedTarget = "sharded target"
+	MergeCaseOtherShard    = "unsharded target on another shard"
+	MergeCaseSameShard     = "same-shard target"
+	MergeCaseOut           = "$out"
+)
+
+// MergeCases are the sharded cases in the order the workload runs them.
+var MergeCases = []string{MergeCaseShardedTarget, MergeCaseOtherShard, MergeCaseSameShard, MergeCaseOut}
 
 // MergeRun is a trial of the merge workload.
 type MergeRun struct {

@@ -31,8 +31,14 @@ type local struct {
 	restartDelay time.Duration
 	extraArgs    []string
 	stop         context.CancelFunc
+	superviseCtx context.Context // ends with stop
+	life         context.Context
 	cancel       func() bool // unregisters the context watch
 	wg           sync.WaitGroup
+	// configDB is the config server set's connection string
+	// ("cfg/h:p,...") of a sharded deployment; empty for a replica set.
+	configDB string
+	shardOf  map[string]string // shard member -> shard id
 
 	mu        sync.Mutex
 	members   []*member
@@ -50,9 +56,22 @@ type Restart struct {
 	ExitCode int
 }
 
+// memberRole is what a process of a local deployment is.
+type memberRole int
+
+const (
+	roleReplica memberRole = iota // a member of the arm's replica set
+	roleConfig                    // a config server member (--configsvr)
+	roleShard                     // a shard member (--shardsvr)
+	roleRouter                    // a router (mongos --configdb)
+)
+
 type member struct {
 	port    int
-	dbpath  string
+	bin     string
+	role    memberRole
+	set     string // replica set name; empty for a router
+	dbpath  string // empty for a router
 	logPath string
 	cmd     *exec.Cmd
 	exited  chan struct{}
@@ -64,13 +83,40 @@ func (m *member) addr() string { return net.JoinHostPort("127.0.0.1", strconv.It
 // until life ends (an interrupted run), while ctx bounds only the waits
 // of provisioning (initiation, the startup check, the probe).
 func provisionLocal(life, ctx context.Context, arm arms.Arm, opts Options) (Deployment, error) {
+	l, err := newLocal(life, arm, opts)
+	if err != nil {
+		return nil, err
+	}
+	var set []*member
+	for i := range 3 {
+		m, err := l.launch(arm.Mongod, roleReplica, "rs0", filepath.Join(opts.Dir, fmt.Sprintf("member%d", i)))
+		if err != nil {
+			l.Close(context.Background())
+			return nil, err
+		}
+		set = append(set, m)
+	}
+	if err := l.initiate(ctx, "rs0", set, false); err != nil {
+		l.Close(context.Background())
+		return nil, fmt.Errorf("arm %s: %w", arm.Name, err)
+	}
+	if err := l.check(ctx); err != nil {
+		l.Close(context.Background())
+		return nil, err
+	}
+	return l, nil
+}
+
+// newLocal checks the arm's binary and options and makes the supervisor,
+// which closes itself when life ends.
+func newLocal(life context.Context, arm arms.Arm, opts Options) (*local, error) {
 	if _, err := os.Stat(arm.Mongod); err != nil {
 		return nil, fmt.Errorf("arm %s: mongod binary: %w", arm.Name, err)
 	}
 	if opts.Dir == "" {
 		return nil, fmt.Errorf("arm %s: the local target needs a trial folder", arm.Name)
 	}
-	l := &local{arm: arm, log: opts.Logger, restartDelay: opts.RestartDelay}
+	l := &local{arm: arm, log: opts.Logger, restartDelay: opts.RestartDelay, life: life}
 	if opts.MemberMemLimitMB > 0 {
 		if !isMongosim(arm.Mongod) {
 			return nil, fmt.Errorf("arm %s: a per-member memory limit needs cmd/mongosim (--simMemLimitMB); a real mongod would need a cgroup, which the local target does not create", arm.Name)
@@ -88,61 +134,80 @@ func provisionLocal(life, ctx context.Context, arm arms.Arm, opts Options) (Depl
 		l.restartDelay = mongosim.DefaultRestartDelay
 	}
 	sctx, stop := context.WithCancel(context.Background())
-	l.stop = stop
+	l.stop, l.superviseCtx = stop, sctx
 	// Whatever the caller does, a cancelled trial leaves no process behind.
 	l.mu.Lock()
 	l.cancel = context.AfterFunc(life, func() { _ = l.Close(context.Background()) })
 	l.mu.Unlock()
-	for i := range 3 {
-		ln, err := mongosim.ListenLoopback()
-		if err != nil {
-			l.Close(context.Background())
-			return nil, err
-		}
-		port := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		m := &member{port: port, dbpath: filepath.Join(opts.Dir, fmt.Sprintf("member%d", i), "db"), logPath: filepath.Join(opts.Dir, fmt.Sprintf("member%d", i), "mongod.log")}
-		if err := os.MkdirAll(m.dbpath, 0o755); err != nil {
-			l.Close(context.Background())
-			return nil, err
-		}
-		// Under the lock, as a restart is: a cancelled context's Close
-		// (the AfterFunc above) may run at any moment, and a member it
-		// did not see would outlive the trial.
-		l.mu.Lock()
-		if l.closed {
-			l.mu.Unlock()
-			return nil, fmt.Errorf("arm %s: starting members: %w", arm.Name, context.Cause(life))
-		}
-		l.members = append(l.members, m)
-		err = l.start(m)
+	return l, nil
+}
+
+// launch starts one process of the deployment, in dir (its dbpath is
+// dir/db, its log dir/<binary's name>.log), and supervises it.
+func (l *local) launch(bin string, role memberRole, set, dir string) (*member, error) {
+	ln, err := mongosim.ListenLoopback()
+	if err != nil {
+		return nil, err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	logName := "mongod.log"
+	if role == roleRouter {
+		logName = "mongos.log"
+	}
+	m := &member{port: port, bin: bin, role: role, set: set, dbpath: filepath.Join(dir, "db"), logPath: filepath.Join(dir, logName)}
+	if role == roleRouter {
+		m.dbpath = ""
+	}
+	if err := os.MkdirAll(cmpOr(m.dbpath, dir), 0o755); err != nil {
+		return nil, err
+	}
+	// Under the lock, as a restart is: a cancelled context's Close
+	// (the AfterFunc in newLocal) may run at any moment, and a member it
+	// did not see would outlive the trial.
+	l.mu.Lock()
+	if l.closed {
 		l.mu.Unlock()
-		if err != nil {
-			l.Close(context.Background())
-			return nil, err
+		return nil, fmt.Errorf("arm %s: starting members: %w", l.arm.Name, context.Cause(l.life))
+	}
+	l.members = append(l.members, m)
+	err = l.start(m)
+	l.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	l.wg.Add(1)
+	go l.supervise(l.superviseCtx, m)
+	return m, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// check runs the startup check and the probe on the data-bearing members.
+func (l *local) check(ctx context.Context) error {
+	info, err := startupCheck(ctx, l.Members(), l.arm)
+	if err != nil {
+		return err
+	}
+	if l.configDB != "" {
+		for i := range info {
+			info[i].Topology = "mongos" // a shard member behind the routers
 		}
-		l.wg.Add(1)
-		go l.supervise(sctx, m)
 	}
-	if err := l.initiate(ctx); err != nil {
-		l.Close(context.Background())
-		return nil, fmt.Errorf("arm %s: %w", arm.Name, err)
-	}
-	info, err := startupCheck(ctx, l.Members(), arm)
+	caps, err := probe(ctx, info, l.arm)
 	if err != nil {
-		l.Close(context.Background())
-		return nil, err
-	}
-	caps, err := probe(ctx, info, arm)
-	if err != nil {
-		l.Close(context.Background())
-		return nil, err
+		return err
 	}
 	for _, m := range info {
 		l.simulated = l.simulated || m.Simulated
 	}
 	l.startup, l.caps = info, caps
-	return l, nil
+	return nil
 }
 
 // interimParam is mongod's server parameter for how many diagnostic
@@ -152,26 +217,41 @@ const interimParam = "diagnosticDataCollectionSamplesPerInterimUpdate"
 // start launches a member in its own process group, its output in the
 // trial folder; on Linux the member is killed if qmlsab dies.
 func (l *local) start(m *member) error {
-	args := []string{"--replSet", "rs0", "--port", strconv.Itoa(m.port), "--bind_ip", "127.0.0.1", "--dbpath", m.dbpath}
-	args = append(args, l.extraArgs...)
-	names := make([]string, 0, len(l.arm.SetParameters))
-	for k := range l.arm.SetParameters {
-		names = append(names, k)
+	args := []string{"--port", strconv.Itoa(m.port), "--bind_ip", "127.0.0.1"}
+	if m.role == roleRouter {
+		args = append(args, "--configdb", l.configDB)
+	} else {
+		args = append(args, "--replSet", m.set, "--dbpath", m.dbpath)
+		switch m.role {
+		case roleConfig:
+			args = append(args, "--configsvr")
+		case roleShard:
+			args = append(args, "--shardsvr")
+		}
+		args = append(args, l.extraArgs...)
 	}
-	slices.Sort(names)
-	for _, k := range names {
-		args = append(args, "--setParameter", k+"="+l.arm.SetParameters[k])
+	if m.role == roleReplica || m.role == roleShard {
+		// The arm's parameters are the data-bearing members' (the shards'
+		// on a sharded cluster, where the aggregates run).
+		names := make([]string, 0, len(l.arm.SetParameters))
+		for k := range l.arm.SetParameters {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		for _, k := range names {
+			args = append(args, "--setParameter", k+"="+l.arm.SetParameters[k])
+		}
 	}
 	logf, err := os.OpenFile(m.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(l.arm.Mongod, args...)
+	cmd := exec.Command(m.bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := startMember(cmd); err != nil { // dies with qmlsab (parentdeath_linux.go)
 		logf.Close()
-		return fmt.Errorf("starting %s: %w", l.arm.Mongod, err)
+		return fmt.Errorf("starting %s: %w", m.bin, err)
 	}
 	m.cmd, m.exited = cmd, make(chan struct{})
 	go func(c *exec.Cmd, f *os.File, done chan struct{}) { _ = c.Wait(); f.Close(); close(done) }(cmd, logf, m.exited)
@@ -183,7 +263,7 @@ func (l *local) start(m *member) error {
 		}
 		select {
 		case <-m.exited:
-			return fmt.Errorf("%s exited at start-up; see %s", l.arm.Mongod, m.logPath)
+			return fmt.Errorf("%s exited at start-up; see %s", m.bin, m.logPath)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -239,27 +319,46 @@ func isMongosim(bin string) bool {
 	return strings.Contains(string(out), "a simulated mongod")
 }
 
-func (l *local) initiate(ctx context.Context) error {
+// initiate makes the members one replica set (configsvr: a config
+// server set) and waits for its primary.
+func (l *local) initiate(ctx context.Context, name string, set []*member, configsvr bool) error {
 	members := bson.A{}
-	for i, m := range l.members {
+	for i, m := range set {
 		members = append(members, bson.D{{Key: "_id", Value: i}, {Key: "host", Value: m.addr()}})
 	}
-	c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + l.members[0].addr() + "/?directConnection=true").SetServerSelectionTimeout(15 * time.Second))
+	c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + set[0].addr() + "/?directConnection=true").SetServerSelectionTimeout(15 * time.Second))
 	if err != nil {
 		return err
 	}
 	defer c.Disconnect(context.Background())
-	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "replSetInitiate", Value: bson.D{{Key: "_id", Value: "rs0"}, {Key: "members", Value: members}}}}).Err(); err != nil {
-		return fmt.Errorf("replSetInitiate: %w", err)
+	cfg := bson.D{{Key: "_id", Value: name}, {Key: "members", Value: members}}
+	if configsvr {
+		cfg = append(cfg, bson.E{Key: "configsvr", Value: true})
 	}
-	return l.waitPrimary(ctx, 60*time.Second)
+	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "replSetInitiate", Value: cfg}}).Err(); err != nil {
+		return fmt.Errorf("replSetInitiate %s: %w", name, err)
+	}
+	hosts := make([]string, len(set))
+	for i, m := range set {
+		hosts[i] = m.addr()
+	}
+	if err := waitAnyPrimary(ctx, hosts, 60*time.Second); err != nil {
+		return fmt.Errorf("replica set %s: %w", name, err)
+	}
+	return nil
 }
 
-// waitPrimary waits until a member reports itself writable primary.
+// waitPrimary waits until a data-bearing member reports itself writable
+// primary.
 func (l *local) waitPrimary(ctx context.Context, limit time.Duration) error {
+	return waitAnyPrimary(ctx, l.Members(), limit)
+}
+
+// waitAnyPrimary waits until one of hosts reports itself writable primary.
+func waitAnyPrimary(ctx context.Context, hosts []string, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
-		for _, h := range l.Members() {
+		for _, h := range hosts {
 			if isPrimary(ctx, h) {
 				return nil
 			}
@@ -288,15 +387,22 @@ func isPrimary(ctx context.Context, host string) bool {
 }
 
 func (l *local) URI() string {
+	if l.configDB != "" {
+		return "mongodb://" + strings.Join(l.Routers(), ",") + "/"
+	}
 	return "mongodb://" + strings.Join(l.Members(), ",") + "/?replicaSet=rs0"
 }
 
+// Members are the data-bearing members: the replica set's, or every
+// shard's (not the config server's, nor the routers).
 func (l *local) Members() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []string
 	for _, m := range l.members {
-		out = append(out, m.addr())
+		if m.role == roleReplica || m.role == roleShard {
+			out = append(out, m.addr())
+		}
 	}
 	return out
 }
@@ -309,6 +415,13 @@ func (l *local) Capabilities() Capabilities { return l.caps }
 
 func (l *local) Describe() string {
 	kind := "local replica set of " + l.arm.Mongod
+	if l.configDB != "" {
+		kind = "local sharded cluster of " + l.arm.Mongod + " and " + l.arm.Sharded.Mongos + ", routers"
+		if l.simulated {
+			kind += " (SIMULATED: mongosim)"
+		}
+		return kind + " " + strings.Join(l.Routers(), ",")
+	}
 	if l.simulated {
 		kind += " (SIMULATED: mongosim)"
 	}
@@ -322,7 +435,9 @@ func (l *local) DiagnosticData() map[string]string {
 	defer l.mu.Unlock()
 	out := make(map[string]string, len(l.members))
 	for _, m := range l.members {
-		out[m.addr()] = mongosim.DiagnosticDataDir(m.dbpath)
+		if m.role == roleReplica || m.role == roleShard {
+			out[m.addr()] = mongosim.DiagnosticDataDir(m.dbpath)
+		}
 	}
 	return out
 }

@@ -1,6 +1,10 @@
 // Package target makes an arm's deployment exist for a trial: an embedded
 // mongosim replica set, a replica set launched from a mongod binary, or an
 // existing deployment attached to by URI. All three sit behind Provision.
+// An arm of topology sharded gets a sharded cluster instead (an embedded
+// mongosim one, or one launched from mongod and mongos binaries); a uri
+// naming a mongos is one as discovered. Such a deployment implements
+// Sharding.
 //
 // The name is kept although target/ is the build-output folder of Cargo
 // and Maven, which global gitignore templates and code-structure tools
@@ -94,8 +98,14 @@ func Provision(ctx context.Context, arm arms.Arm, opts Options) (Deployment, err
 	}
 	switch arm.Target {
 	case arms.TargetEmbedded, "":
+		if arm.IsSharded() {
+			return provisionEmbeddedSharded(wait, arm, opts)
+		}
 		return provisionEmbedded(wait, arm, opts)
 	case arms.TargetLocal:
+		if arm.IsSharded() {
+			return provisionLocalSharded(ctx, wait, arm, opts)
+		}
 		return provisionLocal(ctx, wait, arm, opts)
 	case arms.TargetURI:
 		return provisionURI(wait, arm, opts)

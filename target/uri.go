@@ -22,6 +22,8 @@ import (
 type uriTarget struct {
 	uri       string
 	members   []string
+	shardOf   map[string]string // through a mongos: member -> shard id
+	routers   []string          // through a mongos: the hosts the URI names
 	simulated bool
 	previous  map[string]map[string]bson.RawValue // host -> parameter -> value before
 	startup   []MemberInfo
@@ -38,11 +40,19 @@ func provisionURI(ctx context.Context, arm arms.Arm, opts Options) (Deployment, 
 		return nil, fmt.Errorf("arm %s: connecting to %s: %w", arm.Name, arms.RedactURI(arm.URI), mongouri.RedactError(err, arm.URI))
 	}
 	defer c.Disconnect(context.Background())
-	members, topology, err := discoverMembers(ctx, c, arm.URI)
+	members, topology, shardOf, err := discoverMembers(ctx, c, arm.URI)
 	if err != nil {
 		return nil, fmt.Errorf("arm %s: discovering the members of %s: %w", arm.Name, arms.RedactURI(arm.URI), mongouri.RedactError(err, arm.URI))
 	}
-	u := &uriTarget{uri: arm.URI, members: members, previous: map[string]map[string]bson.RawValue{}, logger: opts.Logger}
+	if arm.IsSharded() && topology != "mongos" {
+		return nil, fmt.Errorf("arm %s: topology sharded, but %s is a %s, not a mongos", arm.Name, arms.RedactURI(arm.URI), topology)
+	}
+	u := &uriTarget{uri: arm.URI, members: members, shardOf: shardOf, previous: map[string]map[string]bson.RawValue{}, logger: opts.Logger}
+	if topology == "mongos" {
+		if u.routers, err = uriHosts(arm.URI); err != nil {
+			return nil, fmt.Errorf("arm %s: %w", arm.Name, err)
+		}
+	}
 	info, err := startupCheck(ctx, members, arm)
 	if err != nil {
 		return nil, err
@@ -65,31 +75,40 @@ func provisionURI(ctx context.Context, arm arms.Arm, opts Options) (Deployment, 
 
 // discoverMembers lists a replica set's members, or through mongos every
 // shard's members (listShards), or a standalone's one host; topology says
-// which ("replica set <name>", "mongos", "standalone"). A standalone is a
+// which ("replica set <name>", "mongos", "standalone"), and through mongos
+// shardOf maps each member to its shard's id. A standalone is a
 // one-member deployment of its own, sampled at the host the URI names (a
 // standalone's hello has neither hosts nor me).
-func discoverMembers(ctx context.Context, c *mongo.Client, uri string) (members []string, topology string, err error) {
+func discoverMembers(ctx context.Context, c *mongo.Client, uri string) (members []string, topology string, shardOf map[string]string, err error) {
 	hello, err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Raw()
 	if err != nil {
-		return nil, "", fmt.Errorf("hello: %w", err)
+		return nil, "", nil, fmt.Errorf("hello: %w", err)
 	}
 	if msg, _ := hello.Lookup("msg").StringValueOK(); msg == "isdbgrid" {
 		r, err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "listShards", Value: 1}}).Raw()
 		if err != nil {
-			return nil, "", fmt.Errorf("listShards: %w", err)
+			return nil, "", nil, fmt.Errorf("listShards: %w", err)
 		}
 		arr, _ := r.Lookup("shards").ArrayOK()
 		vals, _ := arr.Values()
 		var out []string
+		shardOf = map[string]string{}
 		for _, v := range vals {
+			id, _ := v.Document().Lookup("_id").StringValueOK()
 			host, _ := v.Document().Lookup("host").StringValueOK() // "rs0/h1:1,h2:2"
+			hosts := []string{host}
 			if _, list, ok := cutSlash(host); ok {
-				out = append(out, splitComma(list)...)
-			} else {
-				out = append(out, host)
+				hosts = splitComma(list)
+			}
+			for _, h := range hosts {
+				out = append(out, h)
+				shardOf[h] = id
 			}
 		}
-		return out, "mongos", nil
+		if len(out) == 0 {
+			return nil, "", nil, fmt.Errorf("listShards: the mongos has no shards")
+		}
+		return out, "mongos", shardOf, nil
 	}
 	if arr, ok := hello.Lookup("hosts").ArrayOK(); ok {
 		vals, _ := arr.Values()
@@ -98,26 +117,26 @@ func discoverMembers(ctx context.Context, c *mongo.Client, uri string) (members 
 			out = append(out, v.StringValue())
 		}
 		name, _ := hello.Lookup("setName").StringValueOK()
-		return out, "replica set " + name, nil
+		return out, "replica set " + name, nil, nil
 	}
 	if me, _ := hello.Lookup("me").StringValueOK(); me != "" {
-		return []string{me}, topologyOf(hello), nil
+		return []string{me}, topologyOf(hello), nil, nil
 	}
 	hosts, err := uriHosts(uri)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	if len(hosts) != 1 {
-		return nil, "", fmt.Errorf("a standalone answered, but the connection string names %d hosts: name the standalone's one host", len(hosts))
+		return nil, "", nil, fmt.Errorf("a standalone answered, but the connection string names %d hosts: name the standalone's one host", len(hosts))
 	}
 	if strings.HasPrefix(uri, "mongodb+srv://") {
-		return nil, "", fmt.Errorf("a standalone answered through a mongodb+srv connection string: name its host:port with mongodb:// and directConnection=true")
+		return nil, "", nil, fmt.Errorf("a standalone answered through a mongodb+srv connection string: name its host:port with mongodb:// and directConnection=true")
 	}
 	host := hosts[0]
 	if _, _, err := net.SplitHostPort(host); err != nil {
 		host = net.JoinHostPort(strings.Trim(host, "[]"), "27017")
 	}
-	return []string{host}, "standalone", nil
+	return []string{host}, "standalone", nil, nil
 }
 
 func cutSlash(s string) (string, string, bool) {
@@ -179,6 +198,8 @@ func (u *uriTarget) Members() []string          { return u.members }
 func (u *uriTarget) Simulated() bool            { return u.simulated }
 func (u *uriTarget) Startup() []MemberInfo      { return u.startup }
 func (u *uriTarget) Capabilities() Capabilities { return u.caps }
+func (u *uriTarget) ShardOf() map[string]string { return u.shardOf }
+func (u *uriTarget) Routers() []string          { return u.routers }
 func (u *uriTarget) Describe() string {
 	kind := "existing deployment"
 	if u.simulated {

@@ -24,6 +24,10 @@ type MergeDriver struct {
 	// Members are the members' host:port, to arm the failpoints on each.
 	Members []string
 	DB      string
+	// ShardOf labels each of Members with its shard on a sharded cluster
+	// (URI then names the routers): the ops run the sharded cases
+	// (runSharded). Nil on a replica set.
+	ShardOf map[string]string
 }
 
 func (d *MergeDriver) db() string {
@@ -51,6 +55,9 @@ func (d *MergeDriver) Run(ctx context.Context) (store.MergeRun, error) {
 		run.Forced, run.ForcedNote = false, "shed failpoint not available, ops ran unforced: "+err.Error()
 	}
 	defer d.failpoints(context.Background(), "off")
+	if d.ShardOf != nil {
+		return d.runSharded(ctx, c, run)
+	}
 	db := c.Database(d.db())
 	for i := range d.Spec.Ops {
 		rp, rpName := readpref.Primary(), "primary"
@@ -88,10 +95,19 @@ func (d *MergeDriver) Run(ctx context.Context) (store.MergeRun, error) {
 }
 
 // load writes the source collection on every member (w = all), so reads
-// from a secondary see all of it.
+// from a secondary see all of it; on a sharded cluster it first places
+// the databases (placeDatabases).
 func (d *MergeDriver) load(ctx context.Context, c *mongo.Client) error {
-	w := max(len(d.Members), 1)
-	coll := c.Database(d.db()).Collection("merge_source", options.Collection().SetWriteConcern(&writeconcern.WriteConcern{W: w}))
+	wc := &writeconcern.WriteConcern{W: max(len(d.Members), 1)}
+	if d.ShardOf != nil {
+		// Through a router w counts one shard's members; reads go to the
+		// shard primaries anyway.
+		wc = writeconcern.Majority()
+		if err := d.placeDatabases(ctx, c); err != nil {
+			return err
+		}
+	}
+	coll := c.Database(d.db()).Collection("merge_source", options.Collection().SetWriteConcern(wc))
 	if n, err := coll.CountDocuments(ctx, bson.D{}); err == nil && n == int64(d.Spec.SourceDocs) {
 		return nil
 	}

@@ -21,6 +21,7 @@ var fieldFlags = map[string]string{
 	"Config.N":        "--n",
 	"Config.Parallel": "--parallel",
 	"Config.Clock":    "--clock",
+	"Config.Topology": "--topology",
 	"Config.Shard":    "--shard",
 	"Config.Profile":  "--profile",
 	"Config.Workload": "--workload",

@@ -52,7 +52,7 @@ var concepts = map[string]flagConcept{
 
 // single are flags only one command takes: nothing to agree with.
 var single = map[string][]string{
-	"run":            {"clock", "resume", "shard", "shards", "allow-remote", "verbose"},
+	"run":            {"clock", "topology", "resume", "shard", "shards", "allow-remote", "verbose"},
 	"merge":          {"expect"},
 	"report":         {"baseline", "gates", "history"},
 	"calibrate":      {"storm-rate", "storm", "fit", "space", "samples", "refine", "fit-seeds"},

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/internal/stormtest"
+	"github.com/qmlsab/qmlsab/mongosim"
+	"github.com/qmlsab/qmlsab/run"
+	"github.com/qmlsab/qmlsab/store"
+	"github.com/qmlsab/qmlsab/workload"
+)
+
+// TestRunMergeShardedTopology is the partial-write investigation's sharded path end
+// to end: on the embedded sharded cluster, arms E and F shed the
+// shard-side $merge after it wrote in every case (sharded target,
+// unsharded target on another shard, same-shard target, $out), G never
+// does; every shed is a shard member's (the router's own operation is
+// never shed); the samples cover both shards' primaries and the router;
+// the report's merge section has the cases as rows. (--n 1 keeps it
+// short; the CLI takes --n 3 as well.)
+func TestRunMergeShardedTopology(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time trials")
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	wl := filepath.Join(t.TempDir(), "merge4.yaml")
+	os.WriteFile(wl, []byte("name: merge4\nkind: merge_partial_write\nmerge_partial_write:\n  ops: 4\n"), 0o644)
+	out, code := qmlsab(t, "run", "--workload", wl, "--topology", "sharded", "--arms", "E,F,G", "--n", "1", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	checkShardedMergeRun(t, dir, 1)
+	if out, code := qmlsab(t, "report", "--format", "html", dir); code != 0 {
+		t.Fatalf("report: exit %d\n%s", code, out)
+	}
+	html, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range store.MergeCases {
+		for _, arm := range []string{"E", "F", "G"} {
+			row := "<tr><td>" + c + "</td><td>" + arm + "</td><td>1</td>"
+			if !strings.Contains(string(html), row) {
+				t.Errorf("report has no row for %s, arm %s (%q)", c, arm, row)
+			}
+		}
+	}
+}
+
+// checkShardedMergeRun checks every trial of a sharded merge run: each
+// case once per trial; under E and F shed by a shard member after
+// writing, under G never shed; samples from every shard and the router.
+func checkShardedMergeRun(t *testing.T, dir string, n int) {
+	t.Helper()
+	r, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, arm := range []string{"E", "F", "G"} {
+		if len(r.Trials[arm]) != n {
+			t.Fatalf("%s: %d valid trials, want %d", arm, len(r.Trials[arm]), n)
+		}
+		for _, tr := range r.Trials[arm] {
+			tdir := store.TrialDir(dir, arm, tr.Index)
+			ops, err := store.ReadJSONLinesGz[store.MergeOp](filepath.Join(tdir, store.MergeFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]bool{}
+			for _, o := range ops {
+				seen[o.Case] = true
+				switch {
+				case arm == "G" && (o.Outcome == store.Shed || o.Unsafe):
+					t.Errorf("G#%d %s: %s, written %d; the write-started flag should keep it from being shed", tr.Index, o.Case, o.Outcome, o.Written)
+				case arm != "G" && !o.Unsafe:
+					t.Errorf("%s#%d %s: %s, written %d; want a shed after writing", arm, tr.Index, o.Case, o.Outcome, o.Written)
+				}
+				if o.Outcome == store.Shed && (len(o.ShedBy) == 0 || !strings.HasPrefix(o.ShedBy[0], "sh")) {
+					t.Errorf("%s#%d %s: shed by %v, want a shard member (a router sheds nothing)", arm, tr.Index, o.Case, o.ShedBy)
+				}
+			}
+			for _, c := range store.MergeCases {
+				if !seen[c] {
+					t.Errorf("%s#%d: no op of case %s", arm, tr.Index, c)
+				}
+			}
+			samples, err := store.ReadJSONLinesGz[store.Sample](filepath.Join(tdir, store.SamplesFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			primaries := map[string]bool{}
+			for _, s := range samples {
+				if s.Up && (s.Primary || s.Shard == "mongos") {
+					primaries[s.Shard] = true
+				}
+			}
+			for _, want := range []string{"sh0", "sh1", "mongos"} {
+				if !primaries[want] {
+					t.Errorf("%s#%d: no sample of %s's primary (got %v)", arm, tr.Index, want, primaries)
+				}
+			}
+		}
+	}
+}
+
+// shardedArms are E, F and G on the given target, sharded.
+func shardedArms(t *testing.T, set func(a *arms.Arm)) []arms.Arm {
+	t.Helper()
+	var sel []arms.Arm
+	for _, n := range []string{"E", "F", "G"} {
+		a, ok := arms.Lookup(n)
+		if !ok {
+			t.Fatalf("no arm %s", n)
+		}
+		set(&a)
+		sel = append(sel, a)
+	}
+	return sel
+}
+
+func shardedMergeConfig(t *testing.T, dir string, sel []arms.Arm) run.Config {
+	spec, _ := workload.Builtin(workload.KindMergePartialWrite)
+	w := *spec.Merge
+	w.Ops = 4
+	spec.Merge = &w
+	return run.Config{Arms: sel, N: 1, Workload: spec, Dir: dir, Clock: run.Wall, Topology: arms.TopologySharded, Seed: 1}
+}
+
+// TestRunMergeShardedLocalAndURI: the same through a target local whose
+// mongod and mongos are cmd/mongosim (a symlink named mongos makes it a
+// router), each process's log kept in the trial folder; and through a uri
+// target naming a mongosim router, whose members the run discovers with
+// listShards.
+func TestRunMergeShardedLocalAndURI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time trials on local processes")
+	}
+	bin, err := stormtest.BuildMongosim(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mongos := filepath.Join(filepath.Dir(bin), "mongos")
+	if err := os.Symlink(bin, mongos); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("local", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "run")
+		sel := shardedArms(t, func(a *arms.Arm) {
+			a.Target, a.Mongod, a.Sharded = arms.TargetLocal, bin, arms.Sharded{Mongos: mongos}
+		})
+		if _, err := run.Execute(context.Background(), shardedMergeConfig(t, dir, sel)); err != nil {
+			t.Fatal(err)
+		}
+		checkShardedMergeRun(t, dir, 1)
+		for _, f := range []string{"cfg/member0/mongod.log", "sh0/member0/mongod.log", "sh1/member0/mongod.log", "router0/mongos.log"} {
+			if _, err := os.Stat(filepath.Join(store.TrialDir(dir, "E", 1), f)); err != nil {
+				t.Errorf("log kept: %v", err)
+			}
+		}
+	})
+	t.Run("uri", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		c, err := mongosim.StartShardedCluster(ctx, mongosim.ShardedClusterOptions{MembersPerShard: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		dir := filepath.Join(t.TempDir(), "run")
+		sel := shardedArms(t, func(a *arms.Arm) { a.Target, a.URI = arms.TargetURI, c.URI() })
+		if _, err := run.Execute(context.Background(), shardedMergeConfig(t, dir, sel)); err != nil {
+			t.Fatal(err)
+		}
+		checkShardedMergeRun(t, dir, 1)
+	})
+}
