@@ -397,6 +397,14 @@ func resumeConditions(cfg Config, m store.Manifest) (Config, error) {
 	if m.Clock != "" {
 		cfg.Clock = m.Clock
 	}
+	if cfg.Topology != "" && cfg.Topology != m.Topology {
+		own := m.Topology
+		if own == "" {
+			own = "(none: each arm's own)"
+		}
+		return cfg, refuse("Config.Topology", cfg.Topology, own)
+	}
+	cfg.Topology = m.Topology
 	if cfg.Profile != "" && m.Profile != "" && cfg.Profile != m.Profile {
 		return cfg, refuse("Config.Profile", cfg.Profile, m.Profile)
 	}
@@ -479,7 +487,7 @@ func manifest(cfg Config) (store.Manifest, error) {
 	armsYAML, _ := arms.Marshal(redacted)
 	armsJSON, _ := json.Marshal(string(armsYAML))
 	wl, _ := json.Marshal(cfg.Workload)
-	m := store.Manifest{Schema: store.ManifestSchema, WorkloadName: cfg.Workload.Name, ToolVersion: cfg.ToolVersion, Created: time.Now().UTC(), Host: host, Profile: cfg.Profile,
+	m := store.Manifest{Schema: store.ManifestSchema, WorkloadName: cfg.Workload.Name, ToolVersion: cfg.ToolVersion, Created: time.Now().UTC(), Host: host, Profile: cfg.Profile, Topology: cfg.Topology,
 		CommandLine: redactArgs(cfg.CommandLine), Workload: wl, Arms: armsJSON, Seed: cfg.Seed, Target: cfg.Arms[0].Target}
 	for _, a := range cfg.Arms {
 		m.ArmList = append(m.ArmList, store.ArmInfo{Name: a.Name, Build: a.Build, Target: a.Target, Parameters: a.SetParameters})

@@ -74,6 +74,9 @@ type Manifest struct {
 	// Profile is the phase profile the workload was scaled by (quick,
 	// default, long); empty in runs written before it was recorded.
 	Profile string `json:"profile,omitempty"`
+	// Topology is the run's --topology (replset or sharded) when it was
+	// given; empty when each arm's own topology held.
+	Topology string `json:"topology,omitempty"`
 	// Parallel is how many trials ran at once on one host: wall-clock
 	// trials at once share the host's CPUs, which moves their figures.
 	// 0 in runs written before it was recorded.
