@@ -150,7 +150,7 @@ func TestWorstAcceptedCornerRunsUnderTheBudget(t *testing.T) {
 // opened (it allocated 800 MB for 100,000,000 and died).
 func TestHistoryDetectBoundsPermutations(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "history.db")
-	got, code := qmlsab(t, "history", "detect", "--permutations", "100000000", "--db", db)
+	got, code := qmlsab(t, "history", "detect", "--permutations", "100000000", "--history-db", db)
 	want := "qmlsab history detect: --permutations 100000000: at most 100000 (p-values down to 1/(N+1))"
 	if code != 1 || strings.TrimSpace(got) != want {
 		t.Errorf("exit %d: %s\nwant exit 1: %s", code, strings.TrimSpace(got), want)

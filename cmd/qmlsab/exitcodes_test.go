@@ -100,7 +100,7 @@ func TestUsageErrorsExit2InOneLine(t *testing.T) {
 		{[]string{"reprot"}, `qmlsab: unknown command "reprot"; did you mean "report"?`},
 		{[]string{"hsitory", "list"}, `qmlsab: unknown command "hsitory"; did you mean "history"?`},
 		{[]string{"history", "lst"}, `qmlsab history: unknown command "lst"; did you mean "list"?`},
-		{[]string{"history", "detcet", "--db", "x"}, `qmlsab history: unknown command "detcet"; did you mean "detect"?`},
+		{[]string{"history", "detcet", "--history-db", "x"}, `qmlsab history: unknown command "detcet"; did you mean "detect"?`},
 		{[]string{"arms", "shwo", "F"}, `qmlsab arms: unknown command "shwo"; did you mean "show"?`},
 		{[]string{"help", "reprot"}, `qmlsab: unknown help topic "reprot"; did you mean "report"?`},
 		{[]string{"history", "help", "lst"}, `qmlsab history: unknown help topic "lst"; did you mean "list"?`},
@@ -174,7 +174,7 @@ func TestExitCodesOfEachCommand(t *testing.T) {
 		{[]string{"calibrate", "--arms", "Q"}, exitFailed},
 		{[]string{"sweep"}, exitFailed},
 		{[]string{"history", "detect", "--recent", "0"}, exitFailed},
-		{[]string{"trend", "--db", filepath.Join(file, "h.db"), "--out", filepath.Join(tmp, "t")}, exitFailed},
+		{[]string{"trend", "--history-db", filepath.Join(file, "h.db"), "--out", filepath.Join(tmp, "t")}, exitFailed},
 		{[]string{"import", "ftdc", "--arm", "D", "--out", filepath.Join(tmp, "i")}, exitFailed},
 		{[]string{"ftdc", "dump"}, exitFailed},
 	} {

@@ -38,7 +38,7 @@ func TestHistoryReadersRefuseWhatMatchesNothing(t *testing.T) {
 	quickRun(t, wl, run, 11)
 	hist := filepath.Join(tmp, "hist")
 	db := filepath.Join(hist, "history.db")
-	if out, code := qmlsab(t, "history", "add", "--db", db, "--label", "branch=master", run); code != 0 {
+	if out, code := qmlsab(t, "history", "add", "--history-db", db, "--label", "branch=master", run); code != 0 {
 		t.Fatalf("history add: exit %d:\n%s", code, out)
 	}
 	if err := os.Chmod(hist, 0o555); err != nil {
@@ -63,7 +63,7 @@ func TestHistoryReadersRefuseWhatMatchesNothing(t *testing.T) {
 		{[]string{"trend", "--last", "-1", "--out", filepath.Join(tmp, "trend.html")}, []string{"--last -1"}},
 		{[]string{"history", "list", "--last", "-2"}, []string{"--last -2"}},
 	} {
-		out, code := qmlsab(t, append(c.args, "--db", db)...)
+		out, code := qmlsab(t, append(c.args, "--history-db", db)...)
 		if code != 1 {
 			t.Errorf("%s: exit %d, want 1:\n%s", strings.Join(c.args, " "), code, out)
 			continue
@@ -79,7 +79,7 @@ func TestHistoryReadersRefuseWhatMatchesNothing(t *testing.T) {
 	if code != 0 || strings.Count(out, "\n") != 2 {
 		t.Errorf("history list of what exists: exit %d:\n%s", code, out)
 	}
-	if out, code := qmlsab(t, "history", "detect", "--db", db, "--arm", "D", "--metric", "availability"); code != 0 {
+	if out, code := qmlsab(t, "history", "detect", "--history-db", db, "--arm", "D", "--metric", "availability"); code != 0 {
 		t.Errorf("history detect of what exists: exit %d:\n%s", code, out)
 	}
 	if after := dirEntries(t, hist); !slices.Equal(after, before) {
@@ -88,7 +88,7 @@ func TestHistoryReadersRefuseWhatMatchesNothing(t *testing.T) {
 	// A history that does not exist is an error, and nothing is created.
 	nowhere := filepath.Join(tmp, "nowhere", "h.db")
 	for _, cmd := range [][]string{{"history", "list"}, {"history", "detect"}, {"history", "export"}, {"trend", "--out", filepath.Join(tmp, "t2.html")}} {
-		out, code := qmlsab(t, append(cmd, "--db", nowhere)...)
+		out, code := qmlsab(t, append(cmd, "--history-db", nowhere)...)
 		if code != 1 || !strings.Contains(out, nowhere) {
 			t.Errorf("%s --db %s: exit %d, want 1 naming the file:\n%s", strings.Join(cmd, " "), nowhere, code, out)
 		}
@@ -108,7 +108,7 @@ func TestHistoryNightIsAPlan(t *testing.T) {
 	wl := nightlyWorkload(t, tmp, 150)
 	db := filepath.Join(tmp, "history.db")
 	add := func(args ...string) (string, int) {
-		return qmlsab(t, append([]string{"history", "add", "--db", db}, args...)...)
+		return qmlsab(t, append([]string{"history", "add", "--history-db", db}, args...)...)
 	}
 
 	// One folder name, two nights.
@@ -218,7 +218,7 @@ func TestHistoryNightIsAPlan(t *testing.T) {
 	if out, code := add("--allow-partial", partial); code != 0 || !strings.Contains(out, "partial)") {
 		t.Errorf("history add --allow-partial: exit %d, want it stored as partial:\n%s", code, out)
 	}
-	if out, _ := qmlsab(t, "history", "list", "--db", db); !strings.Contains(out, "(PARTIAL)") {
+	if out, _ := qmlsab(t, "history", "list", "--history-db", db); !strings.Contains(out, "(PARTIAL)") {
 		t.Errorf("history list does not mark the partial night:\n%s", out)
 	}
 

@@ -48,14 +48,14 @@ func TestNightlyPipelineFindsTheRegression(t *testing.T) {
 			first = dir
 		}
 	}
-	if out, code := qmlsab(t, "history", "add", "--db", db, "--label", "branch=master", first); code != 0 || !strings.Contains(out, "already in") {
+	if out, code := qmlsab(t, "history", "add", "--history-db", db, "--label", "branch=master", first); code != 0 || !strings.Contains(out, "already in") {
 		t.Errorf("re-adding a night: exit %d, %q; want it to change nothing and say so", code, out)
 	}
 	out, code := qmlsab(t, "history", "list", "--wide", "--history-db", db)
 	if code != 0 || strings.Count(out, "\n") != 1+24 {
 		t.Errorf("history list: exit %d, %d lines (want a header and 24 nights):\n%s", code, strings.Count(out, "\n"), out)
 	}
-	out, code = qmlsab(t, "history", "detect", "--db", db, "--metric", "availability", "--arm", "D", "--recent", "12", "--format", "json")
+	out, code = qmlsab(t, "history", "detect", "--history-db", db, "--metric", "availability", "--arm", "D", "--recent", "12", "--format", "json")
 	if code != exitRegression {
 		t.Fatalf("detect: exit %d, want %d (a regression):\n%s", code, exitRegression, out)
 	}
@@ -82,20 +82,20 @@ func TestNightlyPipelineFindsTheRegression(t *testing.T) {
 		t.Errorf("no regression found at night 13 ± 1: %+v", res.Changes)
 	}
 	// With only the newest night as "now", the old change is not news.
-	if out, code := qmlsab(t, "history", "detect", "--db", db, "--metric", "availability", "--arm", "D"); code != 0 {
+	if out, code := qmlsab(t, "history", "detect", "--history-db", db, "--metric", "availability", "--arm", "D"); code != 0 {
 		t.Errorf("detect --recent 1: exit %d, want 0 (the change is 12 nights old):\n%s", code, out)
 	}
 	// The Markdown block names the regression for a pull-request comment.
-	out, _ = qmlsab(t, "history", "detect", "--db", db, "--metric", "availability", "--arm", "D", "--recent", "12", "--format", "md")
+	out, _ = qmlsab(t, "history", "detect", "--history-db", db, "--metric", "availability", "--arm", "D", "--recent", "12", "--format", "md")
 	if !strings.Contains(out, "regression") || !strings.Contains(out, "| night |") {
 		t.Errorf("detect --format md:\n%s", out)
 	}
 	// Bad input is exit 1, distinct from a regression.
-	if _, code := qmlsab(t, "history", "detect", "--db", db, "--recent", "0"); code != 1 {
+	if _, code := qmlsab(t, "history", "detect", "--history-db", db, "--recent", "0"); code != 1 {
 		t.Errorf("--recent 0: exit %d, want 1", code)
 	}
 	// Otava's import format: one entry per night for one arm.
-	out, code = qmlsab(t, "history", "export", "--db", db, "--arm", "D", "--metric", "availability")
+	out, code = qmlsab(t, "history", "export", "--history-db", db, "--arm", "D", "--metric", "availability")
 	var otava []struct {
 		Timestamp int64 `json:"timestamp"`
 		Metrics   []struct {
@@ -128,7 +128,7 @@ func TestNightlyJobFailsTheNightOfARegression(t *testing.T) {
 		if out, code := qmlsab(t, "report", dir, "--format", "json", "--history", "--history-db", db, "--label", "branch=master"); code != 0 {
 			t.Fatalf("night %d: report --history exit %d:\n%s", n, code, out)
 		}
-		return qmlsab(t, "history", "detect", "--db", db, "--label", "branch=master")
+		return qmlsab(t, "history", "detect", "--history-db", db, "--label", "branch=master")
 	}
 	for n := 1; n <= 23; n++ {
 		if out, code := night(n, light, db); code != 0 {

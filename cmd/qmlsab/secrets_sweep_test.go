@@ -14,7 +14,7 @@ import (
 )
 
 // Every place a connection string can enter qmlsab — the history flags
-// (--db, --history-db), the QMLSAB_HISTORY variable, an arms file's uri
+// (--history-db and its deprecated --db), the QMLSAB_HISTORY variable, an arms file's uri
 // (run, sweep, arms list/show), an import's diagnostic data and outcomes
 // (spec file and flags) — given malformed and odd URIs that all carry one
 // password: the password reaches no output stream, and no file name or
@@ -84,13 +84,14 @@ func TestURISweepLeavesThePasswordNowhere(t *testing.T) {
 		for _, c := range []call{
 			{args: []string{"report", night, "--format", "json", "--history", "--history-db", uri}},
 			{args: []string{"report", night, "--format", "json", "--history"}, env: uri},
-			{args: []string{"history", "add", "--db", uri, night}},
+			{args: []string{"history", "add", "--history-db", uri, night}},
 			{args: []string{"history", "add", night}, env: uri},
-			{args: []string{"history", "list", "--db", uri}},
+			{args: []string{"history", "list", "--history-db", uri}},
+			{args: []string{"history", "list", "--db", uri}}, // the deprecated spelling
 			{args: []string{"history", "list"}, env: uri},
-			{args: []string{"history", "detect", "--db", uri, "--metric", "availability", "--arm", "D"}},
-			{args: []string{"history", "export", "--db", uri}},
-			{args: []string{"trend", "--db", uri, "--out", out("trend") + ".html"}},
+			{args: []string{"history", "detect", "--history-db", uri, "--metric", "availability", "--arm", "D"}},
+			{args: []string{"history", "export", "--history-db", uri}},
+			{args: []string{"trend", "--history-db", uri, "--out", out("trend") + ".html"}},
 			{args: []string{"arms", "list", "--arms-file", armsFile}},
 			{args: []string{"arms", "show", "--arms-file", armsFile, "U"}},
 			{args: []string{"run", "--verbose", "--arms-file", armsFile, "--arms", "U", "--n", "1", "--profile", "quick", "--out", out("run")}},

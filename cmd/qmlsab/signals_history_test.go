@@ -41,10 +41,10 @@ func TestHistoryAddOnSIGHUPWhileWaitingForTheWriterAddsNothing(t *testing.T) {
 	quickRun(t, wl, first, 21)
 	quickRun(t, wl, second, 22)
 	db := filepath.Join(tmp, "hist", "history.db")
-	if out, code := qmlsab(t, "history", "add", "--db", db, first); code != 0 {
+	if out, code := qmlsab(t, "history", "add", "--history-db", db, first); code != 0 {
 		t.Fatalf("history add: exit %d:\n%s", code, out)
 	}
-	before, code := qmlsab(t, "history", "list", "--db", db)
+	before, code := qmlsab(t, "history", "list", "--history-db", db)
 	if code != 0 {
 		t.Fatalf("history list: exit %d:\n%s", code, before)
 	}
@@ -73,7 +73,7 @@ func TestHistoryAddOnSIGHUPWhileWaitingForTheWriterAddsNothing(t *testing.T) {
 	}
 	defer release()
 
-	p := startQmlsab(t, qmlsabBinary(t), "history", "add", "--db", db, second)
+	p := startQmlsab(t, qmlsabBinary(t), "history", "add", "--history-db", db, second)
 	deadline := time.Now().Add(2 * time.Minute)
 	for !holdsOpen(p.cmd.Process.Pid, db) {
 		if time.Now().After(deadline) {
@@ -101,7 +101,7 @@ func TestHistoryAddOnSIGHUPWhileWaitingForTheWriterAddsNothing(t *testing.T) {
 	if !strings.Contains(p.stderr.String(), "interrupted by SIGHUP") || !strings.Contains(p.stderr.String(), "not added") {
 		t.Errorf("the message does not say why it stopped and what was not added:\n%s", p.stderr.String())
 	}
-	after, code := qmlsab(t, "history", "list", "--db", db)
+	after, code := qmlsab(t, "history", "list", "--history-db", db)
 	if code != 0 {
 		t.Fatalf("history list after: exit %d:\n%s", code, after)
 	}
