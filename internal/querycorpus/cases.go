@@ -313,6 +313,7 @@ func aggregateCases() []Case {
 			d("city", nil, "n", 3), d("city", "Oslo", "n", 2), d("city", "Rome", "n", 1)),
 		aggErr("agg/error-ifnull-one-arg", "$ifNull needs at least two arguments (1257300)", a(d("$project", d("v", d("$ifNull", a("$age"))))), 1257300, "Location1257300"),
 		aggErr("agg/error-ifnull-not-array", "a single non-array $ifNull argument is one argument (1257300)", a(d("$project", d("v", d("$ifNull", "$age")))), 1257300, "Location1257300"),
+		aggErr("agg/error-sharded-data-distribution-not-router", "$shardedDataDistribution runs only on a router (6789101)", a(d("$shardedDataDistribution", d())), 6789101, "Location6789101"),
 		aggErr("agg/error-merge-not-last", "$merge must be the last stage", a(d("$merge", d("into", OutColl)), d("$match", d())), 40601, "Location40601"),
 		aggErr("agg/error-unknown-stage", "an unknown stage is 40324", a(d("$foo", d())), 40324, "Location40324"),
 		aggErr("agg/error-unknown-expression", "an unknown expression as a $project field is the projection parser's 31325 (4.4+)", a(d("$project", d("x", d("$foo", 1)))), 31325, "Location31325"),

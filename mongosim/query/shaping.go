@@ -16,7 +16,6 @@ var knownStages = map[string]bool{
 	"$replaceRoot": true, "$replaceWith": true, "$unset": true, "$sample": true, "$graphLookup": true,
 	"$geoNear": true, "$indexStats": true, "$collStats": true, "$redact": true, "$unionWith": true,
 	"$densify": true, "$fill": true, "$documents": true, "$listSessions": true, "$planCacheStats": true,
-	"$shardedDataDistribution": true,
 }
 
 // wholeNumber reads a numeric stage argument that must be an integer.
