@@ -117,6 +117,12 @@ ok('sh.status chunk list covers the key space: MinKey to MaxKey, each chunk star
   ch.length === 4 && ch[0].min.cust instanceof MinKey && ch[3].max.cust instanceof MaxKey &&
   ch.every((c, i) => i === 0 || show(c.min) === show(ch[i - 1].max)) &&
   show([...new Set(ch.map(c => c['on shard']))].sort()) === show(['sh0', 'sh1']));
+const dist = st.shardedDataDistribution;
+ok('sh.status data distribution: app.orders on sh0 and sh1, 200 documents owned, no orphans: ' + show(dist),
+  Array.isArray(dist) && dist.length === 1 && dist[0].ns === 'app.orders' &&
+  show(dist[0].shards.map(s => s.shardName)) === show(['sh0', 'sh1']) &&
+  dist[0].shards.every(s => Number(s.numOwnedDocuments) > 0 && Number(s.ownedSizeBytes) > 0 && Number(s.numOrphanedDocs) === 0) &&
+  dist[0].shards.reduce((n, s) => n + Number(s.numOwnedDocuments), 0) === 200);
 print('mongosh-check: sharded all good');
 " 2>&1) || { echo "$out"; echo "mongosh-check: FAILED (sharded)"; exit 1; }
   echo "$out"
