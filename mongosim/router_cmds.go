@@ -643,6 +643,9 @@ func (rt *Router) cmdAggregate(ctx context.Context, db string, body bson.Raw) (b
 		first, _ := bson.Raw(d).IndexErr(0)
 		names = append(names, first.Key())
 	}
+	if len(names) > 0 && names[0] == "$shardedDataDistribution" {
+		return rt.aggregateShardedDataDistribution(ctx, db, body, stages, batchSizeOf(body.Lookup("cursor", "batchSize")))
+	}
 	if _, err := query.Compile(db, stages); err != nil {
 		return nil, err
 	}

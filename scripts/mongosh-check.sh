@@ -89,8 +89,40 @@ ok('\$merge of a sharded source into an unsharded target', app.orders_copy.count
 app.src.insertMany(Array.from({length: 50}, (_, i) => ({_id: i, v: i, bucket: i % 5})));
 app.src.aggregate([{\$group: {_id: '\$bucket', n: {\$sum: 1}}}, {\$merge: {into: 'by_mod'}}]).toArray();
 ok('\$merge through the router wrote its output', app.by_mod.countDocuments({}) === 5);
-const status = sh.status();
-ok('sh.status lists both shards', JSON.stringify(status).includes('sh0') && JSON.stringify(status).includes('sh1'));
+// sh.status(): what mongosh derives from config.* through the router
+// (finds, and aggregates with \$group, \$project, \$ifNull and \$sort).
+const st = sh.status().value;
+const show = (v) => EJSON.stringify(v);
+ok('sh.status lists exactly the two shards, by _id: ' + show(st.shards.map(s => s._id)),
+  show(st.shards.map(s => [s._id, s.host])) === show([['sh0', 'sh0/127.0.0.1:$sh0'], ['sh1', 'sh1/127.0.0.1:$sh1']]));
+ok('sh.status counts one active mongos: ' + show(st['active mongoses']),
+  Array.isArray(st['active mongoses']) && st['active mongoses'].length === 1 && Object.values(st['active mongoses'][0])[0] === 1);
+ok('sh.status reports no recent migrations (chunks never move): ' + show(st.balancer),
+  st.balancer['Migration Results for the last 24 hours'] === 'No recent migrations' && st.balancer['Currently running'] === 'no');
+const appEntry = st.databases.find(e => e.database._id === 'app');
+ok('sh.status lists database app with primary sh0', appEntry !== undefined && appEntry.database.primary === 'sh0');
+ok('sh.status lists app.orders as the only sharded collection of app: ' + show(Object.keys(appEntry.collections)),
+  show(Object.keys(appEntry.collections)) === show(['app.orders']));
+const orders = appEntry.collections['app.orders'];
+ok('sh.status gives app.orders its hashed shard key', show(orders.shardKey) === show({cust: 'hashed'}));
+// The chunk counts per shard, against config.chunks read directly: a
+// hashed key on an empty collection starts with 2 chunks per shard.
+const cfgChunks = db.getSiblingDB('config').chunks;
+const uuid = db.getSiblingDB('config').collections.findOne({_id: 'app.orders'}).uuid;
+const direct = ['sh0', 'sh1'].map(s => ({shard: s, nChunks: cfgChunks.countDocuments({uuid: uuid, shard: s})}));
+ok('sh.status chunk counts per shard ' + show(orders.chunkMetadata) + ' match config.chunks ' + show(direct),
+  show(orders.chunkMetadata) === show(direct) && direct.every(c => c.nChunks === 2));
+const ch = orders.chunks;
+ok('sh.status chunk list covers the key space: MinKey to MaxKey, each chunk starting where the previous ends, on sh0 and sh1',
+  ch.length === 4 && ch[0].min.cust instanceof MinKey && ch[3].max.cust instanceof MaxKey &&
+  ch.every((c, i) => i === 0 || show(c.min) === show(ch[i - 1].max)) &&
+  show([...new Set(ch.map(c => c['on shard']))].sort()) === show(['sh0', 'sh1']));
+const dist = st.shardedDataDistribution;
+ok('sh.status data distribution: app.orders on sh0 and sh1, 200 documents owned, no orphans: ' + show(dist),
+  Array.isArray(dist) && dist.length === 1 && dist[0].ns === 'app.orders' &&
+  show(dist[0].shards.map(s => s.shardName)) === show(['sh0', 'sh1']) &&
+  dist[0].shards.every(s => Number(s.numOwnedDocuments) > 0 && Number(s.ownedSizeBytes) > 0 && Number(s.numOrphanedDocs) === 0) &&
+  dist[0].shards.reduce((n, s) => n + Number(s.numOwnedDocuments), 0) === 200);
 print('mongosh-check: sharded all good');
 " 2>&1) || { echo "$out"; echo "mongosh-check: FAILED (sharded)"; exit 1; }
   echo "$out"

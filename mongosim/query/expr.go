@@ -168,7 +168,7 @@ func absInt(v int64) int64 {
 // knownExpressions are expression operators mongod has and mongosim does
 // not evaluate: refused with NotImplemented, not as unrecognized.
 var knownExpressions = map[string]bool{
-	"$abs": true, "$and": true, "$or": true, "$not": true, "$cond": true, "$ifNull": true, "$switch": true,
+	"$abs": true, "$and": true, "$or": true, "$not": true, "$cond": true, "$switch": true,
 	"$concat": true, "$substr": true, "$substrCP": true, "$toUpper": true, "$toLower": true, "$strLenCP": true,
 	"$eq": true, "$ne": true, "$gt": true, "$gte": true, "$lt": true, "$lte": true, "$cmp": true,
 	"$mod": true, "$floor": true, "$ceil": true, "$round": true, "$trunc": true, "$sqrt": true, "$pow": true,
@@ -183,7 +183,7 @@ var knownExpressions = map[string]bool{
 // knows, implemented here or not.
 func isExpressionName(op string) bool {
 	switch op {
-	case "$literal", "$add", "$subtract", "$multiply", "$divide":
+	case "$literal", "$add", "$subtract", "$multiply", "$divide", "$ifNull":
 		return true
 	}
 	return knownExpressions[op]
@@ -191,7 +191,7 @@ func isExpressionName(op string) bool {
 
 // CompileExpr compiles a field path ("$a.b"), a literal, {$literal: v}, an
 // object or array of expressions, or one of $add, $subtract, $multiply,
-// $divide. Other operators mongod knows are refused with NotImplemented;
+// $divide, $ifNull. Other operators mongod knows are refused with NotImplemented;
 // unknown ones with InvalidPipelineOperator, as mongod refuses them.
 func CompileExpr(v bson.RawValue) (Expr, error) {
 	switch v.Type {
@@ -257,6 +257,8 @@ func CompileExpr(v bson.RawValue) (Expr, error) {
 					ae.args = append(ae.args, e)
 				}
 				return ae, nil
+			case "$ifNull":
+				return compileIfNull(arg)
 			}
 			if knownExpressions[op] {
 				return nil, notImplemented("the expression " + op)
@@ -274,6 +276,54 @@ func CompileExpr(v bson.RawValue) (Expr, error) {
 		return o, nil
 	}
 	return literalExpr(v), nil
+}
+
+// ifNullExpr is {$ifNull: [e1, ..., replacement]}: the first of e1... whose
+// value is not nullish (null, undefined or missing), else the replacement's
+// value as it is (missing stays missing). Later arguments are evaluated only
+// when the earlier ones were nullish, so an error there cannot surface
+// after a non-null value.
+type ifNullExpr []Expr
+
+// compileIfNull takes the argument array (a single non-array argument is
+// one argument, as for every expression) and needs at least two: mongod
+// (5.0+, which allows more than two) refuses fewer with 1257300.
+func compileIfNull(arg bson.RawValue) (Expr, error) {
+	vals := []bson.RawValue{arg}
+	if arr, ok := arg.ArrayOK(); ok {
+		vals, _ = arr.Values()
+	}
+	if len(vals) < 2 {
+		return nil, mongoerr.New(1257300, "$ifNull needs at least two arguments, had: %d", len(vals))
+	}
+	e := make(ifNullExpr, len(vals))
+	for i, v := range vals {
+		sub, err := CompileExpr(v)
+		if err != nil {
+			return nil, err
+		}
+		e[i] = sub
+	}
+	return e, nil
+}
+
+func (e ifNullExpr) Eval(doc bson.Raw) (bson.RawValue, error) {
+	for i, sub := range e {
+		v, err := sub.Eval(doc)
+		if err != nil {
+			return Missing, err
+		}
+		if !nullish(v) || i == len(e)-1 {
+			return v, nil
+		}
+	}
+	return Missing, nil
+}
+
+// nullish reports whether v is null, undefined or missing, the values
+// expressions such as $ifNull treat as absent.
+func nullish(v bson.RawValue) bool {
+	return v.Type == 0 || v.Type == bson.TypeNull || v.Type == bson.TypeUndefined
 }
 
 // sumAcc adds numbers the way $sum does: integers stay integers (int32 while

@@ -93,6 +93,13 @@ func Compile(db string, stages []bson.Raw) (*Pipeline, error) {
 			s, err = compileMerge(db, spec)
 		case "$out":
 			s, err = compileOut(db, spec)
+		case "$shardedDataDistribution":
+			// mongod checks the argument, then that it runs on a router;
+			// mongosim's router answers the stage before compiling.
+			if d, ok := spec.DocumentOK(); !ok || len(d) != 5 {
+				return nil, mongoerr.New(6789100, "The $shardedDataDistribution stage specification must be an empty object")
+			}
+			return nil, mongoerr.New(6789101, "The $shardedDataDistribution stage can only be run on router")
 		case "$currentOp":
 			if i != 0 {
 				return nil, mongoerr.New(40602, "$currentOp is only valid as the first stage in a pipeline")

@@ -173,6 +173,10 @@ func TestCompileRefusesWhatMongodRefuses(t *testing.T) {
 		// A stage mongod has and mongosim does not run is refused as not
 		// implemented, not as unknown.
 		{[]bson.D{{{Key: "$bucketAuto", Value: bson.D{}}}}, mongoerr.NotImplemented},
+		// Off a router (which answers it itself) mongod refuses it, after
+		// checking its argument.
+		{[]bson.D{{{Key: "$shardedDataDistribution", Value: bson.D{}}}}, 6789101},
+		{[]bson.D{{{Key: "$shardedDataDistribution", Value: 3}}}, 6789100},
 		{[]bson.D{{{Key: "$out", Value: "x"}}, {{Key: "$match", Value: bson.D{}}}}, 40601},
 		{[]bson.D{{{Key: "$match", Value: bson.D{}}}, {{Key: "$currentOp", Value: bson.D{}}}}, 40602},
 		{[]bson.D{{{Key: "$project", Value: bson.D{{Key: "a", Value: 1}, {Key: "b", Value: 0}}}}}, 31254},

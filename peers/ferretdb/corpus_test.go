@@ -60,12 +60,23 @@ var knownDeviations = map[string]string{
 	"agg/group-min-max":                   "FerretDB v1 does not implement the $min and $max accumulators (NotImplemented)",
 	"agg/group-push":                      "FerretDB v1 does not implement the $push accumulator (NotImplemented)",
 	"agg/error-unknown-accumulator":       "FerretDB v1 answers an unknown accumulator NotImplemented, not 15952",
+	"agg/ifnull-missing":                  "FerretDB v1 does not implement $ifNull (NotImplemented)",
+	"agg/ifnull-null":                     "FerretDB v1 does not implement $ifNull (NotImplemented)",
+	"agg/ifnull-empty-array-kept":         "FerretDB v1 does not implement $ifNull (NotImplemented)",
+	"agg/ifnull-first-non-null":           "FerretDB v1 does not implement $ifNull (NotImplemented)",
+	"agg/ifnull-replacement-missing":      "FerretDB v1 does not implement $ifNull (NotImplemented)",
+	"agg/ifnull-lazy":                     "FerretDB v1 does not implement $ifNull (NotImplemented)",
+	"agg/ifnull-group-id-field":           "FerretDB v1 does not implement $ifNull (NotImplemented)",
+	"agg/error-ifnull-one-arg":            "FerretDB v1 does not implement $ifNull (NotImplemented), so cannot refuse too few arguments (1257300)",
+	"agg/error-ifnull-not-array":          "FerretDB v1 does not implement $ifNull (NotImplemented), so cannot refuse too few arguments (1257300)",
 
 	// Aggregation: wrong answers.
-	"agg/project-array-path":  "FerretDB v1's $project of a field path returns the literal string \"$items.qty\"",
-	"agg/set-stage":           "FerretDB v1's $set of a field path returns the literal string \"$name\"",
-	"agg/group-two-sums":      "FerretDB v1 returns 0 for a second $sum of a field in one $group",
-	"agg/error-unknown-stage": "FerretDB v1 answers an unknown stage with 40234, not mongod's 40324",
+	"agg/project-array-path":                         "FerretDB v1's $project of a field path returns the literal string \"$items.qty\"",
+	"agg/set-stage":                                  "FerretDB v1's $set of a field path returns the literal string \"$name\"",
+	"agg/group-project-rename-sort":                  "FerretDB v1's $project of a field path returns the literal strings \"$_id\" and \"$cnt\"",
+	"agg/group-two-sums":                             "FerretDB v1 returns 0 for a second $sum of a field in one $group",
+	"agg/error-unknown-stage":                        "FerretDB v1 answers an unknown stage with 40234, not mongod's 40324",
+	"agg/error-sharded-data-distribution-not-router": "FerretDB v1 does not know $shardedDataDistribution: it answers 40234 (its unknown-stage code), not 6789101",
 }
 
 // Every corpus case FerretDB fails is a listed deviation: a new failure
