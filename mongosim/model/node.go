@@ -28,6 +28,9 @@ type Node struct {
 	seq     int64
 
 	trackedTotal int64
+	// live is the census of n.ops kept as operations come and go, so a
+	// sample reads it without walking every operation.
+	live         liveCounts
 	rss, rssPeak int64
 	rssSample    int64 // the RSS monitor's latest sample
 
@@ -191,6 +194,7 @@ func (n *Node) Submit(op *Op) {
 	if op.Kind == KindGetMore {
 		c, ok := n.cursors[op.CursorID]
 		if !ok {
+			n.setTracked(op, 0) // it never went live: it holds nothing
 			op.state = stateDone
 			if op.Done != nil {
 				op.Done(Outcome{Code: 43})
@@ -199,6 +203,7 @@ func (n *Node) Submit(op *Op) {
 		}
 		delete(n.cursors, op.CursorID)
 		n.trackedTotal -= c.bytes
+		n.live.cursorBytes -= c.bytes
 		n.setTracked(op, c.bytes)
 		n.cursorUntracked(c, -1)
 		op.runs = c.runs
@@ -210,12 +215,15 @@ func (n *Node) Submit(op *Op) {
 		}
 	}
 	n.ops[op.ID] = op
+	op.countedStage = op.Work.Stage
+	n.live.add(op.countedStage, 1)
 	n.opUntracked(op)
 	n.request(op)
 }
 
 func (n *Node) setTracked(op *Op, b int64) {
 	n.trackedTotal += b - op.tracked
+	n.live.opBytes += b - op.tracked
 	op.tracked = b
 	op.peak = max(op.peak, b)
 }
@@ -327,6 +335,7 @@ func (n *Node) KillCursor(id int64) bool {
 	if ok {
 		delete(n.cursors, id)
 		n.trackedTotal -= c.bytes
+		n.live.cursorBytes -= c.bytes
 		n.cursorUntracked(c, -1)
 		n.dropQueryFile(id)
 	}
@@ -343,6 +352,7 @@ func (n *Node) end(op *Op, code int32) {
 		Stage: op.Work.Stage, Admissions: op.admissions, Elapsed: n.now - op.started}
 	op.state = stateDone
 	delete(n.ops, op.ID)
+	n.live.add(op.countedStage, -1)
 	n.setUntracked(op, 0)
 	if code == 0 && op.CursorID != 0 && !op.Work.Exhausts {
 		keep := op.tracked
@@ -352,6 +362,7 @@ func (n *Node) end(op *Op, code int32) {
 		c := cursor{bytes: keep, admissions: op.prior + op.admissions, primed: op.primed, lastEval: op.lastEval, runs: op.runs}
 		n.cursors[op.CursorID] = c
 		n.trackedTotal += keep
+		n.live.cursorBytes += keep
 		n.cursorUntracked(c, 1)
 	} else {
 		n.dropQueryFile(queryFile(op)) // the query is over: its spill file goes
@@ -577,6 +588,8 @@ func (n *Node) crash() {
 	n.ops = map[int64]*Op{}
 	n.running = nil
 	n.cursors = map[int64]cursor{}
+	n.trackedTotal = 0 // the process's memory died with it
+	n.live = liveCounts{}
 	if n.OnCrash != nil {
 		n.OnCrash()
 	}
