@@ -23,8 +23,6 @@ import (
 	"slices"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
-
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/arms/killop"
 	"github.com/qmlsab/qmlsab/collect"
@@ -523,17 +521,19 @@ func (s *sim) observe() {
 		smp := store.Sample{At: s.at(s.now), Member: fmt.Sprintf("member%d", i)}
 		if mb.up {
 			n := mb.node
-			raw, err := bson.Marshal(mongosim.ModelStatus(n, s.now-mb.startedAt))
-			if err != nil {
-				panic(err) // a document the model built from numbers always marshals
-			}
 			smp.Up, smp.Primary, smp.ProcessID = true, s.primary == i, fmt.Sprintf("process%d", mb.process)
-			smp.Values = collect.Extract(raw)
+			// The document goes to the extractor table as built: a wire
+			// sampler reads the same fields from its marshalled form.
+			smp.Values = collect.ExtractD(mongosim.ModelStatus(n, s.now-mb.startedAt))
+			// The census from the counts the model keeps as operations
+			// come and go: the same figures as a walk of every operation.
+			oc := n.OpCounts()
 			c := &s.census // reused sample to sample
 			c.Reset()
-			n.Ops(func(op *model.Op) {
-				c.Add(collect.CensusOp{Queued: op.Queued(), TrackedBytes: op.Tracked(), Stage: op.Work.Stage})
-			})
+			c.AddCounts(oc.Live-oc.Queued, oc.Queued, oc.TrackedBytes)
+			for _, st := range oc.Stages {
+				c.AddStage(st.Stage, st.Ops)
+			}
 			c.AddTo(smp.Values)
 		}
 		s.rec.Samples = append(s.rec.Samples, smp)
