@@ -30,7 +30,11 @@ type Node struct {
 	trackedTotal int64
 	// live is the census of n.ops kept as operations come and go, so a
 	// sample reads it without walking every operation.
-	live         liveCounts
+	live   liveCounts
+	queued int // operations waiting in any pool
+	// yieldSeconds is p.YieldPeriod in seconds, converted once: it is
+	// compared with every running op's slice every tick.
+	yieldSeconds float64
 	rss, rssPeak int64
 	rssSample    int64 // the RSS monitor's latest sample
 
@@ -89,6 +93,7 @@ func NewNode(hw Hardware, p Params, seed uint64) *Node {
 	n.pools[0][1] = newPool("read.lowPriority", true, low)
 	n.pools[1][0] = newPool("write.normalPriority", false, write)
 	n.pools[1][1] = newPool("write.lowPriority", true, low)
+	n.yieldSeconds = p.YieldPeriod.Seconds()
 	n.probe.stable = float64(read + write)
 	n.rss = hw.BaselineBytes
 	if hw.Host != nil {
@@ -131,7 +136,10 @@ func (n *Node) Hardware() Hardware { return n.hw }
 func (n *Node) Params() Params { return n.p }
 
 // SetParams replaces the parameters (setParameter at runtime).
-func (n *Node) SetParams(p Params) { n.p = p }
+func (n *Node) SetParams(p Params) {
+	n.p = p
+	n.yieldSeconds = p.YieldPeriod.Seconds()
+}
 
 // RSS is resident memory now; RSSPeak the highest seen.
 func (n *Node) RSS() int64     { return n.rss }
@@ -185,6 +193,7 @@ func (n *Node) Submit(op *Op) {
 	op.scanned = 0
 	op.readLeft = float64(op.Work.ReadSpillBytes)
 	op.writesLeft = float64(op.Work.WriteDocs)
+	op.cpuPerDoc = op.Work.CPUPerDoc.Seconds()
 	if op.Write {
 		op.latched = true // global IX from the start
 	}
@@ -256,6 +265,7 @@ func (n *Node) request(op *Op) {
 	n.seq++
 	op.queueSeq = n.seq
 	pl.push(op)
+	n.queued++
 	pl.addedToQueue++
 }
 
@@ -277,16 +287,22 @@ func (n *Node) admit(op *Op) {
 
 func (n *Node) dequeue(op *Op) {
 	pl := op.pool
-	pl.remove(op)
+	if pl.remove(op) {
+		n.queued--
+	}
 	pl.removedFromQueue++
 	pl.totalTimeQueuedMicros += int64((n.now - op.queuedAt) / time.Microsecond)
 }
 
 func (n *Node) admitWaiters() {
+	if n.queued == 0 {
+		return
+	}
 	for _, byPrio := range n.pools {
 		for _, pl := range byPrio {
 			for pl.out < pl.total && pl.queueLength() > 0 {
 				op := pl.pop()
+				n.queued--
 				pl.removedFromQueue++
 				pl.totalTimeQueuedMicros += int64((n.now - op.queuedAt) / time.Microsecond)
 				n.admit(op)
@@ -380,9 +396,12 @@ func (n *Node) AdvanceTo(t time.Duration) {
 	}
 }
 
+// tickSeconds is Tick in seconds.
+var tickSeconds = Tick.Seconds()
+
 func (n *Node) step() {
 	n.now += Tick
-	dt := Tick.Seconds()
+	dt := tickSeconds
 	cpuN, diskN := 0, 0
 	n.stalled = 0
 	for _, op := range n.running {
@@ -433,7 +452,7 @@ func (n *Node) step() {
 		// real thread runs in whole scheduler quanta and reaches its yield
 		// check while running, which the model's processor sharing would
 		// otherwise smear into slices that end on wall time alone.
-		due := op.sliceRun >= n.p.YieldPeriod.Seconds() || (n.p.YieldIterations > 0 && op.sliceIters >= float64(n.p.YieldIterations))
+		due := op.sliceRun >= n.yieldSeconds || (n.p.YieldIterations > 0 && op.sliceIters >= float64(n.p.YieldIterations))
 		if due && op.blockLeft <= 0 && op.pendingSpill <= 0 {
 			// Yield: release the ticket and queue for another one.
 			n.release(op)
@@ -479,7 +498,7 @@ func (n *Node) progress(op *Op, dt, cpuShare, diskRate float64) bool {
 		n.writeSpill(op, cpuShare*dt)
 		op.pendingSpill -= cpuShare * dt
 	case op.scanned < float64(w.ScanDocs):
-		docs := min(cpuShare*dt/w.CPUPerDoc.Seconds(), float64(w.ScanDocs)-op.scanned)
+		docs := min(cpuShare*dt/op.cpuPerDoc, float64(w.ScanDocs)-op.scanned)
 		op.scanned += docs
 		op.sinceCheck += docs
 		op.sliceIters += docs
@@ -529,7 +548,7 @@ func (n *Node) progress(op *Op, dt, cpuShare, diskRate float64) bool {
 				op.latched = true
 			}
 		}
-		docs := min(cpuShare*dt/w.CPUPerDoc.Seconds(), op.writesLeft)
+		docs := min(cpuShare*dt/op.cpuPerDoc, op.writesLeft)
 		op.writesLeft -= docs
 		op.sinceCheck += docs
 		op.sliceIters += docs
@@ -578,7 +597,9 @@ func (n *Node) crash() {
 	n.dead = true
 	for _, op := range n.ops {
 		if op.state == stateQueued {
-			op.pool.remove(op)
+			if op.pool.remove(op) {
+				n.queued--
+			}
 		}
 		op.state = stateDone
 		if op.Done != nil {

@@ -109,6 +109,7 @@ type Op struct {
 	sinceCheck    float64
 	sliceIters    float64 // documents processed in the current slice
 	sliceRun      float64 // seconds the op ran (on CPU or blocked on I/O) in this slice
+	cpuPerDoc     float64 // Work.CPUPerDoc in seconds, converted once at Submit
 
 	loaded   bool
 	primed   bool

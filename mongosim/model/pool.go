@@ -42,11 +42,14 @@ func (p *pool) pop() *Op {
 	return op
 }
 
-func (p *pool) remove(op *Op) {
+// remove takes op out of the queue and reports whether it was there.
+func (p *pool) remove(op *Op) bool {
 	if op.heapIndex >= 0 && op.heapIndex < p.waiters.Len() && p.waiters.ops[op.heapIndex] == op {
 		heap.Remove(&p.waiters, op.heapIndex)
 		p.queuedAdm -= int64(op.admissions)
+		return true
 	}
+	return false
 }
 
 // queuedAdmissions is Σ admissions of the queued ops
