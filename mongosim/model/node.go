@@ -37,6 +37,7 @@ type Node struct {
 	yieldSeconds float64
 	rss, rssPeak int64
 	rssSample    int64 // the RSS monitor's latest sample
+	shedCache    shedState
 
 	probe       probe
 	lastMonitor time.Duration
