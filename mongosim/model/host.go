@@ -137,7 +137,7 @@ func (s *hostState) dirtyable(rss int64) int64 {
 // the kernel would OOM-kill (host memory that cannot be reclaimed at once
 // exceeds the machine's).
 func (s *hostState) update(tracked int64, overhead float64, dt time.Duration) (rss int64, oom bool) {
-	inUse := s.h.MongodBaseBytes + s.wt.fill + int64(float64(tracked)*overhead) + s.untracked
+	inUse := s.inUseWith(tracked, overhead)
 	if s.settled && inUse == s.inUse && s.pc.dirty == s.usedDirty {
 		// Nothing moved since the last update, and the allocator holds no
 		// free pages: every step below would give what it gave then (an
@@ -150,6 +150,16 @@ func (s *hostState) update(tracked int64, overhead float64, dt time.Duration) (r
 	s.used = rss + s.h.OtherProcessBytes + s.h.KernelBytes + int64(s.pc.dirty)
 	s.rss, s.usedDirty, s.settled = rss, s.pc.dirty, s.alloc.held == 0
 	return rss, s.used > s.ram
+}
+
+func (s *hostState) inUseWith(tracked int64, overhead float64) int64 {
+	return s.h.MongodBaseBytes + s.wt.fill + int64(float64(tracked)*overhead) + s.untracked
+}
+
+// unchanged reports whether an update with tracked bytes would return
+// what the last one did and change nothing.
+func (s *hostState) unchanged(tracked int64, overhead float64) bool {
+	return s.settled && s.inUseWith(tracked, overhead) == s.inUse && s.pc.dirty == s.usedDirty
 }
 
 // HostStats is a member's host memory, for tests and observers.

@@ -390,11 +390,54 @@ func (n *Node) end(op *Op, code int32) {
 	}
 }
 
-// AdvanceTo runs the model up to time t in ticks.
+// AdvanceTo runs the model up to time t in ticks. Ticks in which an idle
+// member would change nothing are passed over in one move (a secondary
+// takes no load for a whole trial; a restarted member catches up with the
+// trial's clock from zero).
 func (n *Node) AdvanceTo(t time.Duration) {
 	for !n.dead && n.now+Tick <= t {
+		if k := n.quietTicks(t); k > 0 {
+			n.now += time.Duration(k) * Tick
+			n.stalled = 0
+			continue
+		}
 		n.step()
 	}
+}
+
+// quietTicks is how many of the next ticks up to t would change nothing
+// but the clock: none while an operation runs or waits, background
+// writeback runs, or memory is not where the last tick left it (the
+// allocator still releasing pages, a cursor killed since); otherwise the
+// ticks before the next RSS monitor or throughput probe, which keep their
+// counters and so are stepped.
+func (n *Node) quietTicks(t time.Duration) int64 {
+	if len(n.running) > 0 || n.queued > 0 || !n.memorySettled() {
+		return 0
+	}
+	k := int64((t - n.now) / Tick)
+	k = min(k, ticksUntil(n.now, n.lastMonitor, n.p.RSSMonitorInterval)-1)
+	k = min(k, ticksUntil(n.now, n.probe.last, n.p.ProbeInterval)-1)
+	return max(k, 0)
+}
+
+// ticksUntil is how many ticks from now the step comes whose time is at
+// least every past last (every ≤ a tick: the next one).
+func ticksUntil(now, last, every time.Duration) int64 {
+	need := every - (now - last)
+	if need <= Tick {
+		return 1
+	}
+	return int64((need + Tick - 1) / Tick)
+}
+
+// memorySettled reports whether a tick with no operation running or
+// queued would leave resident memory as the last one computed it.
+func (n *Node) memorySettled() bool {
+	if n.host == nil {
+		return n.rss == n.hw.BaselineBytes+int64(float64(n.trackedTotal)*n.hw.AllocOverhead)
+	}
+	return !n.host.pc.flushing() && n.host.unchanged(n.trackedTotal, n.hw.AllocOverhead)
 }
 
 // tickSeconds is Tick in seconds.
