@@ -18,7 +18,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -134,8 +133,9 @@ type sim struct {
 
 	tally Tally
 	rec   store.Records
-	// inflight are the client operations not yet answered.
-	inflight   map[*opRecord]bool
+	// inflight are the client operations not yet answered, each at its
+	// slot (a set without hashing a key per operation).
+	inflight   []*opRecord
 	lastReport time.Duration
 	actorOps   []killop.Op
 	census     collect.Census
@@ -149,6 +149,7 @@ type opRecord struct {
 	write              bool
 	code               string // "" for success, or a server or client error name
 	trackedBytes       int64  // what a shed or killed op held when it ended
+	slot               int    // its index in sim.inflight while unanswered
 }
 
 type pendingQuery struct {
@@ -170,7 +171,7 @@ func Run(ctx context.Context, cfg Config, arm arms.Arm) (Trial, error) {
 		return Trial{}, err
 	}
 	s := &sim{cfg: cfg, arm: arm, params: params, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
-		primary: 0, elect: -1, inflight: map[*opRecord]bool{}}
+		primary: 0, elect: -1}
 	for i := range s.members {
 		s.members[i] = &member{up: true}
 		s.startNode(i)
@@ -293,7 +294,8 @@ func (s *sim) loop(ctx context.Context, total time.Duration) error {
 	// What is still unanswered when the trial ends is unfinished, not
 	// failed: the wire driver cuts every operation off at the trial's end
 	// (plus a drain) and records it the same way.
-	left := slices.SortedFunc(maps.Keys(s.inflight), func(a, b *opRecord) int { return cmp.Compare(a.scheduled, b.scheduled) })
+	left := slices.Clone(s.inflight)
+	slices.SortFunc(left, func(a, b *opRecord) int { return cmp.Compare(a.scheduled, b.scheduled) })
 	for _, rec := range left {
 		rec.latency, rec.code = s.now-rec.scheduled, store.TrialEnded
 		s.report(rec)
@@ -312,8 +314,8 @@ func (s *sim) advance() {
 
 // track registers a client operation.
 func (s *sim) track(at time.Duration, stage string, write bool) *opRecord {
-	rec := &opRecord{scheduled: at, stage: stage, write: write}
-	s.inflight[rec] = true
+	rec := &opRecord{scheduled: at, stage: stage, write: write, slot: len(s.inflight)}
+	s.inflight = append(s.inflight, rec)
 	return rec
 }
 
@@ -325,7 +327,13 @@ func (s *sim) answer(rec *opRecord, code int32) {
 
 // report records an answered operation as its client saw it.
 func (s *sim) report(rec *opRecord) {
-	delete(s.inflight, rec)
+	if rec.slot >= 0 {
+		last := s.inflight[len(s.inflight)-1]
+		s.inflight[rec.slot], last.slot = last, rec.slot
+		s.inflight[len(s.inflight)-1] = nil
+		s.inflight = s.inflight[:len(s.inflight)-1]
+		rec.slot = -1
+	}
 	if rec.stage == "" {
 		ok := rec.code == "" && rec.latency <= s.cfg.Workload.CanarySLO
 		s.tally.Canaries++
