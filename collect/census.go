@@ -70,6 +70,30 @@ func (c *Census) Add(o CensusOp) {
 	c.stages = append(c.stages, stageCount{o.Stage, 1})
 }
 
+// AddCounts counts operations their owner has tallied already (the
+// virtual engine's model keeps its census as operations come and go):
+// running and queued of them, holding tracked bytes in all. Their stages
+// are counted with AddStage.
+func (c *Census) AddCounts(running, queued int, tracked int64) {
+	c.running += running
+	c.queued += queued
+	c.tracked += tracked
+}
+
+// AddStage counts ops operations of one stage.
+func (c *Census) AddStage(stage string, ops int) {
+	if stage == "" || ops == 0 {
+		return
+	}
+	for i := range c.stages {
+		if c.stages[i].stage == stage {
+			c.stages[i].n += ops
+			return
+		}
+	}
+	c.stages = append(c.stages, stageCount{stage, ops})
+}
+
 // AddTo stores the census's fields in values (a stage's count adds to
 // what values already holds for it).
 func (c *Census) AddTo(values map[string]float64) {

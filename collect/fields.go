@@ -118,6 +118,95 @@ func ExtractWith(get Lookup) map[string]float64 {
 // Extract reads every field present in a serverStatus document.
 func Extract(doc bson.Raw) map[string]float64 { return ExtractWith(DocLookup(ServerStatus, doc)) }
 
+// ExtractD reads every field present in a serverStatus document built in
+// this process (the virtual engine's model status) without marshalling
+// it: the same table, and each value read as Extract reads its marshalled
+// form (DLookup).
+func ExtractD(doc bson.D) map[string]float64 { return ExtractWith(DLookup(ServerStatus, doc)) }
+
+// DLookup reads the fields of source from a document built in this
+// process, as DocLookup reads the same document marshalled: a path goes
+// through nested bson.D values (the first element of a name wins, as in
+// a raw lookup); doubles, float32 and Go's integer types are numbers,
+// booleans 1 or 0; NaN or infinite doubles, other sources and values of
+// any other type are absent.
+func DLookup(source string, doc bson.D) Lookup {
+	return func(src, path string) (float64, bool) {
+		if src != source {
+			return 0, false
+		}
+		v, ok := lookupD(doc, path)
+		if !ok {
+			return 0, false
+		}
+		return numberOf(v)
+	}
+}
+
+// lookupD finds the value at a dotted path of nested bson.D documents.
+func lookupD(doc bson.D, path string) (any, bool) {
+	for {
+		name, rest, more := strings.Cut(path, ".")
+		var v any
+		found := false
+		for _, e := range doc {
+			if e.Key == name {
+				v, found = e.Value, true
+				break
+			}
+		}
+		if !found {
+			return nil, false
+		}
+		if !more {
+			return v, true
+		}
+		sub, isDoc := v.(bson.D)
+		if !isDoc {
+			return nil, false
+		}
+		doc, path = sub, rest
+	}
+}
+
+// numberOf reads a Go value as DocLookup reads its marshalled BSON.
+func numberOf(v any) (float64, bool) {
+	var x float64
+	switch n := v.(type) {
+	case bool:
+		if n {
+			return 1, true
+		}
+		return 0, true
+	case float64:
+		x = n
+	case float32:
+		x = float64(n)
+	case int:
+		x = float64(n)
+	case int8:
+		x = float64(n)
+	case int16:
+		x = float64(n)
+	case int32:
+		x = float64(n)
+	case int64:
+		x = float64(n)
+	case uint8:
+		x = float64(n)
+	case uint16:
+		x = float64(n)
+	case uint32:
+		x = float64(n)
+	default:
+		return 0, false
+	}
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0, false
+	}
+	return x, true
+}
+
 // DocLookup reads the fields of source from a reply document: finite
 // numbers as they are, booleans as 1 or 0 (as FTDC flattens them); other
 // sources, other types and NaN or infinite doubles are absent, and so is

@@ -88,11 +88,12 @@ func QueryMemorySection(n *model.Node) bson.D {
 	}}}
 }
 
-// TcmallocSection is serverStatus.tcmalloc's generic part.
+// TcmallocSection is serverStatus.tcmalloc's generic part. Its tracked
+// bytes (operations' and idle cursors') are the node's running total, not
+// a walk of its operations: it is read every second.
 func TcmallocSection(n *model.Node) bson.D {
-	c := n.Census()
 	return bson.D{{Key: "generic", Value: bson.D{
 		{Key: "current_allocated_bytes", Value: n.RSS() - n.Hardware().BaselineBytes/2},
 		{Key: "heap_size", Value: n.RSS()},
-		{Key: "tracked_query_bytes", Value: c.TrackedBytes + c.CursorBytes}}}}
+		{Key: "tracked_query_bytes", Value: n.TrackedTotal()}}}}
 }

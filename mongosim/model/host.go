@@ -110,6 +110,12 @@ type hostState struct {
 	untracked int64 // untracked resident bytes of live ops and cursors
 	used      int64 // what the OOM killer weighs: RSS + others + kernel + dirty
 	inUse     int64
+	// The last update's resident bytes and dirty pages, and whether the
+	// allocator held no free pages after it: an update with the same
+	// memory in use and the same dirty pages then changes nothing.
+	rss       int64
+	usedDirty float64
+	settled   bool
 }
 
 func newHostState(hw Hardware) *hostState {
@@ -131,11 +137,29 @@ func (s *hostState) dirtyable(rss int64) int64 {
 // the kernel would OOM-kill (host memory that cannot be reclaimed at once
 // exceeds the machine's).
 func (s *hostState) update(tracked int64, overhead float64, dt time.Duration) (rss int64, oom bool) {
-	s.inUse = s.h.MongodBaseBytes + s.wt.fill + int64(float64(tracked)*overhead) + s.untracked
+	inUse := s.inUseWith(tracked, overhead)
+	if s.settled && inUse == s.inUse && s.pc.dirty == s.usedDirty {
+		// Nothing moved since the last update, and the allocator holds no
+		// free pages: every step below would give what it gave then (an
+		// idle member's ticks, thousands a second of model time).
+		return s.rss, s.used > s.ram
+	}
+	s.inUse = inUse
 	rss = s.alloc.update(s.inUse, dt)
 	s.pc.setDirtyable(s.dirtyable(rss))
 	s.used = rss + s.h.OtherProcessBytes + s.h.KernelBytes + int64(s.pc.dirty)
+	s.rss, s.usedDirty, s.settled = rss, s.pc.dirty, s.alloc.held == 0
 	return rss, s.used > s.ram
+}
+
+func (s *hostState) inUseWith(tracked int64, overhead float64) int64 {
+	return s.h.MongodBaseBytes + s.wt.fill + int64(float64(tracked)*overhead) + s.untracked
+}
+
+// unchanged reports whether an update with tracked bytes would return
+// what the last one did and change nothing.
+func (s *hostState) unchanged(tracked int64, overhead float64) bool {
+	return s.settled && s.inUseWith(tracked, overhead) == s.inUse && s.pc.dirty == s.usedDirty
 }
 
 // HostStats is a member's host memory, for tests and observers.

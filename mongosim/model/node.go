@@ -28,8 +28,16 @@ type Node struct {
 	seq     int64
 
 	trackedTotal int64
+	// live is the census of n.ops kept as operations come and go, so a
+	// sample reads it without walking every operation.
+	live   liveCounts
+	queued int // operations waiting in any pool
+	// yieldSeconds is p.YieldPeriod in seconds, converted once: it is
+	// compared with every running op's slice every tick.
+	yieldSeconds float64
 	rss, rssPeak int64
 	rssSample    int64 // the RSS monitor's latest sample
+	shedCache    shedState
 
 	probe       probe
 	lastMonitor time.Duration
@@ -86,6 +94,7 @@ func NewNode(hw Hardware, p Params, seed uint64) *Node {
 	n.pools[0][1] = newPool("read.lowPriority", true, low)
 	n.pools[1][0] = newPool("write.normalPriority", false, write)
 	n.pools[1][1] = newPool("write.lowPriority", true, low)
+	n.yieldSeconds = p.YieldPeriod.Seconds()
 	n.probe.stable = float64(read + write)
 	n.rss = hw.BaselineBytes
 	if hw.Host != nil {
@@ -128,7 +137,10 @@ func (n *Node) Hardware() Hardware { return n.hw }
 func (n *Node) Params() Params { return n.p }
 
 // SetParams replaces the parameters (setParameter at runtime).
-func (n *Node) SetParams(p Params) { n.p = p }
+func (n *Node) SetParams(p Params) {
+	n.p = p
+	n.yieldSeconds = p.YieldPeriod.Seconds()
+}
 
 // RSS is resident memory now; RSSPeak the highest seen.
 func (n *Node) RSS() int64     { return n.rss }
@@ -182,6 +194,7 @@ func (n *Node) Submit(op *Op) {
 	op.scanned = 0
 	op.readLeft = float64(op.Work.ReadSpillBytes)
 	op.writesLeft = float64(op.Work.WriteDocs)
+	op.cpuPerDoc = op.Work.CPUPerDoc.Seconds()
 	if op.Write {
 		op.latched = true // global IX from the start
 	}
@@ -191,6 +204,7 @@ func (n *Node) Submit(op *Op) {
 	if op.Kind == KindGetMore {
 		c, ok := n.cursors[op.CursorID]
 		if !ok {
+			n.setTracked(op, 0) // it never went live: it holds nothing
 			op.state = stateDone
 			if op.Done != nil {
 				op.Done(Outcome{Code: 43})
@@ -199,6 +213,7 @@ func (n *Node) Submit(op *Op) {
 		}
 		delete(n.cursors, op.CursorID)
 		n.trackedTotal -= c.bytes
+		n.live.cursorBytes -= c.bytes
 		n.setTracked(op, c.bytes)
 		n.cursorUntracked(c, -1)
 		op.runs = c.runs
@@ -210,12 +225,15 @@ func (n *Node) Submit(op *Op) {
 		}
 	}
 	n.ops[op.ID] = op
+	op.countedStage = op.Work.Stage
+	n.live.add(op.countedStage, 1)
 	n.opUntracked(op)
 	n.request(op)
 }
 
 func (n *Node) setTracked(op *Op, b int64) {
 	n.trackedTotal += b - op.tracked
+	n.live.opBytes += b - op.tracked
 	op.tracked = b
 	op.peak = max(op.peak, b)
 }
@@ -248,6 +266,7 @@ func (n *Node) request(op *Op) {
 	n.seq++
 	op.queueSeq = n.seq
 	pl.push(op)
+	n.queued++
 	pl.addedToQueue++
 }
 
@@ -269,16 +288,22 @@ func (n *Node) admit(op *Op) {
 
 func (n *Node) dequeue(op *Op) {
 	pl := op.pool
-	pl.remove(op)
+	if pl.remove(op) {
+		n.queued--
+	}
 	pl.removedFromQueue++
 	pl.totalTimeQueuedMicros += int64((n.now - op.queuedAt) / time.Microsecond)
 }
 
 func (n *Node) admitWaiters() {
+	if n.queued == 0 {
+		return
+	}
 	for _, byPrio := range n.pools {
 		for _, pl := range byPrio {
 			for pl.out < pl.total && pl.queueLength() > 0 {
 				op := pl.pop()
+				n.queued--
 				pl.removedFromQueue++
 				pl.totalTimeQueuedMicros += int64((n.now - op.queuedAt) / time.Microsecond)
 				n.admit(op)
@@ -327,6 +352,7 @@ func (n *Node) KillCursor(id int64) bool {
 	if ok {
 		delete(n.cursors, id)
 		n.trackedTotal -= c.bytes
+		n.live.cursorBytes -= c.bytes
 		n.cursorUntracked(c, -1)
 		n.dropQueryFile(id)
 	}
@@ -343,6 +369,7 @@ func (n *Node) end(op *Op, code int32) {
 		Stage: op.Work.Stage, Admissions: op.admissions, Elapsed: n.now - op.started}
 	op.state = stateDone
 	delete(n.ops, op.ID)
+	n.live.add(op.countedStage, -1)
 	n.setUntracked(op, 0)
 	if code == 0 && op.CursorID != 0 && !op.Work.Exhausts {
 		keep := op.tracked
@@ -352,6 +379,7 @@ func (n *Node) end(op *Op, code int32) {
 		c := cursor{bytes: keep, admissions: op.prior + op.admissions, primed: op.primed, lastEval: op.lastEval, runs: op.runs}
 		n.cursors[op.CursorID] = c
 		n.trackedTotal += keep
+		n.live.cursorBytes += keep
 		n.cursorUntracked(c, 1)
 	} else {
 		n.dropQueryFile(queryFile(op)) // the query is over: its spill file goes
@@ -362,16 +390,62 @@ func (n *Node) end(op *Op, code int32) {
 	}
 }
 
-// AdvanceTo runs the model up to time t in ticks.
+// AdvanceTo runs the model up to time t in ticks. Ticks in which an idle
+// member would change nothing are passed over in one move (a secondary
+// takes no load for a whole trial; a restarted member catches up with the
+// trial's clock from zero).
 func (n *Node) AdvanceTo(t time.Duration) {
 	for !n.dead && n.now+Tick <= t {
+		if k := n.quietTicks(t); k > 0 {
+			n.now += time.Duration(k) * Tick
+			n.stalled = 0
+			continue
+		}
 		n.step()
 	}
 }
 
+// quietTicks is how many of the next ticks up to t would change nothing
+// but the clock: none while an operation runs or waits, background
+// writeback runs, or memory is not where the last tick left it (the
+// allocator still releasing pages, a cursor killed since); otherwise the
+// ticks before the next RSS monitor or throughput probe, which keep their
+// counters and so are stepped.
+func (n *Node) quietTicks(t time.Duration) int64 {
+	if len(n.running) > 0 || n.queued > 0 || !n.memorySettled() {
+		return 0
+	}
+	k := int64((t - n.now) / Tick)
+	k = min(k, ticksUntil(n.now, n.lastMonitor, n.p.RSSMonitorInterval)-1)
+	k = min(k, ticksUntil(n.now, n.probe.last, n.p.ProbeInterval)-1)
+	return max(k, 0)
+}
+
+// ticksUntil is how many ticks from now the step comes whose time is at
+// least every past last (every ≤ a tick: the next one).
+func ticksUntil(now, last, every time.Duration) int64 {
+	need := every - (now - last)
+	if need <= Tick {
+		return 1
+	}
+	return int64((need + Tick - 1) / Tick)
+}
+
+// memorySettled reports whether a tick with no operation running or
+// queued would leave resident memory as the last one computed it.
+func (n *Node) memorySettled() bool {
+	if n.host == nil {
+		return n.rss == n.hw.BaselineBytes+int64(float64(n.trackedTotal)*n.hw.AllocOverhead)
+	}
+	return !n.host.pc.flushing() && n.host.unchanged(n.trackedTotal, n.hw.AllocOverhead)
+}
+
+// tickSeconds is Tick in seconds.
+var tickSeconds = Tick.Seconds()
+
 func (n *Node) step() {
 	n.now += Tick
-	dt := Tick.Seconds()
+	dt := tickSeconds
 	cpuN, diskN := 0, 0
 	n.stalled = 0
 	for _, op := range n.running {
@@ -422,7 +496,7 @@ func (n *Node) step() {
 		// real thread runs in whole scheduler quanta and reaches its yield
 		// check while running, which the model's processor sharing would
 		// otherwise smear into slices that end on wall time alone.
-		due := op.sliceRun >= n.p.YieldPeriod.Seconds() || (n.p.YieldIterations > 0 && op.sliceIters >= float64(n.p.YieldIterations))
+		due := op.sliceRun >= n.yieldSeconds || (n.p.YieldIterations > 0 && op.sliceIters >= float64(n.p.YieldIterations))
 		if due && op.blockLeft <= 0 && op.pendingSpill <= 0 {
 			// Yield: release the ticket and queue for another one.
 			n.release(op)
@@ -468,7 +542,7 @@ func (n *Node) progress(op *Op, dt, cpuShare, diskRate float64) bool {
 		n.writeSpill(op, cpuShare*dt)
 		op.pendingSpill -= cpuShare * dt
 	case op.scanned < float64(w.ScanDocs):
-		docs := min(cpuShare*dt/w.CPUPerDoc.Seconds(), float64(w.ScanDocs)-op.scanned)
+		docs := min(cpuShare*dt/op.cpuPerDoc, float64(w.ScanDocs)-op.scanned)
 		op.scanned += docs
 		op.sinceCheck += docs
 		op.sliceIters += docs
@@ -518,7 +592,7 @@ func (n *Node) progress(op *Op, dt, cpuShare, diskRate float64) bool {
 				op.latched = true
 			}
 		}
-		docs := min(cpuShare*dt/w.CPUPerDoc.Seconds(), op.writesLeft)
+		docs := min(cpuShare*dt/op.cpuPerDoc, op.writesLeft)
 		op.writesLeft -= docs
 		op.sinceCheck += docs
 		op.sliceIters += docs
@@ -567,7 +641,9 @@ func (n *Node) crash() {
 	n.dead = true
 	for _, op := range n.ops {
 		if op.state == stateQueued {
-			op.pool.remove(op)
+			if op.pool.remove(op) {
+				n.queued--
+			}
 		}
 		op.state = stateDone
 		if op.Done != nil {
@@ -577,6 +653,8 @@ func (n *Node) crash() {
 	n.ops = map[int64]*Op{}
 	n.running = nil
 	n.cursors = map[int64]cursor{}
+	n.trackedTotal = 0 // the process's memory died with it
+	n.live = liveCounts{}
 	if n.OnCrash != nil {
 		n.OnCrash()
 	}

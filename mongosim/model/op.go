@@ -87,16 +87,18 @@ type Op struct {
 	// Done is called once, when the op ends.
 	Done func(Outcome)
 
-	state      opState
-	pool       *pool
-	heapIndex  int
-	queueSeq   int64
-	queuedAt   time.Duration
-	sliceStart time.Duration
-	started    time.Duration
-	admissions int
-	prior      int // the query's admissions before this op (a getMore's cursor)
-	lowered    bool
+	state opState
+	// countedStage is the stage the node's live counts hold the op under.
+	countedStage string
+	pool         *pool
+	heapIndex    int
+	queueSeq     int64
+	queuedAt     time.Duration
+	sliceStart   time.Duration
+	started      time.Duration
+	admissions   int
+	prior        int // the query's admissions before this op (a getMore's cursor)
+	lowered      bool
 
 	tracked, peak int64
 	scanned       float64
@@ -107,6 +109,7 @@ type Op struct {
 	sinceCheck    float64
 	sliceIters    float64 // documents processed in the current slice
 	sliceRun      float64 // seconds the op ran (on CPU or blocked on I/O) in this slice
+	cpuPerDoc     float64 // Work.CPUPerDoc in seconds, converted once at Submit
 
 	loaded   bool
 	primed   bool

@@ -13,6 +13,9 @@ type pool struct {
 	out     int
 	peak    int
 	waiters opHeap
+	// queuedAdm is Σ admissions of the waiters, kept as they come and go
+	// (an op's admissions do not change while it waits).
+	queuedAdm int64
 
 	addedToQueue, removedFromQueue, canceled         int64
 	startedProcessing, finishedProcessing            int64
@@ -28,25 +31,30 @@ func newPool(name string, ordered bool, total int) *pool {
 
 func (p *pool) queueLength() int { return p.waiters.Len() }
 
-func (p *pool) push(op *Op) { heap.Push(&p.waiters, op) }
+func (p *pool) push(op *Op) {
+	heap.Push(&p.waiters, op)
+	p.queuedAdm += int64(op.admissions)
+}
 
-func (p *pool) pop() *Op { return heap.Pop(&p.waiters).(*Op) }
+func (p *pool) pop() *Op {
+	op := heap.Pop(&p.waiters).(*Op)
+	p.queuedAdm -= int64(op.admissions)
+	return op
+}
 
-func (p *pool) remove(op *Op) {
+// remove takes op out of the queue and reports whether it was there.
+func (p *pool) remove(op *Op) bool {
 	if op.heapIndex >= 0 && op.heapIndex < p.waiters.Len() && p.waiters.ops[op.heapIndex] == op {
 		heap.Remove(&p.waiters, op.heapIndex)
+		p.queuedAdm -= int64(op.admissions)
+		return true
 	}
+	return false
 }
 
 // queuedAdmissions is Σ admissions of the queued ops
 // (queuedOperationsTotalAdmissions).
-func (p *pool) queuedAdmissions() int64 {
-	var n int64
-	for _, op := range p.waiters.ops {
-		n += int64(op.admissions)
-	}
-	return n
-}
+func (p *pool) queuedAdmissions() int64 { return p.queuedAdm }
 
 type opHeap struct {
 	ordered bool

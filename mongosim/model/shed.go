@@ -34,20 +34,40 @@ func (n *Node) SheddingEnabled() bool { return n.p.ShedLowPercent >= 0 }
 
 // Pressure is the shedder's view of memory pressure in [0, 1], from the
 // RSS monitor's sample (or the queryMemoryPressureOverride failpoint).
-func (n *Node) Pressure() float64 {
+func (n *Node) Pressure() float64 { return n.shedView().pressure }
+
+func (n *Node) aboveLowMark() bool { return n.shedView().above }
+
+// shedState is what the shedder derives from the RSS monitor's sample, the
+// pressure failpoint and the marks. It is read at every checkpoint of
+// every running op but changes only when one of them does (the sample at
+// most every monitor interval), so it is recomputed only then.
+type shedState struct {
+	valid               bool
+	rssSample           int64
+	override, low, high float64
+	pressure            float64
+	above               bool // above the low mark
+}
+
+func (n *Node) shedView() *shedState {
+	v := &n.shedCache
+	if v.valid && v.rssSample == n.rssSample && v.override == n.PressureOverride && v.low == n.p.ShedLowPercent && v.high == n.p.ShedHighPercent {
+		return v
+	}
+	*v = shedState{valid: true, rssSample: n.rssSample, override: n.PressureOverride, low: n.p.ShedLowPercent, high: n.p.ShedHighPercent}
 	used := float64(n.rssSample) / float64(n.hw.MemLimitBytes) * 100
 	if n.PressureOverride >= 0 {
 		used = n.PressureOverride
 	}
 	p := (used - n.p.ShedLowPercent) / (n.p.ShedHighPercent - n.p.ShedLowPercent)
-	return math.Max(0, math.Min(1, p))
-}
-
-func (n *Node) aboveLowMark() bool {
+	v.pressure = math.Max(0, math.Min(1, p))
 	if n.PressureOverride >= 0 {
-		return n.PressureOverride > n.p.ShedLowPercent
+		v.above = n.PressureOverride > n.p.ShedLowPercent
+	} else {
+		v.above = float64(n.rssSample) > float64(n.hw.MemLimitBytes)*n.p.ShedLowPercent/100
 	}
-	return float64(n.rssSample) > float64(n.hw.MemLimitBytes)*n.p.ShedLowPercent/100
+	return v
 }
 
 // ShedProbability is the chance an op with tracked bytes is shed over dt.
@@ -65,6 +85,48 @@ func (n *Node) ShedProbability(tracked int64, dt time.Duration) float64 {
 		hazard /= 1 - pr
 	}
 	return 1 - math.Exp(-hazard*dt.Seconds())
+}
+
+// expMargin bounds how far the computed 1 − exp(−x) may lie from its
+// true value (math.Exp is within an ulp or so; the subtraction adds at
+// most half an ulp of 1): some 4e-16, taken 25 times over.
+const expMargin = 1e-14
+
+// shedDraw draws whether an op holding tracked bytes is shed over dt. It
+// takes the same draw and gives the same verdict as
+// rng.Float64() < ShedProbability(tracked, dt), without the exponential
+// when the draw settles it: for x ≥ 0, x − x²/2 ≤ 1 − e^(−x) ≤ x, so a
+// draw at or above x (plus the margin) is no shed and one below x − x²/2
+// (less the margin) is a shed, whatever the last bits of the exponential;
+// only a draw between the bounds needs it. Most evaluations hold a small
+// x against a uniform draw and are settled by the upper bound.
+func (n *Node) shedDraw(tracked int64, dt time.Duration) bool {
+	u := n.rng.Float64()
+	pr := n.Pressure()
+	if pr <= 0 || tracked <= 0 {
+		return false
+	}
+	size := float64(tracked) / float64(n.p.ShedSizeReference)
+	hazard := math.Ln2 * size * pr
+	if n.p.ShedHazard != HazardLinear {
+		if pr >= 1 {
+			return u < 1
+		}
+		hazard /= 1 - pr
+	}
+	return shedVerdict(u, hazard*dt.Seconds())
+}
+
+// shedVerdict is u < 1 − exp(−x), for x ≥ 0 (or NaN), computing the
+// exponential only when the bounds leave it open.
+func shedVerdict(u, x float64) bool {
+	switch {
+	case u >= x+expMargin:
+		return false
+	case u < x-x*x/2-expMargin:
+		return true
+	}
+	return u < 1-math.Exp(-x)
 }
 
 func (n *Node) sheddable(op *Op) bool {
@@ -92,7 +154,7 @@ func (n *Node) inlineShed(op *Op) bool {
 		return false
 	}
 	op.lastEval = n.now
-	return n.rng.Float64() < n.ShedProbability(op.tracked, min(dt, maxEvalDt))
+	return n.shedDraw(op.tracked, min(dt, maxEvalDt))
 }
 
 // sweep is the queued-op sweeper on the RSS monitor's tick.
@@ -107,7 +169,7 @@ func (n *Node) sweep() {
 				if !n.sheddable(op) {
 					continue
 				}
-				if n.AlwaysShed || n.rng.Float64() < n.ShedProbability(op.tracked, n.p.RSSMonitorInterval) {
+				if n.AlwaysShed || n.shedDraw(op.tracked, n.p.RSSMonitorInterval) {
 					victims = append(victims, op)
 				}
 			}

@@ -18,12 +18,9 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"time"
-
-	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/arms/killop"
@@ -136,8 +133,9 @@ type sim struct {
 
 	tally Tally
 	rec   store.Records
-	// inflight are the client operations not yet answered.
-	inflight   map[*opRecord]bool
+	// inflight are the client operations not yet answered, each at its
+	// slot (a set without hashing a key per operation).
+	inflight   []*opRecord
 	lastReport time.Duration
 	actorOps   []killop.Op
 	census     collect.Census
@@ -151,6 +149,7 @@ type opRecord struct {
 	write              bool
 	code               string // "" for success, or a server or client error name
 	trackedBytes       int64  // what a shed or killed op held when it ended
+	slot               int    // its index in sim.inflight while unanswered
 }
 
 type pendingQuery struct {
@@ -172,7 +171,7 @@ func Run(ctx context.Context, cfg Config, arm arms.Arm) (Trial, error) {
 		return Trial{}, err
 	}
 	s := &sim{cfg: cfg, arm: arm, params: params, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
-		primary: 0, elect: -1, inflight: map[*opRecord]bool{}}
+		primary: 0, elect: -1}
 	for i := range s.members {
 		s.members[i] = &member{up: true}
 		s.startNode(i)
@@ -295,7 +294,8 @@ func (s *sim) loop(ctx context.Context, total time.Duration) error {
 	// What is still unanswered when the trial ends is unfinished, not
 	// failed: the wire driver cuts every operation off at the trial's end
 	// (plus a drain) and records it the same way.
-	left := slices.SortedFunc(maps.Keys(s.inflight), func(a, b *opRecord) int { return cmp.Compare(a.scheduled, b.scheduled) })
+	left := slices.Clone(s.inflight)
+	slices.SortFunc(left, func(a, b *opRecord) int { return cmp.Compare(a.scheduled, b.scheduled) })
 	for _, rec := range left {
 		rec.latency, rec.code = s.now-rec.scheduled, store.TrialEnded
 		s.report(rec)
@@ -314,8 +314,8 @@ func (s *sim) advance() {
 
 // track registers a client operation.
 func (s *sim) track(at time.Duration, stage string, write bool) *opRecord {
-	rec := &opRecord{scheduled: at, stage: stage, write: write}
-	s.inflight[rec] = true
+	rec := &opRecord{scheduled: at, stage: stage, write: write, slot: len(s.inflight)}
+	s.inflight = append(s.inflight, rec)
 	return rec
 }
 
@@ -327,7 +327,13 @@ func (s *sim) answer(rec *opRecord, code int32) {
 
 // report records an answered operation as its client saw it.
 func (s *sim) report(rec *opRecord) {
-	delete(s.inflight, rec)
+	if rec.slot >= 0 {
+		last := s.inflight[len(s.inflight)-1]
+		s.inflight[rec.slot], last.slot = last, rec.slot
+		s.inflight[len(s.inflight)-1] = nil
+		s.inflight = s.inflight[:len(s.inflight)-1]
+		rec.slot = -1
+	}
 	if rec.stage == "" {
 		ok := rec.code == "" && rec.latency <= s.cfg.Workload.CanarySLO
 		s.tally.Canaries++
@@ -523,17 +529,19 @@ func (s *sim) observe() {
 		smp := store.Sample{At: s.at(s.now), Member: fmt.Sprintf("member%d", i)}
 		if mb.up {
 			n := mb.node
-			raw, err := bson.Marshal(mongosim.ModelStatus(n, s.now-mb.startedAt))
-			if err != nil {
-				panic(err) // a document the model built from numbers always marshals
-			}
 			smp.Up, smp.Primary, smp.ProcessID = true, s.primary == i, fmt.Sprintf("process%d", mb.process)
-			smp.Values = collect.Extract(raw)
+			// The document goes to the extractor table as built: a wire
+			// sampler reads the same fields from its marshalled form.
+			smp.Values = collect.ExtractD(mongosim.ModelStatus(n, s.now-mb.startedAt))
+			// The census from the counts the model keeps as operations
+			// come and go: the same figures as a walk of every operation.
+			oc := n.OpCounts()
 			c := &s.census // reused sample to sample
 			c.Reset()
-			n.Ops(func(op *model.Op) {
-				c.Add(collect.CensusOp{Queued: op.Queued(), TrackedBytes: op.Tracked(), Stage: op.Work.Stage})
-			})
+			c.AddCounts(oc.Live-oc.Queued, oc.Queued, oc.TrackedBytes)
+			for _, st := range oc.Stages {
+				c.AddStage(st.Stage, st.Ops)
+			}
 			c.AddTo(smp.Values)
 		}
 		s.rec.Samples = append(s.rec.Samples, smp)
