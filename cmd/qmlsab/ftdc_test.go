@@ -153,7 +153,7 @@ func TestFTDCOfARunRoundTripsAndImportsToTheSameReport(t *testing.T) {
 		absent     map[string][]string // arm → metrics the import must lack
 	}{
 		{"diagnostic data only", bare, map[string][]string{
-			"D": {"availability", "sheds_per_s", "storm_completed", "storm_shed", "storm_killed", "storm_failed", "storm_unsupported", "storm_unfinished", "canary_p50_ms", "canary_p99_ms", "victim_tracked_bytes_p50"},
+			"D": {"availability", "sheds_per_s", "sheds_minus_admissions_per_s", "storm_completed", "storm_shed", "storm_killed", "storm_failed", "storm_unsupported", "storm_unfinished", "canary_p50_ms", "canary_p99_ms", "victim_tracked_bytes_p50"},
 			"E": {"availability", "storm_completed", "storm_shed", "storm_killed", "storm_failed", "storm_unsupported", "storm_unfinished", "canary_p50_ms", "canary_p99_ms", "victim_tracked_bytes_p50"}}},
 		{"with client outcomes", withOutcomes, nil},
 	} {
