@@ -60,9 +60,13 @@ chromium-check:
 # FerretDB v1.24.2, an independent wire-protocol server, as a test-only
 # peer: a nested module (peers/ferretdb/README.md), so FerretDB never
 # reaches the product's dependencies. Its first build takes minutes.
+# Programs nobody here wrote, each in a nested module of its own so their
+# requirements never reach the product's go.mod: FerretDB (an independent
+# server) and benchstat (the reader bench.txt is written for).
 peer-check: build
 	cd peers/ferretdb && $(GO) vet ./...
 	cd peers/ferretdb && $(GO) test -count=1 -timeout 20m ./...
+	cd peers/benchstat && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
 
 # Go's own summary comes last so it closes the output CI reads. Packages
 # of real-time trials take minutes, more on a busy machine: -timeout 30m
