@@ -195,11 +195,7 @@ var errClosed = errors.New("ftdc: writer is closed")
 // or anything bson.Marshal accepts). The chunk's _id is its reference
 // sample's `start` (the clock when absent).
 func (w *Writer) Add(sample any) error {
-	raw, err := toRaw(sample)
-	if err != nil {
-		return err
-	}
-	return w.whileOpen(func() error { return w.add(raw) })
+	return w.addSample(sample, w.add)
 }
 
 // add is Add on an open writer, under its lock.
@@ -230,11 +226,7 @@ func (w *Writer) add(raw []byte) error {
 // the second-level fields that changed (plus the start/end dates) are
 // written, with index 1, 2, ...; nothing is written when nothing changed.
 func (w *Writer) AddPeriodicMetadata(sample any) error {
-	raw, err := toRaw(sample)
-	if err != nil {
-		return err
-	}
-	return w.whileOpen(func() error { return w.addPeriodicMetadata(raw) })
+	return w.addSample(sample, w.addPeriodicMetadata)
 }
 
 // addPeriodicMetadata is AddPeriodicMetadata on an open writer, under its
@@ -296,6 +288,16 @@ func (w *Writer) whileOpen(fn func() error) error {
 		return errClosed
 	}
 	return fn()
+}
+
+// addSample converts sample to BSON and has add record it on the open
+// writer, under its lock.
+func (w *Writer) addSample(sample any, add func(raw []byte) error) error {
+	raw, err := toRaw(sample)
+	if err != nil {
+		return err
+	}
+	return w.whileOpen(func() error { return add(raw) })
 }
 
 // shutDown marks the writer closed and runs fn, under the writer's lock,
