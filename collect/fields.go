@@ -6,6 +6,7 @@ package collect
 
 import (
 	"math"
+	"reflect"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -169,7 +170,9 @@ func lookupD(doc bson.D, path string) (any, bool) {
 	}
 }
 
-// numberOf reads a Go value as DocLookup reads its marshalled BSON.
+// numberOf reads a Go value as DocLookup reads its marshalled BSON: each
+// signed integer type and uint8 to uint32 by its value, float32 as the
+// double it marshals to; uint, uint64 and other types are not read.
 func numberOf(v any) (float64, bool) {
 	var x float64
 	switch n := v.(type) {
@@ -182,22 +185,10 @@ func numberOf(v any) (float64, bool) {
 		x = n
 	case float32:
 		x = float64(n)
-	case int:
-		x = float64(n)
-	case int8:
-		x = float64(n)
-	case int16:
-		x = float64(n)
-	case int32:
-		x = float64(n)
-	case int64:
-		x = float64(n)
-	case uint8:
-		x = float64(n)
-	case uint16:
-		x = float64(n)
-	case uint32:
-		x = float64(n)
+	case int, int8, int16, int32, int64:
+		x = float64(reflect.ValueOf(n).Int())
+	case uint8, uint16, uint32:
+		x = float64(reflect.ValueOf(n).Uint())
 	default:
 		return 0, false
 	}

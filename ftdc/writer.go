@@ -195,20 +195,12 @@ var errClosed = errors.New("ftdc: writer is closed")
 // or anything bson.Marshal accepts). The chunk's _id is its reference
 // sample's `start` (the clock when absent).
 func (w *Writer) Add(sample any) error {
-	raw, err := toRaw(sample)
-	if err != nil {
-		return err
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return errClosed
-	}
-	t, ok := sampleTime(raw)
-	if !ok {
-		t = w.opts.Now().UTC()
-	}
-	done, err := w.cb.add(raw, t)
+	return w.addSample(sample, w.add)
+}
+
+// add is Add on an open writer, under its lock.
+func (w *Writer) add(raw []byte) error {
+	done, err := w.cb.add(raw, w.startOf(raw))
 	if err != nil {
 		return err
 	}
@@ -224,10 +216,7 @@ func (w *Writer) Add(sample any) error {
 			return err
 		}
 	}
-	if w.size+w.interimSize > w.opts.MaxFileSize {
-		return w.rotate()
-	}
-	return nil
+	return w.rotateIfFull()
 }
 
 // AddPeriodicMetadata records a periodic metadata sample (mongod collects
@@ -237,73 +226,48 @@ func (w *Writer) Add(sample any) error {
 // the second-level fields that changed (plus the start/end dates) are
 // written, with index 1, 2, ...; nothing is written when nothing changed.
 func (w *Writer) AddPeriodicMetadata(sample any) error {
-	raw, err := toRaw(sample)
-	if err != nil {
-		return err
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return errClosed
-	}
+	return w.addSample(sample, w.addPeriodicMetadata)
+}
+
+// addPeriodicMetadata is AddPeriodicMetadata on an open writer, under its
+// lock.
+func (w *Writer) addPeriodicMetadata(raw []byte) error {
 	doc, index, err := w.pm.add(raw)
 	if err != nil || doc == nil {
 		return err
 	}
-	t, ok := sampleTime(raw)
-	if !ok {
-		t = w.opts.Now().UTC()
-	}
-	if err := w.appendArchive(MetadataDeltaDocument(t, index, doc)); err != nil {
+	if err := w.appendArchive(MetadataDeltaDocument(w.startOf(raw), index, doc)); err != nil {
 		return err
 	}
-	if w.size+w.interimSize > w.opts.MaxFileSize {
-		return w.rotate()
-	}
-	return nil
+	return w.rotateIfFull()
 }
 
 // Flush writes the pending chunk to the interim file now.
 func (w *Writer) Flush() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return errClosed
-	}
-	if w.cb.empty() {
-		return nil
-	}
-	return w.writeInterim()
+	return w.whileOpen(func() error {
+		if w.cb.empty() {
+			return nil
+		}
+		return w.writeInterim()
+	})
 }
 
 // Rotate closes the pending chunk into the current archive file and starts
 // a new file.
 func (w *Writer) Rotate() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return errClosed
-	}
-	return w.rotate()
+	return w.whileOpen(w.rotate)
 }
 
 // Close writes the pending chunk to the archive file, removes the interim
 // file and closes the archive.
 func (w *Writer) Close() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return nil
-	}
-	w.closed = true
-	err := w.closeArchive()
-	if w.f != nil {
-		if cerr := w.f.Close(); err == nil {
+	return w.shutDown(func() error {
+		err := w.closeArchive()
+		if cerr := w.closeFile(); err == nil {
 			err = cerr
 		}
-		w.f = nil
-	}
-	return err
+		return err
+	})
 }
 
 // Abort stops writing as a killed process stops: the archive file is
@@ -312,18 +276,67 @@ func (w *Writer) Close() error {
 // killed). A NewWriter on the same directory takes the interim chunk into
 // its first archive file.
 func (w *Writer) Abort() error {
+	return w.shutDown(w.closeFile)
+}
+
+// whileOpen runs fn under the writer's lock; once the writer is closed
+// (or aborted) it fails with errClosed instead.
+func (w *Writer) whileOpen(fn func() error) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return errClosed
+	}
+	return fn()
+}
+
+// addSample converts sample to BSON and has add record it on the open
+// writer, under its lock.
+func (w *Writer) addSample(sample any, add func(raw []byte) error) error {
+	raw, err := toRaw(sample)
+	if err != nil {
+		return err
+	}
+	return w.whileOpen(func() error { return add(raw) })
+}
+
+// shutDown marks the writer closed and runs fn, under the writer's lock,
+// the first time only: closing a closed writer does nothing.
+func (w *Writer) shutDown(fn func() error) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return nil
 	}
 	w.closed = true
+	return fn()
+}
+
+// closeFile closes the archive file, when one is open.
+func (w *Writer) closeFile() error {
 	if w.f == nil {
 		return nil
 	}
 	err := w.f.Close()
 	w.f = nil
 	return err
+}
+
+// startOf is a sample's start, or the clock's now when it has none.
+func (w *Writer) startOf(raw []byte) time.Time {
+	if t, ok := sampleTime(raw); ok {
+		return t
+	}
+	return w.opts.Now().UTC()
+}
+
+// rotateIfFull starts a new archive file once the archive and interim
+// files together exceed MaxFileSize.
+func (w *Writer) rotateIfFull() error {
+	if w.size+w.interimSize > w.opts.MaxFileSize {
+		return w.rotate()
+	}
+	return nil
 }
 
 // closeArchive flushes the pending chunk into the archive and drops the

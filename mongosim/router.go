@@ -18,7 +18,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -57,10 +56,7 @@ type Router struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	connMu     sync.Mutex
-	conns      map[net.Conn]struct{}
-	connIDs    atomic.Int64
-	totalConns atomic.Int64
+	conns connTable[net.Conn]
 
 	opMu    sync.Mutex
 	ops     map[int32]*routerOp
@@ -117,7 +113,7 @@ func StartRouter(opts RouterOptions) (*Router, error) {
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
 	rt := &Router{opts: opts, addr: addr, ln: ln, log: log.With("router", addr), cc: cc, started: time.Now(),
-		processID: bson.NewObjectID(), conns: map[net.Conn]struct{}{}, ops: map[int32]*routerOp{}, cursors: map[int64]*routerCursor{}}
+		processID: bson.NewObjectID(), ops: map[int32]*routerOp{}, cursors: map[int64]*routerCursor{}}
 	rt.ctx, rt.cancel = context.WithCancel(context.Background())
 	rt.wg.Add(2)
 	go rt.acceptLoop()
@@ -133,11 +129,7 @@ func (rt *Router) Addr() string { return rt.addr }
 func (rt *Router) Close() error {
 	rt.cancel()
 	err := rt.ln.Close()
-	rt.connMu.Lock()
-	for c := range rt.conns {
-		c.Close()
-	}
-	rt.connMu.Unlock()
+	rt.conns.closeAll()
 	rt.curMu.Lock()
 	for id, c := range rt.cursors {
 		c.close(context.Background())
@@ -187,17 +179,11 @@ func (rt *Router) acceptLoop() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		rt.connMu.Lock()
-		if rt.ctx.Err() != nil {
-			rt.connMu.Unlock()
-			nc.Close()
+		if !rt.conns.add(rt.ctx, nc, nc) {
 			return
 		}
-		rt.conns[nc] = struct{}{}
-		rt.connMu.Unlock()
-		rt.totalConns.Add(1)
 		rt.wg.Add(1)
-		go rt.serve(nc, rt.connIDs.Add(1))
+		go rt.serve(nc, rt.conns.nextID())
 	}
 }
 
@@ -212,9 +198,7 @@ func (rt *Router) serve(nc net.Conn, id int64) {
 	defer rt.wg.Done()
 	defer func() {
 		nc.Close()
-		rt.connMu.Lock()
-		delete(rt.conns, nc)
-		rt.connMu.Unlock()
+		rt.conns.remove(nc)
 	}()
 	defer func() {
 		if r := recover(); r != nil {

@@ -149,9 +149,7 @@ func pipelineHasWriteStage(body bson.Raw) bool {
 }
 
 func (rt *Router) serverStatus() bson.D {
-	rt.connMu.Lock()
-	current := len(rt.conns)
-	rt.connMu.Unlock()
+	current := rt.conns.current()
 	host, _ := os.Hostname()
 	up := time.Since(rt.started)
 	c := &rt.counters
@@ -159,7 +157,7 @@ func (rt *Router) serverStatus() bson.D {
 		{Key: "host", Value: host}, {Key: "version", Value: Version}, {Key: "process", Value: "mongos"},
 		{Key: "pid", Value: int64(os.Getpid())}, {Key: "uptime", Value: up.Seconds()}, {Key: "uptimeMillis", Value: int64(up / time.Millisecond)},
 		{Key: "localTime", Value: time.Now()},
-		{Key: "connections", Value: bson.D{{Key: "current", Value: int32(current)}, {Key: "totalCreated", Value: rt.totalConns.Load()}}},
+		{Key: "connections", Value: bson.D{{Key: "current", Value: int32(current)}, {Key: "totalCreated", Value: rt.conns.totalCreated()}}},
 		{Key: "opcounters", Value: bson.D{{Key: "insert", Value: c.insert.Load()}, {Key: "query", Value: c.query.Load()},
 			{Key: "update", Value: c.update.Load()}, {Key: "delete", Value: c.delete.Load()}, {Key: "getmore", Value: c.getmore.Load()},
 			{Key: "command", Value: c.command.Load()}}},

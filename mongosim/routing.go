@@ -568,44 +568,87 @@ func (w *writeResult) reply(update bool) bson.D {
 	return d
 }
 
-// routeInsert sends docs to their owning shards, one insert per shard.
-func (cc *clusterClient) routeInsert(ctx context.Context, db, coll string, docs []bson.Raw, extra bson.D) (*writeResult, error) {
+// shardWrite is one write command split across the shards: its
+// statements grouped by the shard that owns them, each shard's in the
+// order the statements came, the shards in the order they first came.
+type shardWrite struct {
+	cc      *clusterClient
+	cat     *shardCatalog
+	ns      string
+	ci      *collInfo // nil: the collection is not sharded
+	db      string
+	coll    string
+	verb    string // the command: insert or update
+	field   string // its statements' array: documents or updates
+	stmts   []bson.Raw
+	extra   bson.D // the command's other fields (ordered, writeConcern)
+	order   []string
+	byShard map[string][]int
+}
+
+// newShardWrite starts splitting a write of stmts to db.coll by shard.
+func (cc *clusterClient) newShardWrite(ctx context.Context, db, coll, verb, field string, stmts []bson.Raw, extra bson.D) (*shardWrite, error) {
 	cat, err := cc.catalog(ctx, false)
 	if err != nil {
 		return nil, err
 	}
 	ns := db + "." + coll
-	ci := cat.colls[ns]
-	byShard := map[string][]int{}
-	var order []string
+	return &shardWrite{cc: cc, cat: cat, ns: ns, ci: cat.colls[ns], db: db, coll: coll, verb: verb, field: field,
+		stmts: stmts, extra: extra, byShard: map[string][]int{}}, nil
+}
+
+// assign gives statement i to shard sh.
+func (w *shardWrite) assign(sh string, i int) {
+	if _, ok := w.byShard[sh]; !ok {
+		w.order = append(w.order, sh)
+	}
+	w.byShard[sh] = append(w.byShard[sh], i)
+}
+
+// send runs the statements idx as one command on shard sh.
+func (w *shardWrite) send(ctx context.Context, sh string, idx []int) (bson.Raw, error) {
+	arr := bson.A{}
+	for _, i := range idx {
+		arr = append(arr, w.stmts[i])
+	}
+	cmd := append(bson.D{{Key: w.verb, Value: w.coll}, {Key: w.field, Value: arr}}, w.extra...)
+	cmd = append(cmd, bson.E{Key: "$db", Value: w.db})
+	return w.cc.callShard(ctx, w.cat, sh, cmd)
+}
+
+// sendAssigned sends each shard its assigned statements, one command a
+// shard, and adds the replies to res.
+func (w *shardWrite) sendAssigned(ctx context.Context, res *writeResult) error {
+	for _, sh := range w.order {
+		reply, err := w.send(ctx, sh, w.byShard[sh])
+		if err != nil {
+			return err
+		}
+		res.add(reply, w.byShard[sh])
+	}
+	return nil
+}
+
+// routeInsert sends docs to their owning shards, one insert per shard.
+func (cc *clusterClient) routeInsert(ctx context.Context, db, coll string, docs []bson.Raw, extra bson.D) (*writeResult, error) {
+	w, err := cc.newShardWrite(ctx, db, coll, "insert", "documents", docs, extra)
+	if err != nil {
+		return nil, err
+	}
 	for i, d := range docs {
 		if d.Lookup("_id").Type == 0 {
 			docs[i] = prependID(d, bson.NewObjectID())
 			d = docs[i]
 		}
-		sh := cat.primaryShard(ns)
-		if ci != nil {
-			sh = ci.chunkFor(ci.docKey(d))
+		sh := w.cat.primaryShard(w.ns)
+		if w.ci != nil {
+			sh = w.ci.chunkFor(w.ci.docKey(d))
 		}
-		if _, ok := byShard[sh]; !ok {
-			order = append(order, sh)
-		}
-		byShard[sh] = append(byShard[sh], i)
+		w.assign(sh, i)
 	}
 	res := &writeResult{}
-	for _, sh := range order {
-		idx := byShard[sh]
-		arr := bson.A{}
-		for _, i := range idx {
-			arr = append(arr, docs[i])
-		}
-		cmd := append(bson.D{{Key: "insert", Value: coll}, {Key: "documents", Value: arr}}, extra...)
-		cmd = append(cmd, bson.E{Key: "$db", Value: db})
-		reply, err := cc.callShard(ctx, cat, sh, cmd)
-		if err != nil {
-			return nil, err
-		}
-		res.add(reply, idx)
+	if err := w.sendAssigned(ctx, res); err != nil {
+		return nil, err
 	}
 	return res, nil
 }
@@ -614,20 +657,16 @@ func (cc *clusterClient) routeInsert(ctx context.Context, db, coll string, docs 
 // owning its filter's shard key, else (multi, or a single update without
 // the key) every shard owning chunks, in turn until one matched.
 func (cc *clusterClient) routeUpdate(ctx context.Context, db, coll string, updates []bson.Raw, extra bson.D) (*writeResult, error) {
-	cat, err := cc.catalog(ctx, false)
+	w, err := cc.newShardWrite(ctx, db, coll, "update", "updates", updates, extra)
 	if err != nil {
 		return nil, err
 	}
-	ns := db + "." + coll
-	ci := cat.colls[ns]
-	byShard := map[string][]int{}
-	var order []string
 	var broadcast []int
 	for i, u := range updates {
 		q, _ := u.Lookup("q").DocumentOK()
-		sh := cat.primaryShard(ns)
-		if ci != nil {
-			key, ok := ci.filterKey(bson.Raw(q))
+		sh := w.cat.primaryShard(w.ns)
+		if w.ci != nil {
+			key, ok := w.ci.filterKey(bson.Raw(q))
 			if !ok {
 				if up, _ := u.Lookup("upsert").BooleanOK(); up {
 					return nil, mongoerr.New(codeShardKeyNotFound, "Failed to target upsert by query :: could not extract exact shard key")
@@ -635,34 +674,18 @@ func (cc *clusterClient) routeUpdate(ctx context.Context, db, coll string, updat
 				broadcast = append(broadcast, i)
 				continue
 			}
-			sh = ci.chunkFor(key)
+			sh = w.ci.chunkFor(key)
 		}
-		if _, ok := byShard[sh]; !ok {
-			order = append(order, sh)
-		}
-		byShard[sh] = append(byShard[sh], i)
+		w.assign(sh, i)
 	}
 	res := &writeResult{}
-	send := func(sh string, idx []int) (bson.Raw, error) {
-		arr := bson.A{}
-		for _, i := range idx {
-			arr = append(arr, updates[i])
-		}
-		cmd := append(bson.D{{Key: "update", Value: coll}, {Key: "updates", Value: arr}}, extra...)
-		cmd = append(cmd, bson.E{Key: "$db", Value: db})
-		return cc.callShard(ctx, cat, sh, cmd)
-	}
-	for _, sh := range order {
-		reply, err := send(sh, byShard[sh])
-		if err != nil {
-			return nil, err
-		}
-		res.add(reply, byShard[sh])
+	if err := w.sendAssigned(ctx, res); err != nil {
+		return nil, err
 	}
 	for _, i := range broadcast {
 		multi, _ := updates[i].Lookup("multi").BooleanOK()
-		for _, sh := range ci.shardsOwning() {
-			reply, err := send(sh, []int{i})
+		for _, sh := range w.ci.shardsOwning() {
+			reply, err := w.send(ctx, sh, []int{i})
 			if err != nil {
 				return nil, err
 			}

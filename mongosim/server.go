@@ -95,10 +95,7 @@ type Server struct {
 	data catalog
 	repl *replState
 
-	connMu     sync.Mutex
-	conns      map[*conn]struct{}
-	connIDs    atomic.Int64
-	totalConns atomic.Int64
+	conns connTable[*conn]
 
 	counters opCounters
 
@@ -163,7 +160,6 @@ func Start(opts Options) (*Server, error) {
 		cursor:    newCursorTable(),
 		fail:      newFailPoints(),
 		data:      catalog{},
-		conns:     map[*conn]struct{}{},
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.recover(); err != nil {
@@ -191,11 +187,7 @@ func (s *Server) Addr() string { return s.addr }
 func (s *Server) Kill() {
 	s.cancel()
 	s.ln.Close()
-	s.connMu.Lock()
-	for c := range s.conns {
-		c.nc.Close()
-	}
-	s.connMu.Unlock()
+	s.conns.closeAll()
 	s.ops.killAll(0)
 	s.releaseShardRouting()
 	s.mu.Lock()
@@ -228,25 +220,13 @@ func (s *Server) acceptLoop() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		c := &conn{s: s, nc: nc, id: s.connIDs.Add(1), remote: nc.RemoteAddr().String()}
-		s.connMu.Lock()
-		if s.ctx.Err() != nil {
-			s.connMu.Unlock()
-			nc.Close()
+		c := &conn{s: s, nc: nc, id: s.conns.nextID(), remote: nc.RemoteAddr().String()}
+		if !s.conns.add(s.ctx, c, nc) {
 			return
 		}
-		s.conns[c] = struct{}{}
-		s.connMu.Unlock()
-		s.totalConns.Add(1)
 		s.wg.Add(1)
 		go c.serve()
 	}
-}
-
-func (s *Server) connectionCount() int {
-	s.connMu.Lock()
-	defer s.connMu.Unlock()
-	return len(s.conns)
 }
 
 // conn is one client connection.
@@ -272,9 +252,7 @@ func (c *conn) serve() {
 	defer c.s.wg.Done()
 	defer func() {
 		c.nc.Close()
-		c.s.connMu.Lock()
-		delete(c.s.conns, c)
-		c.s.connMu.Unlock()
+		c.s.conns.remove(c)
 		c.s.ops.killConn(c)
 	}()
 	defer func() {

@@ -146,10 +146,14 @@ func (s *Server) releaseShardRouting() {
 	}
 }
 
-// routeMerge writes $merge output through the cluster write path: each
-// batch is one update command per owning shard, sent over the wire.
-func (e *pipelineEnv) routeMerge(cc *clusterClient, spec *query.MergeSpec, docs []bson.Raw) error {
-	for k := 0; len(docs) > 0 || (k == 0 && e.modelOp != nil); k++ {
+// routeBatches writes a stage's output through the cluster write path,
+// batch by batch: each batch of up to mergeBatchDocs documents is charged
+// to the model and checked for interruption before write sends it, with
+// the options of every routed output write. emptyBatch makes an empty
+// output one (empty, unsent) batch still, for its charge and check. stage
+// ($merge or $out) names the errors.
+func (e *pipelineEnv) routeBatches(stage string, docs []bson.Raw, emptyBatch bool, write func(ctx context.Context, chunk []bson.Raw, extra bson.D) (*writeResult, error)) error {
+	for k := 0; len(docs) > 0 || (k == 0 && emptyBatch); k++ {
 		chunk := docs[:min(len(docs), mergeBatchDocs)]
 		docs = docs[len(chunk):]
 		if err := e.modelWriteBatch(k, len(chunk)); err != nil {
@@ -161,25 +165,33 @@ func (e *pipelineEnv) routeMerge(cc *clusterClient, spec *query.MergeSpec, docs 
 		if len(chunk) == 0 {
 			break
 		}
+		ctx, cancel := context.WithTimeout(e.s.ctx, 30*time.Second)
+		res, err := write(ctx, chunk, bson.D{{Key: "ordered", Value: true}, {Key: "writeConcern", Value: bson.D{{Key: "w", Value: 1}}}})
+		cancel()
+		if err != nil {
+			return mongoerr.New(codeHostUnreachable, "%s writes through the router path failed: %v", stage, err)
+		}
+		if len(res.writeErrors) > 0 {
+			return mongoerr.New(mongoerr.DuplicateKey, "%s write failed on a shard: %v", stage, res.writeErrors[0])
+		}
+	}
+	return nil
+}
+
+// routeMerge writes $merge output through the cluster write path: each
+// batch is one update command per owning shard, sent over the wire.
+func (e *pipelineEnv) routeMerge(cc *clusterClient, spec *query.MergeSpec, docs []bson.Raw) error {
+	return e.routeBatches("$merge", docs, e.modelOp != nil, func(ctx context.Context, chunk []bson.Raw, extra bson.D) (*writeResult, error) {
 		var updates []bson.Raw
 		for _, u := range mergeUpdates(spec, chunk) {
 			b, err := bson.Marshal(u)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			updates = append(updates, b)
 		}
-		ctx, cancel := context.WithTimeout(e.s.ctx, 30*time.Second)
-		res, err := cc.routeUpdate(ctx, spec.DB, spec.Coll, updates, bson.D{{Key: "ordered", Value: true}, {Key: "writeConcern", Value: bson.D{{Key: "w", Value: 1}}}})
-		cancel()
-		if err != nil {
-			return mongoerr.New(codeHostUnreachable, "$merge writes through the router path failed: %v", err)
-		}
-		if len(res.writeErrors) > 0 {
-			return mongoerr.New(mongoerr.DuplicateKey, "$merge write failed on a shard: %v", res.writeErrors[0])
-		}
-	}
-	return nil
+		return cc.routeUpdate(ctx, spec.DB, spec.Coll, updates, extra)
+	})
 }
 
 // routeOut is $out on a shard: the output goes into a temporary collection
@@ -188,27 +200,11 @@ func (e *pipelineEnv) routeMerge(cc *clusterClient, spec *query.MergeSpec, docs 
 // the wire. A shed between batches leaves the temporary collection behind.
 func (e *pipelineEnv) routeOut(cc *clusterClient, db, coll string, docs []bson.Raw) error {
 	tmp := "tmp.agg_out." + hex.EncodeToString(func() []byte { id := bson.NewObjectID(); return id[:] }())
-	for k := 0; len(docs) > 0 || k == 0; k++ {
-		chunk := docs[:min(len(docs), mergeBatchDocs)]
-		docs = docs[len(chunk):]
-		if err := e.modelWriteBatch(k, len(chunk)); err != nil {
-			return err
-		}
-		if err := e.r.op.CheckForInterrupt(); err != nil {
-			return err
-		}
-		if len(chunk) == 0 {
-			break
-		}
-		ctx, cancel := context.WithTimeout(e.s.ctx, 30*time.Second)
-		res, err := cc.routeInsert(ctx, db, tmp, chunk, bson.D{{Key: "ordered", Value: true}, {Key: "writeConcern", Value: bson.D{{Key: "w", Value: 1}}}})
-		cancel()
-		if err != nil {
-			return mongoerr.New(codeHostUnreachable, "$out writes through the router path failed: %v", err)
-		}
-		if len(res.writeErrors) > 0 {
-			return mongoerr.New(mongoerr.DuplicateKey, "$out write failed on a shard: %v", res.writeErrors[0])
-		}
+	err := e.routeBatches("$out", docs, true, func(ctx context.Context, chunk []bson.Raw, extra bson.D) (*writeResult, error) {
+		return cc.routeInsert(ctx, db, tmp, chunk, extra)
+	})
+	if err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(e.s.ctx, 30*time.Second)
 	defer cancel()

@@ -28,7 +28,7 @@ func (s *Server) cmdServerStatus(r *request) (bson.D, error) {
 	up := now.Sub(s.started)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	conns := s.connectionCount()
+	conns := s.conns.current()
 	d := bson.D{
 		{Key: "host", Value: host + ":" + itoa(int64(s.portNumber()))},
 		{Key: "version", Value: Version},
@@ -39,7 +39,7 @@ func (s *Server) cmdServerStatus(r *request) (bson.D, error) {
 		{Key: "uptimeEstimate", Value: int64(up / time.Second)},
 		{Key: "localTime", Value: now},
 		{Key: "connections", Value: bson.D{{Key: "current", Value: int32(conns)}, {Key: "available", Value: int32(838860 - conns)},
-			{Key: "totalCreated", Value: int32(s.totalConns.Load())}, {Key: "active", Value: int32(len(s.ops.snapshot()))}}},
+			{Key: "totalCreated", Value: int32(s.conns.totalCreated())}, {Key: "active", Value: int32(len(s.ops.snapshot()))}}},
 		{Key: "opcounters", Value: bson.D{
 			{Key: "insert", Value: s.counters.insert.Load()}, {Key: "query", Value: s.counters.query.Load()},
 			{Key: "update", Value: s.counters.update.Load()}, {Key: "delete", Value: s.counters.delete.Load()},

@@ -1,7 +1,6 @@
 package nightly
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -59,15 +58,11 @@ func WriteTrend(ctx context.Context, st history.Store, out string, opts TrendOpt
 	if err != nil {
 		return err
 	}
-	tpl, err := templates.Trend(nil)
+	b, err := templates.Render(templates.Trend, nil, p)
 	if err != nil {
 		return err
 	}
-	var b bytes.Buffer
-	if err := tpl.Execute(&b, p); err != nil {
-		return err
-	}
-	return store.WriteFileAtomic(out, b.Bytes())
+	return store.WriteFileAtomic(out, b)
 }
 
 // trendPage is what templates/trend.html.tmpl renders. Every string is

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"html/template"
 	"strings"
@@ -165,15 +164,7 @@ func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 	if p.Options, err = chart.JS(options); err != nil {
 		return nil, err
 	}
-	tpl, err := templates.Report(template.FuncMap{"join": strings.Join})
-	if err != nil {
-		return nil, err
-	}
-	var b bytes.Buffer
-	if err := tpl.Execute(&b, p); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
+	return templates.Render(templates.Report, template.FuncMap{"join": strings.Join}, p)
 }
 
 // interleave is the order the first run's first two repetition blocks ran

@@ -1,7 +1,6 @@
 package sweep
 
 import (
-	"bytes"
 	"fmt"
 	"html/template"
 	"math"
@@ -88,15 +87,7 @@ func HTML(r *Result) ([]byte, error) {
 	if p.Options, err = chart.JS(options); err != nil {
 		return nil, err
 	}
-	tpl, err := templates.Sweep(nil)
-	if err != nil {
-		return nil, err
-	}
-	var b bytes.Buffer
-	if err := tpl.Execute(&b, p); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
+	return templates.Render(templates.Sweep, nil, p)
 }
 
 func title(m MetricOut) string {

@@ -6,6 +6,7 @@
 package templates
 
 import (
+	"bytes"
 	_ "embed"
 	"html/template"
 	"strings"
@@ -49,4 +50,18 @@ func Trend(funcs template.FuncMap) (*template.Template, error) {
 // Sweep parses the sweep page (qmlsab sweep's heatmaps) with funcs.
 func Sweep(funcs template.FuncMap) (*template.Template, error) {
 	return template.New("sweep").Funcs(funcs).Parse(sweepHTML)
+}
+
+// Render parses a page with one of the parsers above (Report, Trend or
+// Sweep) and funcs, and executes it with data.
+func Render(parse func(template.FuncMap) (*template.Template, error), funcs template.FuncMap, data any) ([]byte, error) {
+	tpl, err := parse(funcs)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := tpl.Execute(&b, data); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }

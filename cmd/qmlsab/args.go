@@ -3,8 +3,11 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/qmlsab/qmlsab/store"
 )
 
 // Flags written after a command's positional arguments (qmlsab report DIR
@@ -103,4 +106,22 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// flagsOnly refuses, through fail, the positional arguments of a command
+// that takes flags only.
+func flagsOnly(c *cli.Context, fail func(format string, args ...any) error) error {
+	if c.Args().Len() > 0 {
+		return fail("unexpected argument %q (flags only)", c.Args().First())
+	}
+	return nil
+}
+
+// outFolder is the folder --out names or, without it, a new folder of kind
+// under results/ (shardCount > 0: of one shard of a plan).
+func outFolder(c *cli.Context, kind store.FolderKind, shardIndex, shardCount int) string {
+	if dir := c.String("out"); dir != "" {
+		return dir
+	}
+	return store.NewRunDir(store.ResultsRoot, kind, time.Now(), shardIndex, shardCount)
 }

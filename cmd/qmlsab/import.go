@@ -71,10 +71,7 @@ func importFTDCAction(c *cli.Context) error {
 			return fail("%v", err)
 		}
 	}
-	dir := c.String("out")
-	if dir == "" {
-		dir = store.NewRunDir(store.ResultsRoot, store.RunFolder, time.Now(), 0, 0)
-	}
+	dir := outFolder(c, store.RunFolder, 0, 0)
 	// A signal stops the import before its folder is renamed into place:
 	// what it assembled beside --out is removed, and --out is not made.
 	ctx, stop := interruptContext(c.Context)

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -50,8 +49,8 @@ func runCommand() *cli.Command {
 
 func runAction(c *cli.Context) error {
 	fail := refusal("qmlsab run")
-	if c.Args().Len() > 0 {
-		return fail("unexpected argument %q (flags only)", c.Args().First())
+	if err := flagsOnly(c, fail); err != nil {
+		return err
 	}
 	spec, err := resolveWorkload(c.String("workload"))
 	if err != nil {
@@ -136,10 +135,7 @@ func runAction(c *cli.Context) error {
 	}
 	dir := c.String("resume")
 	if dir == "" {
-		dir = c.String("out")
-	}
-	if dir == "" {
-		dir = store.NewRunDir(store.ResultsRoot, store.RunFolder, time.Now(), shard.Index, shard.Count)
+		dir = outFolder(c, store.RunFolder, shard.Index, shard.Count)
 	}
 	if resumed == nil {
 		// Refused before anything is said or made; the run layer checks

@@ -52,8 +52,8 @@ func sweepCommand() *cli.Command {
 
 func sweepAction(c *cli.Context) error {
 	fail := refusal("qmlsab sweep")
-	if c.Args().Len() > 0 {
-		return fail("unexpected argument %q (flags only)", c.Args().First())
+	if err := flagsOnly(c, fail); err != nil {
+		return err
 	}
 	scale, err := run.ProfileScale(c.String("profile"))
 	if err != nil {
@@ -117,10 +117,7 @@ func sweepAction(c *cli.Context) error {
 	if err := cfg.Validate(); err != nil {
 		return fail("%v", err)
 	}
-	dir := c.String("out")
-	if dir == "" {
-		dir = store.NewRunDir(store.ResultsRoot, store.SweepFolder, time.Now(), 0, 0)
-	}
+	dir := outFolder(c, store.SweepFolder, 0, 0)
 	// From here a signal is the sweep's to handle: the folder it makes
 	// goes with it.
 	ctx, stop := interruptContext(c.Context)

@@ -19,6 +19,7 @@ package query
 
 import (
 	"bytes"
+	"cmp"
 	"math"
 	"strings"
 
@@ -98,7 +99,7 @@ func Float(v bson.RawValue) float64 {
 func Compare(a, b bson.RawValue) int {
 	ta, tb := typeOrder(a.Type), typeOrder(b.Type)
 	if ta != tb {
-		return cmpInt(ta, tb)
+		return cmp.Compare(ta, tb)
 	}
 	switch ta {
 	case 2, 1, 100:
@@ -115,10 +116,10 @@ func Compare(a, b bson.RawValue) int {
 		sa, da := a.Binary()
 		sb, db := b.Binary()
 		if len(da) != len(db) {
-			return cmpInt(len(da), len(db))
+			return cmp.Compare(len(da), len(db))
 		}
 		if sa != sb {
-			return cmpInt(int(sa), int(sb))
+			return cmp.Compare(int(sa), int(sb))
 		}
 		return bytes.Compare(da, db)
 	case 8:
@@ -135,14 +136,14 @@ func Compare(a, b bson.RawValue) int {
 			return 1
 		}
 	case 10:
-		return cmpInt64(a.DateTime(), b.DateTime())
+		return cmp.Compare(a.DateTime(), b.DateTime())
 	case 11:
 		at, ai := a.Timestamp()
 		bt, bi := b.Timestamp()
 		if at != bt {
-			return cmpInt64(int64(at), int64(bt))
+			return cmp.Compare(int64(at), int64(bt))
 		}
-		return cmpInt64(int64(ai), int64(bi))
+		return cmp.Compare(int64(ai), int64(bi))
 	}
 	return bytes.Compare(a.Value, b.Value)
 }
@@ -151,7 +152,7 @@ func compareNumbers(a, b bson.RawValue) int {
 	if a.Type != bson.TypeDouble && b.Type != bson.TypeDouble {
 		ia, _ := a.AsInt64OK()
 		ib, _ := b.AsInt64OK()
-		return cmpInt64(ia, ib)
+		return cmp.Compare(ia, ib)
 	}
 	fa, fb := Float(a), Float(b)
 	switch {
@@ -174,7 +175,7 @@ func compareDocs(a, b bson.Raw) int {
 	eb, _ := b.Elements()
 	for i := 0; i < len(ea) && i < len(eb); i++ {
 		va, vb := ea[i].Value(), eb[i].Value()
-		if c := cmpInt(typeOrder(va.Type), typeOrder(vb.Type)); c != 0 {
+		if c := cmp.Compare(typeOrder(va.Type), typeOrder(vb.Type)); c != 0 {
 			return c
 		}
 		if c := strings.Compare(ea[i].Key(), eb[i].Key()); c != 0 {
@@ -184,27 +185,7 @@ func compareDocs(a, b bson.Raw) int {
 			return c
 		}
 	}
-	return cmpInt(len(ea), len(eb))
-}
-
-func cmpInt(a, b int) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return cmp.Compare(len(ea), len(eb))
 }
 
 // Lookup resolves a dotted path in doc. It descends through embedded
