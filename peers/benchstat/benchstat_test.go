@@ -12,16 +12,6 @@ import (
 	"testing"
 )
 
-// rootDir is the qmlsab repository: two folders up.
-func rootDir(t *testing.T) string {
-	t.Helper()
-	dir, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 func run(t *testing.T, dir, name string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(name, args...)
@@ -41,7 +31,7 @@ func run(t *testing.T, dir, name string, args ...string) string {
 func TestBenchstatReadsAndScalesBenchTxt(t *testing.T) {
 	tmp := t.TempDir()
 	bin := filepath.Join(tmp, "qmlsab")
-	run(t, rootDir(t), "go", "build", "-o", bin, "./cmd/qmlsab")
+	run(t, filepath.Join("..", ".."), "go", "build", "-o", bin, "./cmd/qmlsab")
 	dir := filepath.Join(tmp, "run")
 	run(t, tmp, bin, "run", "--arms", "D,E", "--n", "3", "--profile", "quick", "--seed", "3", "--out", dir)
 	run(t, tmp, bin, "report", "--format", "bench", dir)
