@@ -137,7 +137,7 @@ func (rt *Router) openRemote(ctx context.Context, cat *shardCatalog, shard strin
 			return nil, err
 		}
 		conn := &wire.Client{Addr: host}
-		reply, err := conn.Call(ctx, cmd)
+		reply, err := conn.Call(ctx, withClientMetadata(ctx, cmd))
 		rt.cc.noteClusterTime(reply)
 		if err != nil {
 			conn.Close()
