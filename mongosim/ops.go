@@ -20,6 +20,10 @@ type Op struct {
 	NS      string
 	body    bson.Raw
 	Started time.Time
+	// appName is the application a router named in the command's $client
+	// (the client behind the router); empty for a direct client, whose
+	// connection's hello names it.
+	appName string
 
 	killCode atomic.Int32
 	killed   chan struct{}
@@ -82,6 +86,7 @@ func (t *opTable) register(r *request) *Op {
 		t.next = 1
 	}
 	op := &Op{ID: t.next, conn: r.conn, Command: r.name, body: r.body, Started: time.Now(), killed: make(chan struct{})}
+	op.appName, _ = r.body.Lookup("$client", "application", "name").StringValueOK()
 	if coll, ok := r.body.Lookup(r.name).StringValueOK(); ok {
 		op.NS = r.db + "." + coll
 	} else {
@@ -132,6 +137,9 @@ func (t *opTable) killAll(code int32) {
 // currentOpDoc renders an op in currentOp's shape.
 func (s *Server) currentOpDoc(o *Op, now time.Time) bson.D {
 	client, appName := o.conn.metadata()
+	if o.appName != "" {
+		appName = o.appName
+	}
 	running := now.Sub(o.Started)
 	cmd := o.body
 	if len(cmd) > 1000 {

@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -192,6 +193,10 @@ type routerConn struct {
 	nc     net.Conn
 	id     int64
 	remote string
+	// appName is the application its first hello named; the router
+	// passes it on to the shards in each command's $client, as mongos
+	// does, so a shard's $currentOp names the client behind the router.
+	appName string
 }
 
 func (rt *Router) serve(nc net.Conn, id int64) {
@@ -241,6 +246,7 @@ func (rt *Router) handle(c *routerConn, msg *wire.Message) bool {
 			_, err := c.nc.Write(out)
 			return err == nil
 		}
+		c.noteClient(body)
 		reply := rt.finish(rt.helloReply(c, body, first.Key() != "hello"), nil)
 		_ = db
 		_, err = c.nc.Write(wire.AppendReply(nil, wire.NextRequestID(), msg.RequestID, reply))
@@ -261,6 +267,7 @@ func (rt *Router) handle(c *routerConn, msg *wire.Message) bool {
 	}
 	name := first.Key()
 	if name == "hello" || name == "isMaster" || name == "ismaster" {
+		c.noteClient(body)
 		legacy := name != "hello"
 		reply := rt.helloReply(c, body, legacy)
 		_, hasAwait := body.Lookup("maxAwaitTimeMS").AsInt64OK()
@@ -295,6 +302,40 @@ func (rt *Router) handle(c *routerConn, msg *wire.Message) bool {
 		return true
 	}
 	return rt.write(c, msg, 0, rt.finish(reply, err))
+}
+
+// noteClient keeps the application name of the connection's first hello
+// that carries client metadata.
+func (c *routerConn) noteClient(hello bson.Raw) {
+	if c.appName != "" {
+		return
+	}
+	c.appName, _ = hello.Lookup("client", "application", "name").StringValueOK()
+}
+
+// clientAppKey carries, in a command's context, the application of the
+// router's client it runs for.
+type clientAppKey struct{}
+
+// withClientApp is ctx carrying the router client's application name.
+func withClientApp(ctx context.Context, app string) context.Context {
+	if app == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, clientAppKey{}, app)
+}
+
+// withClientMetadata adds to cmd, sent to a shard or the config server
+// for a router's client, that client's application as $client, so the
+// shard's $currentOp names it (mongos forwards client metadata the same
+// way). A command run for no client is left as it is.
+func withClientMetadata(ctx context.Context, cmd bson.D) bson.D {
+	app, _ := ctx.Value(clientAppKey{}).(string)
+	if app == "" {
+		return cmd
+	}
+	// Clipped: the caller's cmd may be sent again or from other goroutines.
+	return append(slices.Clip(cmd), bson.E{Key: "$client", Value: bson.D{{Key: "application", Value: bson.D{{Key: "name", Value: app}}}}})
 }
 
 func (rt *Router) awaitHello(body bson.Raw) {

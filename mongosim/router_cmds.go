@@ -45,7 +45,7 @@ func (rt *Router) dispatch(c *routerConn, name string, body bson.Raw, seqs map[s
 		return nil, mongoerr.New(40571, "OP_MSG requests require a $db argument")
 	}
 	rt.counters.command.Add(1)
-	ctx, cancel := context.WithCancel(rt.ctx)
+	ctx, cancel := context.WithCancel(withClientApp(rt.ctx, c.appName))
 	defer cancel()
 	if ms, ok := body.Lookup("maxTimeMS").AsInt64OK(); ok && ms > 0 {
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)

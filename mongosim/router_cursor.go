@@ -26,7 +26,7 @@ type remoteCursor struct {
 // fill fetches the next batch when the buffer is empty.
 func (rc *remoteCursor) fill(ctx context.Context) error {
 	for len(rc.buf) == 0 && rc.id != 0 {
-		reply, err := rc.conn.Call(ctx, bson.D{{Key: "getMore", Value: rc.id}, {Key: "collection", Value: rc.coll}, {Key: "$db", Value: rc.db}})
+		reply, err := rc.conn.Call(ctx, withClientMetadata(ctx, bson.D{{Key: "getMore", Value: rc.id}, {Key: "collection", Value: rc.coll}, {Key: "$db", Value: rc.db}}))
 		if err != nil {
 			rc.id = 0
 			return err
@@ -137,7 +137,7 @@ func (rt *Router) openRemote(ctx context.Context, cat *shardCatalog, shard strin
 			return nil, err
 		}
 		conn := &wire.Client{Addr: host}
-		reply, err := conn.Call(ctx, cmd)
+		reply, err := conn.Call(ctx, withClientMetadata(ctx, cmd))
 		rt.cc.noteClusterTime(reply)
 		if err != nil {
 			conn.Close()

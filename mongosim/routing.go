@@ -129,7 +129,7 @@ func (cc *clusterClient) call(ctx context.Context, host string, cmd bson.D) (bso
 	if c == nil {
 		c = &wire.Client{Addr: host}
 	}
-	reply, err := c.Call(ctx, cmd)
+	reply, err := c.Call(ctx, withClientMetadata(ctx, cmd))
 	cc.noteClusterTime(reply)
 	cc.mu.Lock()
 	if len(cc.idle[host]) < 16 {

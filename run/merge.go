@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"time"
 
 	"github.com/qmlsab/qmlsab/arms"
@@ -36,13 +37,22 @@ func runMergeTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, see
 		d.ShardOf = sh.ShardOf()
 		meta["topology"], meta["shards"], meta["routers"] = arms.TopologySharded, sh.ShardOf(), sh.Routers()
 	}
-	done := make(chan struct{})
-	go func() { sampler.Run(tctx); close(done) }()
+	var bg sync.WaitGroup
+	bg.Go(func() { sampler.Run(tctx) })
+	// The arm's killOp actor runs beside the cases (one per shard on a
+	// sharded cluster), as it does beside the storm.
+	var kmu sync.Mutex
+	var kills []store.Kill
+	if k := arm.KillOp(); k != nil {
+		if _, err := startKillOp(tctx, &bg, dep, *k, cfg.Log, func(e store.Kill) { kmu.Lock(); kills = append(kills, e); kmu.Unlock() }, nil); err != nil {
+			return store.Invalid, err.Error()
+		}
+	}
 	start := time.Now()
 	report(progress.Update{Phase: "merge ops"})
 	res, err := d.Run(tctx)
 	stop()
-	<-done
+	bg.Wait()
 	if ctx.Err() != nil {
 		return store.Interrupted, ""
 	}
@@ -55,5 +65,5 @@ func runMergeTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, see
 		meta[k] = v
 	}
 	trial.Metadata, _ = json.Marshal(meta)
-	return writeTrial(dir, trial, start, store.Records{Samples: sampler.Samples(), Merge: &res})
+	return writeTrial(dir, trial, start, store.Records{Samples: sampler.Samples(), Merge: &res, Kills: kills, KillOpActor: arm.KillOp() != nil})
 }

@@ -24,9 +24,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
-
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/arms/actor"
 	"github.com/qmlsab/qmlsab/collect"
@@ -672,14 +669,12 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 	bg.Go(func() { sampler.Run(tctx) })
 	var kmu sync.Mutex
 	var kills []store.Kill
-	var rounds atomic.Int64 // the killOp actor's decisions
+	var rounds atomic.Int64 // the killOp actors' decisions
+	actors := 0             // how many killOp actors decide (one per shard on a sharded cluster)
 	if k := arm.KillOp(); k != nil {
-		c, err := mongo.Connect(options.Client().ApplyURI(dep.URI()).SetAppName("qmlsab-killop"))
-		if err == nil {
-			defer c.Disconnect(context.Background())
-			bg.Go(func() {
-				_ = actor.KillOp(tctx, c, *k, func(e store.Kill) { kmu.Lock(); kills = append(kills, e); kmu.Unlock() }, actor.WithLog(cfg.Log), actor.WithRounds(&rounds))
-			})
+		var err error
+		if actors, err = startKillOp(tctx, &bg, dep, *k, cfg.Log, func(e store.Kill) { kmu.Lock(); kills = append(kills, e); kmu.Unlock() }, &rounds); err != nil {
+			return store.Invalid, err.Error()
 		}
 	}
 	for _, a := range arm.Actors {
@@ -779,9 +774,9 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 		// freed in time (a crash of D's set) measured the host.
 		if k := arm.KillOp(); k != nil && inTrial.Load() >= 0 {
 			total := cfg.Workload.Duration()
-			if want := int64(total / k.Interval); inTrial.Load() < want*4/5 {
-				return store.Invalid, fmt.Sprintf("host saturated: the killOp actor decided %d times in the trial's %.0f s where its %v interval asks for %d; run fewer trials at once (--parallel) or use --clock virtual",
-					inTrial.Load(), total.Seconds(), k.Interval, want)
+			if want := int64(actors) * int64(total/k.Interval); inTrial.Load() < want*4/5 {
+				return store.Invalid, fmt.Sprintf("host saturated: the killOp actor%s decided %d times in the trial's %.0f s where its %v interval asks for %d; run fewer trials at once (--parallel) or use --clock virtual",
+					actorsNote(actors), inTrial.Load(), total.Seconds(), k.Interval, want)
 			}
 		}
 	}
@@ -847,6 +842,11 @@ const writingResults = "writing results: "
 func writeTrial(dir string, trial store.Trial, start time.Time, rec store.Records, extra ...store.Event) (status, reason string) {
 	trial.Metrics, trial.Absent = metric.Explain(rec)
 	files := store.TrialFiles{Trial: trial, Samples: rec.Samples, Merge: rec.Merge}
+	if rec.Merge != nil && rec.KillOpActor {
+		// The actor's kills beside the merge ops; an empty file says it
+		// ran and killed nothing.
+		files.Events = append([]store.Event{}, metric.Events(nil, nil, rec.Kills, extra...)...)
+	}
 	if rec.Merge == nil {
 		// The per-second series cover the trial's window and nothing of
 		// the sampling before or after it; a window the records do not

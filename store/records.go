@@ -245,7 +245,11 @@ type Kill struct {
 	Queued       bool      `json:"queued"`
 	Stage        string    `json:"stage,omitempty"`
 	ResidentMB   int64     `json:"resident_mb"`
-	Err          string    `json:"err,omitempty"`
+	// Shard is, on a sharded cluster, the id of the shard whose actor
+	// killed the operation ("sh1"; the shard's primary decided with its
+	// own memory); empty on a replica set.
+	Shard string `json:"shard,omitempty"`
+	Err   string `json:"err,omitempty"`
 }
 
 // Event is one timestamped thing that happened in a trial (events.jsonl.gz).
@@ -300,7 +304,8 @@ type TrialFiles struct {
 	Outcomes []OutcomeSecond
 	Events   []Event
 	// Merge, when not nil, makes this a merge-workload trial: its ops are
-	// written instead of the storm's files.
+	// written instead of the storm's files, and Events only when it is not
+	// nil (an arm with the killOp actor: its kills, maybe none).
 	Merge *MergeRun
 }
 
@@ -310,6 +315,9 @@ func WriteTrial(dir string, f TrialFiles) error {
 	steps := []func() error{func() error { return WriteJSONLinesGz(filepath.Join(dir, SamplesFile), f.Samples) }}
 	if f.Merge != nil {
 		steps = append(steps, func() error { return WriteJSONLinesGz(filepath.Join(dir, MergeFile), f.Merge.Ops) })
+		if f.Events != nil { // the killOp actor ran beside the merge ops: its kills
+			steps = append(steps, func() error { return WriteJSONLinesGz(filepath.Join(dir, EventsFile), f.Events) })
+		}
 	} else {
 		steps = append(steps,
 			func() error { return WriteJSONLinesGz(filepath.Join(dir, SeriesFile), f.Series) },

@@ -9,11 +9,16 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -22,6 +27,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/qmlsab/qmlsab/arms"
@@ -35,6 +41,7 @@ type Option func(*killOpOptions)
 type killOpOptions struct {
 	log    *slog.Logger
 	rounds *atomic.Int64
+	shard  string
 }
 
 // WithLog sends what the actor has to say (why it does nothing, for one) to
@@ -46,6 +53,10 @@ func WithLog(log *slog.Logger) Option { return func(o *killOpOptions) { o.log = 
 // harness on a starved host sees its actor complete far fewer than its
 // interval asks.
 func WithRounds(n *atomic.Int64) Option { return func(o *killOpOptions) { o.rounds = n } }
+
+// WithShard labels the actor's kills with the id of the shard whose
+// primary it watches (store.Kill.Shard) and its log with the shard.
+func WithShard(id string) Option { return func(o *killOpOptions) { o.shard = id } }
 
 // KillOp runs the killOp actor until ctx ends: every interval it reads the
 // primary's resident memory (serverStatus) and its operations ($currentOp),
@@ -68,6 +79,65 @@ func KillOp(ctx context.Context, c *mongo.Client, cfg killop.Config, onKill func
 	return runKillOp(ctx, wireServer{c.Database("admin")}, cfg, onKill, o)
 }
 
+// KillOpPerShard runs the killOp actor on a sharded cluster until ctx
+// ends: one actor per shard, each watching its shard's primary (a router
+// reports no memory, and each shard is a replica set with its own memory
+// and its own $currentOp), deciding with that shard's memory and killing
+// that shard's operations under the same scope as KillOp. shardOf maps
+// each shard member (host:port) to its shard's id; each actor's kills
+// carry that id (WithShard). A shard whose members cannot be dialled is
+// left without an actor and said so in the log; the others run. WithRounds
+// counts every shard's rounds together: on n shards a quiet host completes
+// n per interval.
+func KillOpPerShard(ctx context.Context, shardOf map[string]string, cfg killop.Config, appName string, onKill func(store.Kill), opts ...Option) error {
+	if len(shardOf) == 0 {
+		return fmt.Errorf("killop actor: a sharded cluster without shard members")
+	}
+	o := killOpOptions{log: slog.Default()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	hosts := map[string][]string{}
+	for h, id := range shardOf {
+		hosts[id] = append(hosts[id], h)
+	}
+	var mu sync.Mutex // onKill is called from every shard's actor
+	serial := func(k store.Kill) {
+		if onKill != nil {
+			mu.Lock()
+			defer mu.Unlock()
+			onKill(k)
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 0, len(hosts))
+	var emu sync.Mutex
+	for _, id := range slices.Sorted(maps.Keys(hosts)) {
+		c, err := mongo.Connect(options.Client().ApplyURI(ShardURI(hosts[id])).SetAppName(appName))
+		if err != nil {
+			o.log.Warn("killop actor: no actor on this shard", "shard", id, "err", err)
+			continue
+		}
+		wg.Go(func() {
+			defer c.Disconnect(context.Background())
+			if err := KillOp(ctx, c, cfg, serial, append(slices.Clone(opts), WithShard(id))...); err != nil {
+				emu.Lock()
+				errs = append(errs, fmt.Errorf("shard %s: %w", id, err))
+				emu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// ShardURI is the connection string of a shard's members: without
+// directConnection, so the driver discovers the shard's replica set and
+// sends the actor's commands to its primary, wherever an election moves it.
+func ShardURI(members []string) string {
+	return "mongodb://" + strings.Join(slices.Sorted(slices.Values(members)), ",") + "/"
+}
+
 // server is what the killOp actor asks of the member it watches.
 type server interface {
 	hostInfo(ctx context.Context) (bson.Raw, error)
@@ -79,6 +149,9 @@ type server interface {
 // runKillOp is KillOp's loop over any server.
 func runKillOp(ctx context.Context, srv server, cfg killop.Config, onKill func(store.Kill), o killOpOptions) error {
 	log := cmp.Or(o.log, slog.Default())
+	if o.shard != "" {
+		log = log.With("shard", o.shard)
+	}
 	said := map[string]bool{}
 	idle := func(reason string) {
 		if !said[reason] {
@@ -130,7 +203,7 @@ func runKillOp(ctx context.Context, srv server, cfg killop.Config, onKill func(s
 			idle(d.Idle)
 		}
 		for _, k := range d.Kills {
-			ev := store.Kill{At: time.Now(), OpID: k.ID, AppName: k.AppName, TrackedBytes: k.TrackedBytes, Queued: k.Queued, Stage: k.Stage, ResidentMB: d.ResidentMB}
+			ev := store.Kill{At: time.Now(), OpID: k.ID, AppName: k.AppName, TrackedBytes: k.TrackedBytes, Queued: k.Queued, Stage: k.Stage, ResidentMB: d.ResidentMB, Shard: o.shard}
 			if err := srv.killOp(ctx, k.ID); err != nil {
 				ev.Err = err.Error()
 			}

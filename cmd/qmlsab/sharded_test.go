@@ -180,3 +180,55 @@ func TestRunMergeShardedLocalAndURI(t *testing.T) {
 		checkShardedMergeRun(t, dir, 1)
 	})
 }
+
+// TestRunShardedKillOpActorNamesTheShard: a sharded merge_partial_write
+// run of an arm with the killOp actor (its threshold below any resident
+// memory, its scope the merge workload's own application) runs one actor
+// per shard: the trial keeps its kills in events.jsonl.gz, each naming
+// the shard whose primary it was killed on, and none of another
+// application.
+func TestRunShardedKillOpActorNamesTheShard(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time trials")
+	}
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "run")
+	wl := filepath.Join(tmp, "merge4.yaml")
+	armsFile := filepath.Join(tmp, "arms.yaml")
+	os.WriteFile(wl, []byte("name: merge4\nkind: merge_partial_write\nmerge_partial_write:\n  ops: 4\n"), 0o644)
+	os.WriteFile(armsFile, []byte("arms:\n  - name: DK\n    setParameters: {}\n    actors:\n"+
+		"      - killop: {rssHighPercent: 1, interval: 20ms, appName: qmlsab-merge, policy: largest-first}\n"), 0o644)
+	out, code := qmlsab(t, "run", "--workload", wl, "--topology", "sharded", "--arms", "DK", "--arms-file", armsFile, "--n", "1", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	r, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Trials["DK"]) != 1 {
+		t.Fatalf("DK: %d valid trials, want 1\n%s", len(r.Trials["DK"]), out)
+	}
+	events, err := store.ReadJSONLinesGz[store.Event](filepath.Join(store.TrialDir(dir, "DK", r.Trials["DK"][0].Index), store.EventsFile))
+	if err != nil {
+		t.Fatalf("the actor's kills: %v", err)
+	}
+	kills, shards := 0, map[string]int{}
+	for _, e := range events {
+		if e.Kind != "kill" || e.Kill == nil {
+			continue
+		}
+		kills++
+		shards[e.Kill.Shard]++
+		if !strings.HasPrefix(e.Kill.Shard, "sh") {
+			t.Errorf("kill of op %d names shard %q, want the shard it was killed on", e.Kill.OpID, e.Kill.Shard)
+		}
+		if e.Kill.AppName != "qmlsab-merge" {
+			t.Errorf("the actor killed op %d of app %q", e.Kill.OpID, e.Kill.AppName)
+		}
+	}
+	if kills == 0 {
+		t.Fatalf("no kill recorded (%d events)\n%s", len(events), out)
+	}
+	t.Logf("%d kills by shard %v", kills, shards)
+}
