@@ -188,11 +188,14 @@ func TestFTDCOfARunRoundTripsAndImportsToTheSameReport(t *testing.T) {
 						t.Errorf("%s %s absent from the import (run's median %v)", arm, name, want)
 						continue
 					}
-					// Under load a member's diagnostic sample and the sampler's
-					// serverStatus can be a second apart: a few percent of a
-					// gauge (read tickets moved 99 → 104 in one CI run) on top
-					// of what one sample changes.
-					limit := tol[arm][name] + 0.06*math.Abs(want) + 1e-9*math.Abs(want)
+					// The sampler's serverStatus and the member's diagnostic
+					// data are two samplings of one trial, each within one
+					// sample of what happened, so they are within two of each
+					// other (a slope moved by 7.46 against one sample's 7.36 on
+					// a machine running three suites). Under load the two can
+					// also be a second apart: a few percent of a gauge (read
+					// tickets moved 99 → 104 in one CI run).
+					limit := 2*tol[arm][name] + 0.06*math.Abs(want) + 1e-9*math.Abs(want)
 					if name == metric.LowQueueGrowth {
 						// A 0/1 verdict of a significance test (slope > 0 at
 						// p < 0.01): a trial on the border flips with the
@@ -202,7 +205,7 @@ func TestFTDCOfARunRoundTripsAndImportsToTheSameReport(t *testing.T) {
 					}
 					t.Logf("%s %-26s run %12.4f  import %12.4f  |Δ| %10.4f  one sample %10.4f", arm, name, want, got, math.Abs(got-want), tol[arm][name])
 					if math.Abs(got-want) > limit {
-						t.Errorf("%s %s: import median %v, run's %v: |Δ| %v is more than one sample changes (%v)", arm, name, got, want, math.Abs(got-want), tol[arm][name])
+						t.Errorf("%s %s: import median %v, run's %v: |Δ| %v is more than two samplings differ (one sample changes it by %v)", arm, name, got, want, math.Abs(got-want), tol[arm][name])
 					}
 					matched++
 				}
