@@ -113,19 +113,23 @@ func (a arithExpr) Eval(doc bson.Raw) (bson.RawValue, error) {
 	return acc, nil
 }
 
+// floatArith applies + - or * to doubles.
+func floatArith(a, b float64, op byte) bson.RawValue {
+	switch op {
+	case '+':
+		return Double(a + b)
+	case '-':
+		return Double(a - b)
+	}
+	return Double(a * b)
+}
+
 // arith applies + - or * with mongod's numeric promotion: any double makes
 // a double; two int32s stay int32 unless the result overflows it (then
 // int64); int64 stays int64 unless the result overflows it (then double).
 func arith(x, y bson.RawValue, op byte) bson.RawValue {
 	if x.Type == bson.TypeDouble || y.Type == bson.TypeDouble {
-		a, b := Float(x), Float(y)
-		switch op {
-		case '+':
-			return Double(a + b)
-		case '-':
-			return Double(a - b)
-		}
-		return Double(a * b)
+		return floatArith(Float(x), Float(y), op)
 	}
 	a, _ := x.AsInt64OK()
 	b, _ := y.AsInt64OK()
@@ -143,14 +147,7 @@ func arith(x, y bson.RawValue, op byte) bson.RawValue {
 		r = a * b
 	}
 	if overflow {
-		fa, fb := float64(a), float64(b)
-		switch op {
-		case '+':
-			return Double(fa + fb)
-		case '-':
-			return Double(fa - fb)
-		}
-		return Double(fa * fb)
+		return floatArith(float64(a), float64(b), op)
 	}
 	if x.Type == bson.TypeInt32 && y.Type == bson.TypeInt32 && r == int64(int32(r)) {
 		return Int32(int32(r))
