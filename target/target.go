@@ -26,7 +26,6 @@ import (
 	"log/slog"
 	"maps"
 	"net"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -36,6 +35,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/internal/mongouri"
 	"github.com/qmlsab/qmlsab/mongosim"
 )
 
@@ -116,7 +116,7 @@ func Provision(ctx context.Context, arm arms.Arm, opts Options) (Deployment, err
 // CheckLoopback refuses a URI with any host outside the loopback range:
 // the storm is designed to exhaust a server's memory.
 func CheckLoopback(uri string, allowRemote bool) error {
-	hosts, err := uriHosts(uri)
+	hosts, err := mongouri.Hosts(uri)
 	if err != nil {
 		return err
 	}
@@ -136,25 +136,6 @@ func CheckLoopback(uri string, allowRemote bool) error {
 		}
 	}
 	return nil
-}
-
-func uriHosts(uri string) ([]string, error) {
-	scheme, rest, ok := strings.Cut(uri, "://")
-	if !ok || (scheme != "mongodb" && scheme != "mongodb+srv") {
-		return nil, fmt.Errorf("not a MongoDB connection string (%s)", arms.RedactURI(uri))
-	}
-	hostPart, _, _ := strings.Cut(rest, "/")
-	hostPart, _, _ = strings.Cut(hostPart, "?")
-	if at := strings.LastIndex(hostPart, "@"); at >= 0 {
-		hostPart = hostPart[at+1:]
-	}
-	if hostPart == "" {
-		return nil, fmt.Errorf("connection string has no host (%s)", arms.RedactURI(uri))
-	}
-	if _, err := url.Parse("mongodb://" + hostPart); err != nil && !strings.Contains(hostPart, ",") {
-		return nil, fmt.Errorf("bad host in connection string (%s)", arms.RedactURI(uri))
-	}
-	return strings.Split(hostPart, ","), nil
 }
 
 // MemberInfo is the startup check's record of one member.

@@ -49,7 +49,7 @@ func provisionURI(ctx context.Context, arm arms.Arm, opts Options) (Deployment, 
 	}
 	u := &uriTarget{uri: arm.URI, members: members, shardOf: shardOf, previous: map[string]map[string]bson.RawValue{}, logger: opts.Logger}
 	if topology == "mongos" {
-		if u.routers, err = uriHosts(arm.URI); err != nil {
+		if u.routers, err = mongouri.Hosts(arm.URI); err != nil {
 			return nil, fmt.Errorf("arm %s: %w", arm.Name, err)
 		}
 	}
@@ -122,7 +122,7 @@ func discoverMembers(ctx context.Context, c *mongo.Client, uri string) (members 
 	if me, _ := hello.Lookup("me").StringValueOK(); me != "" {
 		return []string{me}, topologyOf(hello), nil, nil
 	}
-	hosts, err := uriHosts(uri)
+	hosts, err := mongouri.Hosts(uri)
 	if err != nil {
 		return nil, "", nil, err
 	}

@@ -66,6 +66,34 @@ func Parse(uri string) (*connstring.ConnString, error) {
 	return cs, nil
 }
 
+// Hosts is the host list of a MongoDB connection string, each entry as
+// written (host, host:port or [v6]:port; for mongodb+srv the SRV name),
+// read the way Parse reads it: after the user information's last '@'
+// (a password may hold an unescaped '@'), up to the path or the options.
+// It does not validate options, so a caller can check the hosts (the
+// loopback rule) before the driver is involved. Errors show the URI
+// redacted.
+func Hosts(uri string) ([]string, error) {
+	n, ok := schemeLen(uri)
+	if !ok || !strings.HasPrefix(uri[n:], "//") {
+		return nil, fmt.Errorf("%s: not a MongoDB connection string (want mongodb://[user:password@]host[:port][/database][?options] or mongodb+srv://)", Redact(uri))
+	}
+	list := hosts(uri, n+2)
+	if list == "" {
+		return nil, fmt.Errorf("%s: malformed MongoDB connection string: no host", Redact(uri))
+	}
+	out := strings.Split(list, ",")
+	for _, h := range out {
+		if h == "" {
+			return nil, fmt.Errorf("%s: malformed MongoDB connection string: an empty host in the host list", Redact(uri))
+		}
+		if _, err := url.Parse("mongodb://" + h); err != nil {
+			return nil, fmt.Errorf("%s: bad host %q in the connection string", Redact(uri), h)
+		}
+	}
+	return out, nil
+}
+
 // sensitiveOptions are connection-string options whose values are secrets
 // (lower case) although their names do not say so: mechanism properties
 // may carry an AWS session token.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -112,6 +113,31 @@ func TestParseRefusesMalformedWithoutThePassword(t *testing.T) {
 	for _, s := range []string{"mongodb", "mongodb.db", "results/mongodb:x", "mongo://h", ""} {
 		if HasScheme(s) {
 			t.Errorf("HasScheme(%q) = true", s)
+		}
+	}
+}
+
+func TestHosts(t *testing.T) {
+	for _, c := range []struct {
+		uri  string
+		want []string
+	}{
+		{"mongodb://127.0.0.1:1", []string{"127.0.0.1:1"}},
+		{"mongodb://localhost:2,[::1]:3/?replicaSet=x", []string{"localhost:2", "[::1]:3"}},
+		{"mongodb://u:p@ss@db.example.com:27017/admin", []string{"db.example.com:27017"}},
+		{"MongoDB+SRV://u:pw@cluster0.example.net/?tls=true", []string{"cluster0.example.net"}},
+	} {
+		got, err := Hosts(c.uri)
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("Hosts(%s) = %q, %v; want %q", Redact(c.uri), got, err, c.want)
+		}
+	}
+	for _, uri := range []string{"http://x", "mongodb:/x", "mongodb://u:hunter2@/db", "mongodb://a,,b", "mongodb://u:hunter2@h%zz"} {
+		_, err := Hosts(uri)
+		if err == nil {
+			t.Errorf("Hosts(%s): no error", Redact(uri))
+		} else if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("Hosts error leaks the password: %v", err)
 		}
 	}
 }
