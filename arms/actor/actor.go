@@ -203,8 +203,18 @@ func runKillOp(ctx context.Context, srv server, cfg killop.Config, onKill func(s
 			idle(d.Idle)
 		}
 		for _, k := range d.Kills {
+			if ctx.Err() != nil {
+				return nil // stopped: no kill starts after the phase ended
+			}
 			ev := store.Kill{At: time.Now(), OpID: k.ID, AppName: k.AppName, TrackedBytes: k.TrackedBytes, Queued: k.Queued, Stage: k.Stage, ResidentMB: d.ResidentMB, Shard: o.shard}
 			if err := srv.killOp(ctx, k.ID); err != nil {
+				if ctx.Err() != nil {
+					// The actor was stopped while the server had not yet
+					// answered: not a failed kill but an unanswered one,
+					// at the phase's end, and the operation's own record
+					// says how it ended.
+					return nil
+				}
 				ev.Err = err.Error()
 			}
 			if onKill != nil {

@@ -97,15 +97,25 @@ func TestKillOpPerShardKillsTheWorkloadOnItsShardOnly(t *testing.T) {
 	for range 4 {
 		go run(coll, &stormErrs)
 	}
+	// Until the events the test is about have happened (or the
+	// deadline): a kill, a storm query that came back Interrupted through
+	// the router, and the other application's query completed while the
+	// actors ran. A fixed wait after the first kill lost the killed
+	// query's answer on a busy machine.
+	seen := func() bool {
+		emu.Lock()
+		defer emu.Unlock()
+		return interruptedCount(stormErrs) > 0 && len(otherErrs) > 0
+	}
 	select {
 	case <-killed:
-		// Some more rounds, so the other application's query is in view
-		// while the actors keep killing.
+	case <-ctx.Done():
+	}
+	for ctx.Err() == nil && !seen() {
 		select {
-		case <-time.After(time.Second):
+		case <-time.After(20 * time.Millisecond):
 		case <-ctx.Done():
 		}
-	case <-ctx.Done():
 	}
 	stopQueries()
 	wg.Wait()
@@ -137,13 +147,7 @@ func TestKillOpPerShardKillsTheWorkloadOnItsShardOnly(t *testing.T) {
 			t.Fatalf("the other application's query failed: %v", err)
 		}
 	}
-	interrupted := 0
-	for _, err := range stormErrs {
-		var ce mongo.CommandError
-		if errors.As(err, &ce) && ce.Code == 11601 {
-			interrupted++
-		}
-	}
+	interrupted := interruptedCount(stormErrs)
 	if interrupted == 0 {
 		t.Errorf("no storm query through the router saw Interrupted (%d kills, %d queries)", len(kills), len(stormErrs))
 	}
@@ -151,6 +155,19 @@ func TestKillOpPerShardKillsTheWorkloadOnItsShardOnly(t *testing.T) {
 		t.Errorf("the other application's query never completed while the actors ran (%d kills)", len(kills))
 	}
 	t.Logf("%d kills on sh1, %d of %d storm queries interrupted, %d queries of the other app completed", len(kills), interrupted, len(stormErrs), len(otherErrs))
+}
+
+// interruptedCount is how many of errs are the Interrupted error (11601)
+// a killed operation answers with.
+func interruptedCount(errs []error) int {
+	n := 0
+	for _, err := range errs {
+		var ce mongo.CommandError
+		if errors.As(err, &ce) && ce.Code == 11601 {
+			n++
+		}
+	}
+	return n
 }
 
 func TestShardURIDiscoversTheShardsSet(t *testing.T) {

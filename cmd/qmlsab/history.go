@@ -172,17 +172,26 @@ func addToHistory(c *cli.Context, loc string, dirs []string) error {
 	// being added: each night is in the history whole or not at all.
 	ctx, stop := interruptContext(c.Context)
 	defer stop()
+	left := func(i int) string {
+		var dirs []string
+		for _, g := range groups[i:] {
+			dirs = append(dirs, g...)
+		}
+		return strings.Join(dirs, " ")
+	}
 	st, err := history.Open(ctx, loc)
 	if err != nil {
-		return interruptedOr(ctx, fmt.Errorf("history %s: %w", history.RedactURI(loc), err))
+		err = fmt.Errorf("history %s: %w", history.RedactURI(loc), err)
+		if ctx.Err() != nil {
+			// Interrupted while opening (a signal can come before the
+			// first night): say what was not added, as below.
+			err = fmt.Errorf("%w; %s: not added", err, left(0))
+		}
+		return interruptedOr(ctx, err)
 	}
 	defer st.Close()
 	notAdded := func(i int) error {
-		var left []string
-		for _, g := range groups[i:] {
-			left = append(left, g...)
-		}
-		return interruptedOr(ctx, fmt.Errorf("%s: not added", strings.Join(left, " ")))
+		return interruptedOr(ctx, fmt.Errorf("%s: not added", left(i)))
 	}
 	for i, r := range runs {
 		if ctx.Err() != nil {
