@@ -118,3 +118,25 @@ func TestPerSecondHoldsOnlyTheTrialsSeconds(t *testing.T) {
 		}
 	}
 }
+
+// TestPrimaryChangesPerShard: on a sharded cluster every shard's primary is
+// sampled in turn; only a change within one shard is a change of primary.
+func TestPrimaryChangesPerShard(t *testing.T) {
+	var s []store.Sample
+	for i := range 6 {
+		s = append(s,
+			store.Sample{At: at(float64(i)), Member: "h0:1", Shard: "sh0", Up: true, Primary: true, ProcessID: "a"},
+			store.Sample{At: at(float64(i) + 0.5), Member: "h1:1", Shard: "sh1", Up: true, Primary: true, ProcessID: "b"},
+			store.Sample{At: at(float64(i) + 0.7), Member: "r:1", Shard: "mongos", Up: true})
+	}
+	if n := PrimaryChanges(s); n != 0 {
+		t.Fatalf("two shards' steady primaries gave %d changes, want 0", n)
+	}
+	// sh1's primary moves to another member at 7 s.
+	s = append(s, store.Sample{At: at(7), Member: "h1:2", Shard: "sh1", Up: true, Primary: true, ProcessID: "c"},
+		store.Sample{At: at(7.2), Member: "h0:1", Shard: "sh0", Up: true, Primary: true, ProcessID: "a"})
+	ch := NewPrimaries(s)
+	if len(ch) != 1 || ch[0].Member != "h1:2" || !ch[0].At.Equal(at(7)) {
+		t.Fatalf("changes %+v, want one: h1:2 at 7 s", ch)
+	}
+}

@@ -18,10 +18,12 @@ type Change struct {
 func PrimaryChanges(samples []store.Sample) int { return len(NewPrimaries(samples)) }
 
 // NewPrimaries are the primary changes, each at the first sample that saw
-// the new primary.
+// the new primary. On a sharded cluster each shard has its own primary
+// (Sample.Shard): a change is one within a shard, never the samples of
+// two shards' primaries taking turns.
 func NewPrimaries(samples []store.Sample) []Change {
 	type ident struct{ member, process string }
-	var last *ident
+	lastOf := map[string]*ident{}
 	var out []Change
 	sorted := append([]store.Sample(nil), samples...)
 	sortByTime(sorted)
@@ -30,10 +32,10 @@ func NewPrimaries(samples []store.Sample) []Change {
 			continue
 		}
 		cur := ident{s.Member, s.ProcessID}
-		if last != nil && *last != cur {
+		if last := lastOf[s.Shard]; last != nil && *last != cur {
 			out = append(out, Change{At: s.At, Member: s.Member})
 		}
-		last = &cur
+		lastOf[s.Shard] = &cur
 	}
 	return out
 }

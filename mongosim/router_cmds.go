@@ -669,12 +669,24 @@ func (rt *Router) cmdAggregate(ctx context.Context, db string, body bson.Raw) (b
 		targets, _ = cat.targets(ns, match)
 	}
 	rest := passOn(body, "pipeline", "cursor")
+	// The client's batch size goes to the shards too, for the first batch
+	// and every getMore the router sends them (as mongos's results merger
+	// does), so a shard's cursor takes its getMores, each a new operation
+	// that queues for a ticket while the cursor holds its buffer.
+	shardBatch := int64(0)
+	if b, ok := body.Lookup("cursor", "batchSize").AsInt64OK(); ok && b > 0 {
+		shardBatch = b
+	}
 	shardCmd := func(pipeline []bson.Raw) bson.D {
 		p := bson.A{}
 		for _, s := range pipeline {
 			p = append(p, s)
 		}
-		cmd := bson.D{{Key: "aggregate", Value: coll}, {Key: "pipeline", Value: p}, {Key: "cursor", Value: bson.D{}}}
+		cursorOpt := bson.D{}
+		if shardBatch > 0 {
+			cursorOpt = bson.D{{Key: "batchSize", Value: shardBatch}}
+		}
+		cmd := bson.D{{Key: "aggregate", Value: coll}, {Key: "pipeline", Value: p}, {Key: "cursor", Value: cursorOpt}}
 		cmd = append(cmd, rest...)
 		if db != "config" {
 			cmd = append(cmd, bson.E{Key: "fromMongos", Value: true})
@@ -683,14 +695,14 @@ func (rt *Router) cmdAggregate(ctx context.Context, db string, body bson.Raw) (b
 	}
 	cur := &routerCursor{ns: ns}
 	open := func(pipeline []bson.Raw) error {
-		for _, t := range targets {
-			rc, err := rt.openRemote(ctx, cat, t, shardCmd(pipeline))
-			if err != nil {
-				cur.close(context.Background())
-				return err
-			}
-			cur.remotes = append(cur.remotes, rc)
+		remotes, err := rt.openRemotes(ctx, cat, targets, shardCmd(pipeline))
+		if err != nil {
+			return err
 		}
+		for _, rc := range remotes {
+			rc.batch = shardBatch
+		}
+		cur.remotes = remotes
 		return nil
 	}
 	write := len(names) > 0 && (names[len(names)-1] == "$merge" || names[len(names)-1] == "$out")
@@ -742,7 +754,14 @@ func (rt *Router) cmdAggregate(ctx context.Context, db string, body bson.Raw) (b
 		return rt.cursorFirstBatch(ctx, cur, n)
 	}
 	shardPart := stages[:split]
-	if split < len(names) && names[split] == "$sort" {
+	if split < len(names) && cat.colls[ns] != nil && runsWholeOnShards(stages[split], cat.colls[ns]) {
+		// Every group or partition of the stage lives on one shard, so
+		// each shard runs the stage whole over its own documents (its
+		// blocking work, memory and admission are the shard's) and the
+		// router only concatenates.
+		split++
+		shardPart = stages[:split]
+	} else if split < len(names) && names[split] == "$sort" {
 		sortDoc, _ := stages[split].Lookup("$sort").DocumentOK()
 		keys, err := query.CompileSort(bson.Raw(sortDoc))
 		if err != nil {
@@ -774,6 +793,36 @@ func (rt *Router) cmdAggregate(ctx context.Context, db string, body bson.Raw) (b
 		return nil, err
 	}
 	return rt.cursorFirstBatch(ctx, &routerCursor{ns: ns, remotes: []*remoteCursor{{buf: out}}}, n)
+}
+
+// runsWholeOnShards reports whether a blocking stage keys its work on the
+// collection's shard key, so that each of its groups ($group's _id) or
+// partitions ($setWindowFields' partitionBy) lies on one shard: a key of
+// one field, named as "$<field>". Such a stage gives the same documents
+// run shard by shard as run on the router over every shard's input.
+func runsWholeOnShards(stage bson.Raw, ci *collInfo) bool {
+	if len(ci.fields) != 1 {
+		return false
+	}
+	byKey := func(v bson.RawValue) bool {
+		s, ok := v.StringValueOK()
+		return ok && s == "$"+ci.fields[0]
+	}
+	first, err := stage.IndexErr(0)
+	if err != nil {
+		return false
+	}
+	spec, ok := first.Value().DocumentOK()
+	if !ok {
+		return false
+	}
+	switch first.Key() {
+	case "$group":
+		return byKey(bson.Raw(spec).Lookup("_id"))
+	case "$setWindowFields":
+		return byKey(bson.Raw(spec).Lookup("partitionBy"))
+	}
+	return false
 }
 
 // ensureOutputDB records the database of a $merge/$out target.

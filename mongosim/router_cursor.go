@@ -21,15 +21,24 @@ type remoteCursor struct {
 	coll  string
 	db    string
 	buf   []bson.Raw
+	// batch is the batch size of the getMores sent to the shard (0: the
+	// shard's default, the rest of its results).
+	batch int64
 }
 
 // fill fetches the next batch when the buffer is empty.
 func (rc *remoteCursor) fill(ctx context.Context) error {
 	for len(rc.buf) == 0 && rc.id != 0 {
-		reply, err := rc.conn.Call(ctx, withClientMetadata(ctx, bson.D{{Key: "getMore", Value: rc.id}, {Key: "collection", Value: rc.coll}, {Key: "$db", Value: rc.db}}))
+		cmd := bson.D{{Key: "getMore", Value: rc.id}, {Key: "collection", Value: rc.coll}}
+		if rc.batch > 0 {
+			cmd = append(cmd, bson.E{Key: "batchSize", Value: rc.batch})
+		}
+		reply, err := rc.conn.Call(ctx, withClientMetadata(ctx, append(cmd, bson.E{Key: "$db", Value: rc.db})))
 		if err != nil {
+			// A shard's error (a shed, a kill) is the router's, code and
+			// labels kept.
 			rc.id = 0
-			return err
+			return shardError(reply, err)
 		}
 		docs, id, err := cursorBatch(reply)
 		if err != nil {
@@ -163,6 +172,33 @@ func (rt *Router) openRemote(ctx context.Context, cat *shardCatalog, shard strin
 		}
 		return rc, nil
 	}
+}
+
+// openRemotes sends cmd to every target shard at once, as mongos
+// establishes its cursors, and returns their cursors in the targets'
+// order. When any shard fails, the cursors the others opened are killed
+// and the first failure (in the targets' order) is the router's error.
+func (rt *Router) openRemotes(ctx context.Context, cat *shardCatalog, targets []string, cmd bson.D) ([]*remoteCursor, error) {
+	remotes := make([]*remoteCursor, len(targets))
+	errs := make([]error, len(targets))
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Go(func() { remotes[i], errs[i] = rt.openRemote(ctx, cat, t, cmd) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			opened := &routerCursor{}
+			for _, rc := range remotes {
+				if rc != nil {
+					opened.remotes = append(opened.remotes, rc)
+				}
+			}
+			opened.close(context.Background())
+			return nil, err
+		}
+	}
+	return remotes, nil
 }
 
 // cursorReply registers c (when it has more) and returns its first batch.

@@ -145,40 +145,16 @@ func chartSections(a *Analysis, options map[string]chart.Option) ([]section, err
 	}
 	var refs []chartRef
 	var empty []string // charts, or trials of a chart, without data
+	// A sharded trial has a primary per shard: its primary's charts are
+	// the shards' panels below, and here it has only its canaries.
+	sharded := slices.ContainsFunc(data, func(d *trialData) bool { return d.shards != nil })
+	onReplicaSet := slices.DeleteFunc(slices.Clone(data), func(d *trialData) bool { return d.shards != nil })
 	for _, def := range ts {
-		line := chart.New(def.title)
-		line.XAxis = &chart.Axis{Type: "value", Name: "s into the trial", NameLocation: "middle", NameGap: 28}
-		line.YAxis = &chart.Axis{Type: "value", Name: def.yName}
-		line.DataZoom = chart.Zoom()
-		var none []string
-		for _, d := range data {
-			pts := downsample(def.series(d), MaxPoints)
-			if len(pts) == 0 {
-				// Nothing reported: no line, rather than a line of zeros.
-				none = append(none, fmt.Sprintf("%s#%d", d.Arm, d.Index))
-				continue
-			}
-			ld := make([]chart.Datum, len(pts))
-			for j, p := range pts {
-				ld[j] = chart.XY(p[0], p[1])
-			}
-			c := color(d.Arm)
-			s := chart.Series{Name: fmt.Sprintf("%s#%d", d.Arm, d.Index), Type: "line", Data: ld, Color: c, ShowSymbol: chart.Bool(false),
-				LineStyle: &opts.LineStyle{Color: c, Width: 1.2, Opacity: opts.Float(0.75)}}
-			fo, re := d.marks()
-			var ml []chart.MarkLineItem
-			for _, x := range fo {
-				ml = append(ml, chart.Event(x, "failover", c))
-			}
-			for _, x := range re {
-				ml = append(ml, chart.Event(x, "restart", c))
-			}
-			s.MarkLine = chart.Lines(ml...)
-			if len(line.Series) == 0 {
-				s.MarkArea = chart.Phases(trialPhases(d))
-			}
-			line.Series = append(line.Series, s)
+		trials := onReplicaSet
+		if def.id == "ts-availability" {
+			trials = data
 		}
+		line, none := trialLines(def.title, def.yName, trials, def.series, color, true)
 		if len(none) > 0 {
 			empty = append(empty, fmt.Sprintf("%s: no data for %s (the server reported none of it%s)", def.title, strings.Join(none, ", "), noDataWhy(def.id)))
 		}
@@ -186,16 +162,22 @@ func chartSections(a *Analysis, options map[string]chart.Option) ([]section, err
 			continue // no trial has data: no chart, and the note says so
 		}
 		if def.id == "ts-rss" {
-			addMemoryMarks(&line, data)
+			addMemoryMarks(&line, trials)
 		}
 		options[def.id] = line
 		refs = append(refs, chartRef{def.id})
 	}
 	note := "Shaded: phases. Dashed vertical lines: failovers and member restarts of that trial's colour. Scroll or drag the slider to zoom."
+	if sharded {
+		note += " The trials on a sharded cluster have a primary per shard: their tickets, queue, memory and sheds are in the per-shard panels below; their canaries went through the router, here."
+	}
 	if len(empty) > 0 {
 		note += " " + strings.Join(empty, "; ") + "."
 	}
 	secs = append(secs, section{ID: "series", Title: "Over time (one line per trial)", Note: note, Charts: refs})
+	if sharded {
+		secs = append(secs, shardSections(a, data, options, color)...)
+	}
 
 	// Victims: who the shedder or the actor killed.
 	// Pool each arm's trial summaries (store.Victims).
@@ -311,6 +293,47 @@ func chartSections(a *Analysis, options map[string]chart.Option) ([]section, err
 	return secs, nil
 }
 
+// trialLines is a time-series chart with one line per trial of series
+// (failover and restart marks when marks is set), and the trials that
+// had no point of it: nothing reported is no line, never a line of zeros.
+func trialLines(title, unit string, data []*trialData, series func(*trialData) [][2]float64, color func(string) string, marks bool) (chart.Option, []string) {
+	line := chart.New(title)
+	line.XAxis = &chart.Axis{Type: "value", Name: "s into the trial", NameLocation: "middle", NameGap: 28}
+	line.YAxis = &chart.Axis{Type: "value", Name: unit}
+	line.DataZoom = chart.Zoom()
+	var none []string
+	for _, d := range data {
+		pts := downsample(series(d), MaxPoints)
+		if len(pts) == 0 {
+			none = append(none, fmt.Sprintf("%s#%d", d.Arm, d.Index))
+			continue
+		}
+		ld := make([]chart.Datum, len(pts))
+		for j, p := range pts {
+			ld[j] = chart.XY(p[0], p[1])
+		}
+		c := color(d.Arm)
+		s := chart.Series{Name: fmt.Sprintf("%s#%d", d.Arm, d.Index), Type: "line", Data: ld, Color: c, ShowSymbol: chart.Bool(false),
+			LineStyle: &opts.LineStyle{Color: c, Width: 1.2, Opacity: opts.Float(0.75)}}
+		if marks {
+			fo, re := d.marks()
+			var ml []chart.MarkLineItem
+			for _, x := range fo {
+				ml = append(ml, chart.Event(x, "failover", c))
+			}
+			for _, x := range re {
+				ml = append(ml, chart.Event(x, "restart", c))
+			}
+			s.MarkLine = chart.Lines(ml...)
+		}
+		if len(line.Series) == 0 {
+			s.MarkArea = chart.Phases(trialPhases(d))
+		}
+		line.Series = append(line.Series, s)
+	}
+	return line, none
+}
+
 // noDataWhy says, for a time series a trial had no point of, what its
 // absence means.
 func noDataWhy(id string) string {
@@ -321,6 +344,8 @@ func noDataWhy(id string) string {
 		return ": no queues.execution section"
 	case "ts-rss":
 		return ": no mem section"
+	case "ts-queries":
+		return ": no opcounters section"
 	case "ts-availability":
 		return ": no canary"
 	}

@@ -23,6 +23,14 @@ type trialData struct {
 	series   []store.Second
 	events   []store.Event
 	outcomes []store.OutcomeSecond
+	// shards, for a trial on a sharded cluster, are its per-second series
+	// by shard (each from that shard's primary) and the routers' under
+	// their samples' label; nil on a replica set.
+	shards map[string][]store.Second
+	// shardSamples are the sharded trial's samples by the same keys.
+	shardSamples map[string][]store.Sample
+	// routers are the sharded trial's routers' labels in shards.
+	routers []string
 }
 
 // readTrial reads the raw files of a trial that ran for length; a
@@ -43,6 +51,9 @@ func readTrial(t Trial, length time.Duration) (*trialData, error) {
 		d.series = metric.PerSecond(samples, t.Started, t.Started.Add(length))
 	}
 	if d.events, err = readOptional[store.Event](filepath.Join(t.Dir, store.EventsFile)); err != nil {
+		return nil, err
+	}
+	if err := d.readShards(); err != nil {
 		return nil, err
 	}
 	if d.outcomes, err = readOptional[store.OutcomeSecond](filepath.Join(t.Dir, store.OutcomesFile)); err != nil {
@@ -68,8 +79,13 @@ func (d *trialData) during(x float64) bool { return x >= 0 && x <= d.length }
 
 // gauge is one per-second series, scaled.
 func (d *trialData) gauge(field func(store.Second) *float64, scale float64) [][2]float64 {
+	return gaugeOf(d.series, field, scale)
+}
+
+// gaugeOf is one field of a per-second series, scaled.
+func gaugeOf(series []store.Second, field func(store.Second) *float64, scale float64) [][2]float64 {
 	var out [][2]float64
-	for _, s := range d.series {
+	for _, s := range series {
 		if v := field(s); v != nil {
 			out = append(out, [2]float64{float64(s.T), *v * scale})
 		}
@@ -96,20 +112,27 @@ func (d *trialData) availabilityPerSecond() [][2]float64 {
 // in a second is 0), even where the server reports no sheds (shedding
 // off); a second with neither is absent.
 func (d *trialData) shedsPerSecond() [][2]float64 {
+	return d.shedsOf(d.series, func(*store.Kill) bool { return true })
+}
+
+// shedsOf is shedsPerSecond over one series and the kills mine picks
+// (on a sharded cluster: one shard's sheds and its actor's kills).
+func (d *trialData) shedsOf(series []store.Second, mine func(*store.Kill) bool) [][2]float64 {
 	perSec := map[int]float64{}
-	for _, s := range d.series {
+	for _, s := range series {
 		if s.Sheds != nil {
 			perSec[s.T] += *s.Sheds
 		}
 	}
-	if slices.ContainsFunc(d.events, func(e store.Event) bool { return e.Kind == "kill" }) {
+	kill := func(e store.Event) bool { return e.Kind == "kill" && e.Kill != nil && mine(e.Kill) }
+	if slices.ContainsFunc(d.events, kill) {
 		for t := 0; float64(t) < d.length; t++ {
 			perSec[t] += 0
 		}
 	}
 	for _, e := range d.events {
 		// A kill the actor made after the trial ended is outside it.
-		if x := d.rel(e.At); e.Kind == "kill" && e.Kill != nil && e.Kill.Err == "" && x >= 0 && x < d.length {
+		if x := d.rel(e.At); kill(e) && e.Kill.Err == "" && x >= 0 && x < d.length {
 			perSec[int(x)]++
 		}
 	}

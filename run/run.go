@@ -180,8 +180,11 @@ func (cfg Config) Validate() error {
 			cfg.Shard, cfg.N, cfg.N, cfg.Shard.Count, cfg.N)
 	}
 	for _, a := range onTopology(cfg.Arms, cfg.Topology) {
-		if a.IsSharded() && !cfg.Resume && cfg.Workload.Merge == nil {
-			return fmt.Errorf("Config.Topology sharded (arm %s): only Config.Workload merge_partial_write runs on a sharded cluster so far, not %s", a.Name, cfg.Workload.Name)
+		if a.IsSharded() && !cfg.Resume && cfg.Workload.Merge == nil && cfg.Workload.SpillToDisk == nil {
+			return fmt.Errorf("Config.Topology sharded (arm %s): Config.Workload %s does not run on a sharded cluster (spill_to_disk and merge_partial_write do)", a.Name, cfg.Workload.Name)
+		}
+		if a.IsSharded() && !cfg.Resume && cfg.Workload.SpillToDisk != nil && a.Embedded() && cmp.Or(cfg.Clock, Virtual) == Virtual {
+			return fmt.Errorf("Config.Clock %s with Config.Topology sharded (arm %s): the virtual clock's engine models one replica set, so the storm runs on an embedded sharded cluster only on Config.Clock %s", Virtual, a.Name, Wall)
 		}
 		if a.IsSharded() && a.Target == arms.TargetLocal && a.Sharded.Mongos == "" {
 			return fmt.Errorf("Config.Topology sharded: arm %s runs on the local target, which needs its sharded.mongos binary (an arms file's 'sharded: {mongos: <path>}')", a.Name)
@@ -648,6 +651,16 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 	defer closeTrial(dep, &status, &reason)
 	watcher := &collect.PrimaryWatcher{}
 	d := &workload.Driver{Spec: *cfg.Workload.SpillToDisk, URI: dep.URI(), Monitor: watcher.Monitor(), RealDocs: realDocs(arm)}
+	sampler := &collect.Sampler{Members: dep.Members(), Interval: cfg.SampleInterval, Census: true}
+	meta := map[string]any{}
+	if sh := target.ShardingOf(dep); sh != nil {
+		// The storm goes through the routers to every shard: the storm's
+		// collection is sharded, every shard's members and the routers are
+		// sampled, each sample labelled with its shard.
+		d.Sharded = true
+		sampler.ShardOf, sampler.Routers = sh.ShardOf(), sh.Routers()
+		meta["topology"], meta["shards"], meta["routers"] = arms.TopologySharded, sh.ShardOf(), sh.Routers()
+	}
 	report(progress.Update{Phase: "loading"})
 	lctx, cancelLoad := context.WithTimeout(ctx, loadDeadline(d.RealDocs))
 	err := d.Load(lctx)
@@ -664,7 +677,6 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 	}
 	tctx, stop := context.WithCancel(ctx)
 	defer stop()
-	sampler := &collect.Sampler{Members: dep.Members(), Interval: cfg.SampleInterval, Census: true}
 	var bg sync.WaitGroup
 	bg.Go(func() { sampler.Run(tctx) })
 	var kmu sync.Mutex
@@ -756,8 +768,10 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 	for _, c := range watcher.Changes() {
 		extra = append(extra, store.Event{At: c.At, Kind: "topology", Member: c.Member})
 	}
-	meta, _ := json.Marshal(map[string]any{"target": dep.Describe(), "members": dep.Startup(), "capabilities": dep.Capabilities(), "seed": seed, "clock": Wall})
-	trial.Metadata = meta
+	for k, v := range map[string]any{"target": dep.Describe(), "members": dep.Startup(), "capabilities": dep.Capabilities(), "seed": seed, "clock": Wall} {
+		meta[k] = v
+	}
+	trial.Metadata, _ = json.Marshal(meta)
 	if status, reason := writeTrial(dir, trial, start, rec, extra...); status != store.Valid {
 		return status, reason
 	}

@@ -36,6 +36,12 @@ type Driver struct {
 	// Monitor, when set, watches the canary client's topology (failovers
 	// as the driver sees them).
 	Monitor *event.ServerMonitor
+	// Sharded says URI names the routers of a sharded cluster: Load
+	// shards the storm's collection on hashed p (its $group key and
+	// $setWindowFields partition, so every shard runs the storm's
+	// blocking stages on its own partitions) and the canaries' on hashed
+	// _id, before writing them.
+	Sharded bool
 
 	canariesDone, canariesOK atomic.Int64
 }
@@ -89,6 +95,12 @@ func (d *Driver) Load(ctx context.Context) error {
 			return fmt.Errorf("loading: %w", err)
 		}
 	}
+	if d.Sharded {
+		// After any drop: a dropped collection is no longer sharded.
+		if err := d.shardCollections(ctx, c); err != nil {
+			return err
+		}
+	}
 	pad := strings.Repeat("x", 900)
 	docs := make([]any, d.RealDocs)
 	for i := range docs {
@@ -96,6 +108,24 @@ func (d *Driver) Load(ctx context.Context) error {
 	}
 	if _, err := coll.InsertMany(ctx, docs); err != nil {
 		return fmt.Errorf("loading: %w", err)
+	}
+	return nil
+}
+
+// shardCollections shards the workload's collections through a router
+// (idempotent: sharding a collection again on the same key is ok). A
+// collection is sharded while empty, so its hashed chunks start spread
+// over every shard.
+func (d *Driver) shardCollections(ctx context.Context, c *mongo.Client) error {
+	admin := c.Database("admin")
+	if err := admin.RunCommand(ctx, bson.D{{Key: "enableSharding", Value: d.DB}}).Err(); err != nil {
+		return fmt.Errorf("loading: enableSharding %s: %w", d.DB, err)
+	}
+	for _, k := range []struct{ coll, field string }{{"events", "p"}, {"canary", "_id"}} {
+		cmd := bson.D{{Key: "shardCollection", Value: d.DB + "." + k.coll}, {Key: "key", Value: bson.D{{Key: k.field, Value: "hashed"}}}}
+		if err := admin.RunCommand(ctx, cmd).Err(); err != nil {
+			return fmt.Errorf("loading: shardCollection %s.%s on hashed %s: %w", d.DB, k.coll, k.field, err)
+		}
 	}
 	return nil
 }
