@@ -2,7 +2,6 @@ package actor
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"sync"
@@ -105,13 +104,7 @@ func TestKillOpActorKillsOnlyItsAppIncludingQueuedOps(t *testing.T) {
 	if otherErr != nil {
 		t.Fatalf("the other application's query failed: %v", otherErr)
 	}
-	interrupted := 0
-	for _, err := range stormErrs {
-		var ce mongo.CommandError
-		if errors.As(err, &ce) && ce.Code == 11601 {
-			interrupted++
-		}
-	}
+	interrupted := stormtest.Interrupted(stormErrs)
 	if interrupted == 0 {
 		t.Errorf("no storm query saw Interrupted (%d kills)", len(events))
 	}

@@ -2,7 +2,6 @@ package actor_test
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -137,13 +136,7 @@ func TestKillOpPerShardKillsTheWorkloadOnItsShardOnly(t *testing.T) {
 			t.Fatalf("the other application's query failed: %v", err)
 		}
 	}
-	interrupted := 0
-	for _, err := range stormErrs {
-		var ce mongo.CommandError
-		if errors.As(err, &ce) && ce.Code == 11601 {
-			interrupted++
-		}
-	}
+	interrupted := stormtest.Interrupted(stormErrs)
 	if interrupted == 0 {
 		t.Errorf("no storm query through the router saw Interrupted (%d kills, %d queries)", len(kills), len(stormErrs))
 	}

@@ -5,6 +5,7 @@ package stormtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +17,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/qmlsab/qmlsab/mongosim/mongoerr"
 )
 
 // BuildMongosim builds cmd/mongosim into dir and returns the binary's path.
@@ -76,4 +79,17 @@ func Query(ctx context.Context, coll *mongo.Collection, batch int32) error {
 	for cur.Next(ctx) {
 	}
 	return cur.Err()
+}
+
+// Interrupted counts the errors that are the server's Interrupted (code
+// 11601): the queries a killOp ended.
+func Interrupted(errs []error) int {
+	n := 0
+	for _, err := range errs {
+		var ce mongo.CommandError
+		if errors.As(err, &ce) && ce.Code == mongoerr.Interrupted {
+			n++
+		}
+	}
+	return n
 }
