@@ -36,14 +36,7 @@ func TestKillOpActorKillsOnlyItsAppIncludingQueuedOps(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(rs.Close) // registered first, so it runs after the clients disconnect
-	connect := func(app string) *mongo.Client {
-		c, err := mongo.Connect(options.Client().ApplyURI(rs.URI()).SetAppName(app).SetRetryReads(false))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Disconnect(context.Background()) })
-		return c
-	}
+	connect := func(app string) *mongo.Client { return stormtest.Connect(t, rs.URI(), app) }
 	storm := connect(arms.StormAppName)
 	coll := storm.Database("storm").Collection("events", options.Collection().SetWriteConcern(writeconcern.Majority()))
 	stormtest.LoadData(t, ctx, coll)

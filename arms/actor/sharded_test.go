@@ -40,14 +40,7 @@ func TestKillOpPerShardKillsTheWorkloadOnItsShardOnly(t *testing.T) {
 	if sh == nil {
 		t.Fatal("the embedded sharded deployment has no sharding")
 	}
-	connect := func(app string) *mongo.Client {
-		c, err := mongo.Connect(options.Client().ApplyURI(dep.URI()).SetAppName(app).SetRetryReads(false))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Disconnect(context.Background()) })
-		return c
-	}
+	connect := func(app string) *mongo.Client { return stormtest.Connect(t, dep.URI(), app) }
 	storm := connect(arms.StormAppName)
 	if err := storm.Database("admin").RunCommand(ctx, bson.D{{Key: "enableSharding", Value: "storm"}, {Key: "primaryShard", Value: "sh1"}}).Err(); err != nil {
 		t.Fatalf("enableSharding storm on sh1: %v", err)

@@ -93,3 +93,16 @@ func Interrupted(errs []error) int {
 	}
 	return n
 }
+
+// Connect is a client of uri named app (the name $currentOp and the
+// actors see), its reads not retried so that a killed query's error
+// reaches the test; it disconnects when the test ends.
+func Connect(t testing.TB, uri, app string) *mongo.Client {
+	t.Helper()
+	c, err := mongo.Connect(options.Client().ApplyURI(uri).SetAppName(app).SetRetryReads(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Disconnect(context.Background()) })
+	return c
+}
