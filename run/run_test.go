@@ -11,6 +11,7 @@ import (
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/collect"
+	"github.com/qmlsab/qmlsab/internal/stormtest"
 	"github.com/qmlsab/qmlsab/mongosim"
 	"github.com/qmlsab/qmlsab/progress"
 	"github.com/qmlsab/qmlsab/store"
@@ -130,12 +131,7 @@ func TestInterruptedRunResumesToExactlyNTrials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	valid := 0
-	for _, ts := range r.Manifest.Trials {
-		if ts.Status == store.Valid {
-			valid++
-		}
-	}
+	valid := stormtest.ValidTrials(r)
 	if valid < 1 || valid > 2 {
 		t.Fatalf("%d valid trials after the interrupt, want the finished ones (1 or 2)", valid)
 	}
@@ -174,15 +170,8 @@ func TestInterruptedRunResumesToExactlyNTrials(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, arm := range []string{"D", "E"} {
-		seen := map[int]bool{}
-		for _, tr := range r.Trials[arm] {
-			if seen[tr.Index] {
-				t.Fatalf("%s#%d twice", arm, tr.Index)
-			}
-			seen[tr.Index] = true
-		}
-		if len(seen) != 2 {
-			t.Fatalf("%s: %d valid trials after resume, want exactly 2", arm, len(seen))
+		if n := stormtest.TrialsOnce(t, r, arm); n != 2 {
+			t.Fatalf("%s: %d valid trials after resume, want exactly 2", arm, n)
 		}
 		for _, tr := range r.Trials[arm] {
 			if tr.Clock != Wall {

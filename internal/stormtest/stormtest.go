@@ -1,6 +1,7 @@
 // Package stormtest holds what several packages' tests share: building
-// cmd/mongosim as a binary to launch like mongod, and the small real
-// spill_to_disk data and query the wire tests drive.
+// cmd/mongosim as a binary to launch like mongod, the small real
+// spill_to_disk data and query the wire tests drive, and the checks of a
+// run folder that a run interrupted and resumed must pass.
 package stormtest
 
 import (
@@ -19,6 +20,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/qmlsab/qmlsab/mongosim/mongoerr"
+	"github.com/qmlsab/qmlsab/store"
 )
 
 // BuildMongosim builds cmd/mongosim into dir and returns the binary's path.
@@ -105,4 +107,30 @@ func Connect(t testing.TB, uri, app string) *mongo.Client {
 	}
 	t.Cleanup(func() { c.Disconnect(context.Background()) })
 	return c
+}
+
+// ValidTrials is how many of r's trials its manifest marks valid.
+func ValidTrials(r *store.Run) int {
+	n := 0
+	for _, ts := range r.Manifest.Trials {
+		if ts.Status == store.Valid {
+			n++
+		}
+	}
+	return n
+}
+
+// TrialsOnce fails the test when one of arm's trials in r stands twice
+// (the same index, as a resume that reran a finished trial leaves it) and
+// returns how many distinct trials arm has.
+func TrialsOnce(t testing.TB, r *store.Run, arm string) int {
+	t.Helper()
+	seen := map[int]bool{}
+	for _, tr := range r.Trials[arm] {
+		if seen[tr.Index] {
+			t.Fatalf("%s#%d twice", arm, tr.Index)
+		}
+		seen[tr.Index] = true
+	}
+	return len(seen)
 }
