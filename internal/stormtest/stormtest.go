@@ -134,3 +134,17 @@ func TrialsOnce(t testing.TB, r *store.Run, arm string) int {
 	}
 	return len(seen)
 }
+
+// DirEntries are the names in a folder, sorted (os.ReadDir's order).
+func DirEntries(t testing.TB, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names
+}
