@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,7 +37,7 @@ func TestRunWritesInterleavedValidTrials(t *testing.T) {
 		t.Skip("real-time trials")
 	}
 	dir := filepath.Join(t.TempDir(), "run")
-	var buf syncBuffer
+	var buf stormtest.SyncBuffer
 	cfg := quickConfig(t, dir, 2)
 	cfg.Progress = progress.Lines(&buf)
 	if _, err := Execute(context.Background(), cfg); err != nil {
@@ -115,7 +114,7 @@ func TestInterruptedRunResumesToExactlyNTrials(t *testing.T) {
 	cfg := quickConfig(t, dir, 2)
 	cfg.Parallel = 1
 	ctx, cancel := context.WithCancel(context.Background())
-	var buf syncBuffer
+	var buf stormtest.SyncBuffer
 	cfg.Progress = progress.Lines(&buf)
 	go func() { // Ctrl-C once the first trial has finished
 		for !strings.Contains(buf.String(), "D#1: valid") {
@@ -180,18 +179,6 @@ func TestInterruptedRunResumesToExactlyNTrials(t *testing.T) {
 		}
 	}
 }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // The command line a manifest records keeps no password, whether a URI is
 // an argument of its own or a flag's value, in any case, malformed or not.
