@@ -44,13 +44,10 @@ func TestKillOpActorKillsOnlyItsAppIncludingQueuedOps(t *testing.T) {
 	// The actor acts whenever resident memory exceeds 1 % (always, here).
 	cfg := killop.Default(arms.StormAppName)
 	cfg.RSSHighPercent, cfg.Interval, cfg.MaxKillsPerRound = 1, 30*time.Millisecond, 50
-	var mu sync.Mutex
-	var events []store.Kill
-	actx, stopActor := context.WithCancel(ctx)
-	actorDone := make(chan error, 1)
-	go func() {
-		actorDone <- KillOp(actx, connect("qmlsab-actor"), cfg, func(e store.Kill) { mu.Lock(); events = append(events, e); mu.Unlock() })
-	}()
+	actorClient := connect("qmlsab-actor")
+	act := stormtest.StartActor(ctx, func(ctx context.Context, report func(store.Kill)) error {
+		return KillOp(ctx, actorClient, cfg, report)
+	})
 
 	other := connect("reporting").Database("storm").Collection("events")
 	var wg sync.WaitGroup
@@ -70,12 +67,7 @@ func TestKillOpActorKillsOnlyItsAppIncludingQueuedOps(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	stopActor()
-	if err := <-actorDone; err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
+	events := act.Stop(t)
 	if len(events) == 0 {
 		t.Fatal("the actor killed nothing")
 	}

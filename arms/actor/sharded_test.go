@@ -50,20 +50,9 @@ func TestKillOpPerShardKillsTheWorkloadOnItsShardOnly(t *testing.T) {
 
 	cfg := killop.Default(arms.StormAppName)
 	cfg.RSSHighPercent, cfg.Interval, cfg.Policy = 1, 30*time.Millisecond, killop.PolicyLargestFirst
-	var mu sync.Mutex
-	var kills []store.Kill
-	killed := make(chan struct{})
-	actx, stopActors := context.WithCancel(ctx)
-	actorsDone := make(chan error, 1)
-	go func() {
-		actorsDone <- actor.KillOpPerShard(actx, sh.ShardOf(), cfg, "qmlsab-killop", func(k store.Kill) {
-			mu.Lock()
-			if kills = append(kills, k); len(kills) == 1 {
-				close(killed)
-			}
-			mu.Unlock()
-		})
-	}()
+	actors := stormtest.StartActor(ctx, func(ctx context.Context, report func(store.Kill)) error {
+		return actor.KillOpPerShard(ctx, sh.ShardOf(), cfg, "qmlsab-killop", report)
+	})
 
 	// The workload's queries and another application's, on sh1 alike,
 	// until the actor has killed some (or the deadline).
@@ -90,7 +79,7 @@ func TestKillOpPerShardKillsTheWorkloadOnItsShardOnly(t *testing.T) {
 		go run(coll, &stormErrs)
 	}
 	select {
-	case <-killed:
+	case <-actors.FirstKill():
 		// Some more rounds, so the other application's query is in view
 		// while the actors keep killing.
 		select {
@@ -101,12 +90,7 @@ func TestKillOpPerShardKillsTheWorkloadOnItsShardOnly(t *testing.T) {
 	}
 	stopQueries()
 	wg.Wait()
-	stopActors()
-	if err := <-actorsDone; err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
+	kills := actors.Stop(t)
 	if len(kills) == 0 {
 		t.Fatal("no shard's actor killed anything")
 	}

@@ -168,3 +168,47 @@ func (s *SyncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// Actor is an actor a test runs in the background, and the kills it has
+// reported.
+type Actor struct {
+	mu    sync.Mutex
+	kills []store.Kill
+	first chan struct{}
+	stop  context.CancelFunc
+	done  chan error
+}
+
+// StartActor runs act, an actor that reports each kill through the
+// function it is given, until Stop or the end of ctx.
+func StartActor(ctx context.Context, act func(ctx context.Context, report func(store.Kill)) error) *Actor {
+	a := &Actor{first: make(chan struct{}), done: make(chan error, 1)}
+	actx, stop := context.WithCancel(ctx)
+	a.stop = stop
+	go func() {
+		a.done <- act(actx, func(k store.Kill) {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			if a.kills = append(a.kills, k); len(a.kills) == 1 {
+				close(a.first)
+			}
+		})
+	}()
+	return a
+}
+
+// FirstKill is closed when the actor reports its first kill.
+func (a *Actor) FirstKill() <-chan struct{} { return a.first }
+
+// Stop ends the actor, fails the test if it returned an error, and
+// returns the kills it reported.
+func (a *Actor) Stop(t testing.TB) []store.Kill {
+	t.Helper()
+	a.stop()
+	if err := <-a.done; err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.kills
+}
