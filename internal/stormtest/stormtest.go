@@ -1,7 +1,9 @@
 // Package stormtest holds what several packages' tests share: building
-// cmd/mongosim as a binary to launch like mongod, the small real
-// spill_to_disk data and query the wire tests drive, and the checks of a
-// run folder that a run interrupted and resumed must pass.
+// cmd/mongosim as a binary to launch like mongod; the small real
+// spill_to_disk data and query the wire tests drive, their clients, and
+// an actor run beside them with the kills it reports; the checks of a run
+// folder that a run interrupted and resumed must pass; and small helpers
+// (a folder's names, a buffer goroutines write while the test reads it).
 package stormtest
 
 import (
