@@ -56,7 +56,7 @@ func Parse(file string, data []byte) ([]Arm, error) {
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
-		return nil, p.errf(root, "want a mapping with an 'arms' list, got %s", kindName(root))
+		return nil, p.errf(root, "want a mapping with an 'arms' list, got %s", yamlfile.KindName(root))
 	}
 	var armsNode *yaml.Node
 	for i := 0; i < len(root.Content); i += 2 {
@@ -98,28 +98,16 @@ func (p parser) errf(n *yaml.Node, format string, args ...any) error {
 	return yamlfile.Errorf(p.file, n.Line, format, args...)
 }
 
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		return fmt.Sprintf("%q", n.Value)
-	}
-	return "nothing"
-}
-
 func (p parser) str(n *yaml.Node, field string) (string, error) {
 	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
-		return "", p.errf(n, "%s: want a string, got %s", field, kindName(n))
+		return "", p.errf(n, "%s: want a string, got %s", field, yamlfile.KindName(n))
 	}
 	return n.Value, nil
 }
 
 func (p parser) arm(n *yaml.Node) (Arm, error) {
 	if n.Kind != yaml.MappingNode {
-		return Arm{}, p.errf(n, "an arm must be a mapping, got %s", kindName(n))
+		return Arm{}, p.errf(n, "an arm must be a mapping, got %s", yamlfile.KindName(n))
 	}
 	a := Arm{Target: TargetEmbedded, SetParameters: map[string]string{}}
 	var err error
@@ -205,12 +193,12 @@ func (p parser) arm(n *yaml.Node) (Arm, error) {
 func (p parser) sharded(n *yaml.Node) (Sharded, error) {
 	var s Sharded
 	if n.Kind != yaml.MappingNode {
-		return s, p.errf(n, "sharded: want a mapping, got %s", kindName(n))
+		return s, p.errf(n, "sharded: want a mapping, got %s", yamlfile.KindName(n))
 	}
 	count := func(v *yaml.Node, field string, limit int) (int, error) {
 		x, err := strconv.Atoi(v.Value)
 		if err != nil || v.Kind != yaml.ScalarNode || x < 1 || x > limit {
-			return 0, p.errf(v, "sharded.%s: want an integer in [1, %d], got %s", field, limit, kindName(v))
+			return 0, p.errf(v, "sharded.%s: want an integer in [1, %d], got %s", field, limit, yamlfile.KindName(v))
 		}
 		return x, nil
 	}
@@ -240,12 +228,12 @@ func (p parser) sharded(n *yaml.Node) (Sharded, error) {
 
 func (p parser) setParameters(n *yaml.Node, into map[string]string) error {
 	if n.Kind != yaml.MappingNode {
-		return p.errf(n, "setParameters: want a mapping of name: value, got %s", kindName(n))
+		return p.errf(n, "setParameters: want a mapping of name: value, got %s", yamlfile.KindName(n))
 	}
 	for i := 0; i < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
-			return p.errf(v, "setParameters.%s: want a number, boolean or string, got %s", k.Value, kindName(v))
+			return p.errf(v, "setParameters.%s: want a number, boolean or string, got %s", k.Value, yamlfile.KindName(v))
 		}
 		into[k.Value] = v.Value
 	}
@@ -254,7 +242,7 @@ func (p parser) setParameters(n *yaml.Node, into map[string]string) error {
 
 func (p parser) actors(n *yaml.Node) ([]Actor, error) {
 	if n.Kind != yaml.SequenceNode {
-		return nil, p.errf(n, "actors: want a list, got %s", kindName(n))
+		return nil, p.errf(n, "actors: want a list, got %s", yamlfile.KindName(n))
 	}
 	var out []Actor
 	for _, an := range n.Content {
@@ -285,7 +273,7 @@ func (p parser) actors(n *yaml.Node) ([]Actor, error) {
 func (p parser) killop(n *yaml.Node) (killop.Config, error) {
 	c := killop.Default("")
 	if n.Kind != yaml.MappingNode {
-		return c, p.errf(n, "killop: want a mapping, got %s", kindName(n))
+		return c, p.errf(n, "killop: want a mapping, got %s", yamlfile.KindName(n))
 	}
 	for i := 0; i < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
@@ -294,24 +282,24 @@ func (p parser) killop(n *yaml.Node) (killop.Config, error) {
 		case "rssHighPercent":
 			c.RSSHighPercent, err = strconv.ParseFloat(v.Value, 64)
 			if err != nil || v.Kind != yaml.ScalarNode || c.RSSHighPercent <= 0 || c.RSSHighPercent > 100 {
-				return c, p.errf(v, "killop.rssHighPercent: want a number in (0, 100], got %s", kindName(v))
+				return c, p.errf(v, "killop.rssHighPercent: want a number in (0, 100], got %s", yamlfile.KindName(v))
 			}
 		case "interval":
 			c.Interval, err = time.ParseDuration(v.Value)
 			if err != nil || v.Kind != yaml.ScalarNode || c.Interval <= 0 {
-				return c, p.errf(v, "killop.interval: want a positive duration such as 100ms, got %s", kindName(v))
+				return c, p.errf(v, "killop.interval: want a positive duration such as 100ms, got %s", yamlfile.KindName(v))
 			}
 		case "appName":
 			c.AppName, err = p.str(v, "killop.appName")
 		case "anyApp":
 			c.AnyApp, err = strconv.ParseBool(v.Value)
 			if err != nil || v.Kind != yaml.ScalarNode {
-				return c, p.errf(v, "killop.anyApp: want true or false, got %s", kindName(v))
+				return c, p.errf(v, "killop.anyApp: want true or false, got %s", yamlfile.KindName(v))
 			}
 		case "maxKillsPerRound":
 			c.MaxKillsPerRound, err = strconv.Atoi(v.Value)
 			if err != nil || v.Kind != yaml.ScalarNode || c.MaxKillsPerRound < 1 {
-				return c, p.errf(v, "killop.maxKillsPerRound: want a positive integer, got %s", kindName(v))
+				return c, p.errf(v, "killop.maxKillsPerRound: want a positive integer, got %s", yamlfile.KindName(v))
 			}
 		case "policy":
 			c.Policy, err = p.str(v, "killop.policy")
@@ -334,7 +322,7 @@ func (p parser) killop(n *yaml.Node) (killop.Config, error) {
 func (p parser) exec(n *yaml.Node) (ExecActor, error) {
 	var e ExecActor
 	if n.Kind != yaml.MappingNode {
-		return e, p.errf(n, "exec: want a mapping, got %s", kindName(n))
+		return e, p.errf(n, "exec: want a mapping, got %s", yamlfile.KindName(n))
 	}
 	for i := 0; i < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]

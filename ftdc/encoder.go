@@ -327,22 +327,26 @@ func (d *docBuilder) end() []byte {
 	return d.b
 }
 
-// MetadataDocument builds a type-0 document {_id, type: 0, doc}.
-func MetadataDocument(id time.Time, doc bson.Raw) bson.Raw {
-	var d docBuilder
+// beginFTDCDocument starts an FTDC document with what every type has
+// first: its _id (a date) and its type.
+func beginFTDCDocument(id time.Time, docType int32) *docBuilder {
+	d := &docBuilder{}
 	d.begin()
 	d.date("_id", id)
-	d.int32("type", TypeMetadata)
+	d.int32("type", docType)
+	return d
+}
+
+// MetadataDocument builds a type-0 document {_id, type: 0, doc}.
+func MetadataDocument(id time.Time, doc bson.Raw) bson.Raw {
+	d := beginFTDCDocument(id, TypeMetadata)
 	d.doc("doc", doc)
 	return d.end()
 }
 
 // ChunkDocument builds a type-1 document {_id, type: 1, data}.
 func ChunkDocument(id time.Time, payload []byte) bson.Raw {
-	var d docBuilder
-	d.begin()
-	d.date("_id", id)
-	d.int32("type", TypeMetricChunk)
+	d := beginFTDCDocument(id, TypeMetricChunk)
 	d.binary("data", payload)
 	return d.end()
 }
@@ -351,10 +355,7 @@ func ChunkDocument(id time.Time, payload []byte) bson.Raw {
 // doc}: index 0 carries a full periodic-metadata document, index n > 0 the
 // n-th set of changes since it.
 func MetadataDeltaDocument(id time.Time, index int32, doc bson.Raw) bson.Raw {
-	var d docBuilder
-	d.begin()
-	d.date("_id", id)
-	d.int32("type", TypeMetadataDelta)
+	d := beginFTDCDocument(id, TypeMetadataDelta)
 	d.int32("index", index)
 	d.doc("doc", doc)
 	return d.end()

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/qmlsab/qmlsab/internal/stormtest"
 )
 
 func TestRoundTripServerStatus(t *testing.T) {
@@ -399,7 +401,7 @@ func TestInterimFile(t *testing.T) {
 	if len(files) != 2 || filepath.Base(files[1]) != InterimFile || !strings.HasPrefix(filepath.Base(files[0]), "metrics.2025-03-08T22-58-41Z-00000") {
 		t.Fatalf("files %v", files)
 	}
-	for _, n := range archiveFiles(t, dir) {
+	for _, n := range stormtest.DirEntries(t, dir) {
 		if strings.HasSuffix(n, ".temp") {
 			t.Errorf("temporary file %s left behind", n)
 		}
@@ -796,7 +798,7 @@ func TestRotationAndDirectoryOrder(t *testing.T) {
 	// Files opened within one second get increasing counters.
 	still := func() time.Time { return t0 }
 	dir2 := writeSamples(t, WriterOptions{SamplesPerChunk: 10, MaxFileSize: 3000, Now: still}, 40, serverStatusSample)
-	names := archiveFiles(t, dir2)
+	names := stormtest.DirEntries(t, dir2)
 	if len(names) < 2 || names[0] != "metrics.2025-03-08T22-58-41Z-00000" || names[1] != "metrics.2025-03-08T22-58-41Z-00001" {
 		t.Errorf("names %v", names)
 	}
@@ -804,7 +806,7 @@ func TestRotationAndDirectoryOrder(t *testing.T) {
 	// The directory cap removes the oldest files.
 	dir3 := writeSamples(t, WriterOptions{SamplesPerChunk: 10, MaxFileSize: 3000, MaxDirectorySize: 12000, Now: fixedClock(t0)}, 200, serverStatusSample)
 	var total int64
-	kept := archiveFiles(t, dir3)
+	kept := stormtest.DirEntries(t, dir3)
 	for _, n := range kept {
 		fi, _ := os.Stat(filepath.Join(dir3, n))
 		total += fi.Size()

@@ -3,7 +3,6 @@ package ftdc
 import (
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -225,19 +224,6 @@ func chunksOf(t testing.TB, docs []*Document) []*Chunk {
 		cs = append(cs, c)
 	}
 	return cs
-}
-
-func archiveFiles(t testing.TB, dir string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range ents {
-		out = append(out, e.Name())
-	}
-	return out
 }
 
 func mustMarshal(t testing.TB, v any) []byte {

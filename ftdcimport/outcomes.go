@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,8 +44,16 @@ type record struct {
 	Err          string   `json:"err"`
 }
 
-// columns are the keys of a record, as CSV header names.
-var columns = []string{"kind", "time", "latencyMs", "outcome", "code", "stage", "trackedBytes", "write", "ok", "opid", "queued", "err"}
+// columns are the keys of a record (its fields' JSON names), in field
+// order, as CSV header names.
+var columns = func() []string {
+	t := reflect.TypeFor[record]()
+	keys := make([]string, t.NumField())
+	for i := range keys {
+		keys[i] = t.Field(i).Tag.Get("json")
+	}
+	return keys
+}()
 
 // LoadOutcomes reads a client-side outcomes file: CSV when its name ends
 // in .csv, JSON lines otherwise. canarySLO decides a canary's ok when the
@@ -167,46 +176,24 @@ func readCSV(path string, r io.Reader, add func(int, record) error) error {
 	}
 }
 
-// set reads one CSV field.
+// set reads one CSV field into the record's field of that key: a string
+// as it is, a number or bool parsed as the field's type.
 func (r *record) set(col, v string) error {
-	num := func() (*float64, error) {
-		f, err := strconv.ParseFloat(v, 64)
-		return &f, err
-	}
-	integer := func() (*int64, error) {
-		n, err := strconv.ParseInt(v, 10, 64)
-		return &n, err
-	}
-	boolean := func() (*bool, error) {
-		b, err := strconv.ParseBool(v)
-		return &b, err
-	}
+	field := reflect.ValueOf(r).Elem().Field(slices.Index(columns, col))
+	var parsed any
 	var err error
-	switch col {
-	case "kind":
-		r.Kind = v
-	case "time":
-		r.Time = v
-	case "latencyMs":
-		r.LatencyMs, err = num()
-	case "outcome":
-		r.Outcome = v
-	case "code":
-		r.Code = v
-	case "stage":
-		r.Stage = v
-	case "trackedBytes":
-		r.TrackedBytes, err = integer()
-	case "write":
-		r.Write, err = boolean()
-	case "ok":
-		r.OK, err = boolean()
-	case "opid":
-		r.OpID, err = integer()
-	case "queued":
-		r.Queued, err = boolean()
-	case "err":
-		r.Err = v
+	switch field.Interface().(type) {
+	case string:
+		field.SetString(v)
+		return nil
+	case *float64:
+		parsed, err = strconv.ParseFloat(v, 64)
+	case *int64:
+		parsed, err = strconv.ParseInt(v, 10, 64)
+	case *bool:
+		parsed, err = strconv.ParseBool(v)
+	default:
+		return fmt.Errorf("column %s has no CSV reading", col)
 	}
 	if err != nil {
 		var ne *strconv.NumError
@@ -215,6 +202,9 @@ func (r *record) set(col, v string) error {
 		}
 		return fmt.Errorf("%q: %v", v, err)
 	}
+	value := reflect.New(field.Type().Elem())
+	value.Elem().Set(reflect.ValueOf(parsed))
+	field.Set(value)
 	return nil
 }
 

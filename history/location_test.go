@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/qmlsab/qmlsab/internal/stormtest"
 )
 
 // A location with a MongoDB scheme is a URI even without its "//": Open
@@ -37,7 +39,7 @@ func TestMongoSchemeLocationsAreNeverFilePaths(t *testing.T) {
 			}
 		}
 	}
-	if names := dirEntries(t, dir); len(names) != 0 {
+	if names := stormtest.DirEntries(t, dir); len(names) != 0 {
 		t.Errorf("refused locations left %v in the working folder", names)
 	}
 }

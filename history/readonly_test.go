@@ -9,21 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-)
 
-// dirEntries are a folder's file names, sorted.
-func dirEntries(t *testing.T, dir string) []string {
-	t.Helper()
-	es, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range es {
-		names = append(names, e.Name())
-	}
-	return names
-}
+	"github.com/qmlsab/qmlsab/internal/stormtest"
+)
 
 func TestOpenReadOnlyNeverCreates(t *testing.T) {
 	ctx := context.Background()
@@ -45,7 +33,7 @@ func TestReadOnlyLeavesNoFile(t *testing.T) {
 	ctx := context.Background()
 	path := makeHistory(t, 3)
 	dir := filepath.Dir(path)
-	before, snap := dirEntries(t, dir), fileSnapshot(t, path)
+	before, snap := stormtest.DirEntries(t, dir), fileSnapshot(t, path)
 	if err := os.Chmod(dir, 0o555); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +56,7 @@ func TestReadOnlyLeavesNoFile(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if after := dirEntries(t, dir); !slices.Equal(after, before) {
+	if after := stormtest.DirEntries(t, dir); !slices.Equal(after, before) {
 		t.Fatalf("the folder held %v before the reader and %v after", before, after)
 	}
 	if after := fileSnapshot(t, path); after != snap {
@@ -84,7 +72,7 @@ func TestReadOnlyBesideAWriter(t *testing.T) {
 	w := mustOpen(t, path)
 	defer w.Close()
 	mustAdd(t, w, sampleRun("live", 5, "master", "find"))
-	before := dirEntries(t, filepath.Dir(path))
+	before := stormtest.DirEntries(t, filepath.Dir(path))
 	if !slices.Contains(before, "history.db-wal") {
 		t.Fatalf("a writer's folder holds %v; want its -wal file", before)
 	}
@@ -97,7 +85,7 @@ func TestReadOnlyBesideAWriter(t *testing.T) {
 	if err != nil || len(l) != 3 || l[2].ID != "live" {
 		t.Fatalf("List beside a writer = %v, %v; want r0, r1, live", ids(l, summaryID), err)
 	}
-	if after := dirEntries(t, filepath.Dir(path)); !slices.Equal(after, before) {
+	if after := stormtest.DirEntries(t, filepath.Dir(path)); !slices.Equal(after, before) {
 		t.Fatalf("the folder held %v before the reader and %v after", before, after)
 	}
 }

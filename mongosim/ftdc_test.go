@@ -1,6 +1,7 @@
 package mongosim_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -32,28 +33,47 @@ func readFTDC(t *testing.T, dir string) (meta []bson.Raw, samples []ftdcSample, 
 	if err != nil {
 		t.Fatalf("%s does not read back: %v", dir, err)
 	}
-	last := int64(0)
 	for _, d := range docs {
-		switch d.Type {
-		case ftdc.TypeMetadata:
+		if d.Type == ftdc.TypeMetadata {
 			meta = append(meta, d.Doc)
-		case ftdc.TypeMetricChunk:
-			c, _ := d.Chunk()
-			chunks = append(chunks, c)
-			for _, s := range c.Samples() {
-				if s.Time() <= last {
-					continue // the interim chunk, already archived
-				}
-				last = s.Time()
-				v := map[string]int64{}
-				for i, m := range c.Metrics {
-					v[m.Path] = s.At(i)
-				}
-				samples = append(samples, ftdcSample{s.Time(), v})
-			}
 		}
 	}
+	samples, chunks, err = samplesOf(docs)
+	if err != nil {
+		t.Fatalf("%s: %v", dir, err)
+	}
 	return meta, samples, chunks
+}
+
+// samplesOf is the samples of docs' metric chunks, each once and in time
+// order (the interim chunk repeats samples already archived), and the
+// chunks; err is the first chunk that did not decode (the others are
+// still read).
+func samplesOf(docs []*ftdc.Document) (samples []ftdcSample, chunks []*ftdc.Chunk, err error) {
+	last := int64(0)
+	for _, d := range docs {
+		if d.Type != ftdc.TypeMetricChunk {
+			continue
+		}
+		c, cerr := d.Chunk()
+		if cerr != nil {
+			err = cmp.Or(err, cerr)
+			continue
+		}
+		chunks = append(chunks, c)
+		for _, s := range c.Samples() {
+			if s.Time() <= last {
+				continue
+			}
+			last = s.Time()
+			v := map[string]int64{}
+			for i, m := range c.Metrics {
+				v[m.Path] = s.At(i)
+			}
+			samples = append(samples, ftdcSample{s.Time(), v})
+		}
+	}
+	return samples, chunks, err
 }
 
 func TestMemberWritesDiagnosticDataLikeMongod(t *testing.T) {
@@ -168,28 +188,7 @@ func waitForDiagnosticData(t *testing.T, dir, what string, done func([]ftdcSampl
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		docs, _ := ftdc.ReadAll(dir)
-		var samples []ftdcSample
-		last := int64(0)
-		for _, d := range docs {
-			if d.Type != ftdc.TypeMetricChunk {
-				continue
-			}
-			c, err := d.Chunk()
-			if err != nil {
-				continue
-			}
-			for _, smp := range c.Samples() {
-				if smp.Time() <= last {
-					continue // the interim chunk, already archived
-				}
-				last = smp.Time()
-				v := map[string]int64{}
-				for i, m := range c.Metrics {
-					v[m.Path] = smp.At(i)
-				}
-				samples = append(samples, ftdcSample{smp.Time(), v})
-			}
-		}
+		samples, _, _ := samplesOf(docs) // a chunk being written may not decode yet
 		if done(samples) {
 			return
 		}

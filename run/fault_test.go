@@ -414,7 +414,7 @@ func TestResultsDiskReadOnlyStopsTheRunCleanly(t *testing.T) {
 	defer exec.Command("umount", "-l", mnt).Run()
 	sel, _ := arms.Select([]string{"D", "E"}, nil)
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
-	var buf syncBuffer
+	var buf stormtest.SyncBuffer
 	cfg := Config{Arms: sel, N: 5, Workload: spec, Dir: filepath.Join(mnt, "run"), Seed: 1, Clock: Virtual, Parallel: 1,
 		SimMemLimitMB: 32 << 10, Progress: progress.Lines(&buf)}
 	cfg.Sim.CPUs, cfg.Sim.BaselineMB = 8, 6<<10

@@ -5,12 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/collect"
+	"github.com/qmlsab/qmlsab/internal/stormtest"
 	"github.com/qmlsab/qmlsab/mongosim"
 	"github.com/qmlsab/qmlsab/progress"
 	"github.com/qmlsab/qmlsab/store"
@@ -37,7 +37,7 @@ func TestRunWritesInterleavedValidTrials(t *testing.T) {
 		t.Skip("real-time trials")
 	}
 	dir := filepath.Join(t.TempDir(), "run")
-	var buf syncBuffer
+	var buf stormtest.SyncBuffer
 	cfg := quickConfig(t, dir, 2)
 	cfg.Progress = progress.Lines(&buf)
 	if _, err := Execute(context.Background(), cfg); err != nil {
@@ -114,7 +114,7 @@ func TestInterruptedRunResumesToExactlyNTrials(t *testing.T) {
 	cfg := quickConfig(t, dir, 2)
 	cfg.Parallel = 1
 	ctx, cancel := context.WithCancel(context.Background())
-	var buf syncBuffer
+	var buf stormtest.SyncBuffer
 	cfg.Progress = progress.Lines(&buf)
 	go func() { // Ctrl-C once the first trial has finished
 		for !strings.Contains(buf.String(), "D#1: valid") {
@@ -130,12 +130,7 @@ func TestInterruptedRunResumesToExactlyNTrials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	valid := 0
-	for _, ts := range r.Manifest.Trials {
-		if ts.Status == store.Valid {
-			valid++
-		}
-	}
+	valid := stormtest.ValidTrials(r)
 	if valid < 1 || valid > 2 {
 		t.Fatalf("%d valid trials after the interrupt, want the finished ones (1 or 2)", valid)
 	}
@@ -174,15 +169,8 @@ func TestInterruptedRunResumesToExactlyNTrials(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, arm := range []string{"D", "E"} {
-		seen := map[int]bool{}
-		for _, tr := range r.Trials[arm] {
-			if seen[tr.Index] {
-				t.Fatalf("%s#%d twice", arm, tr.Index)
-			}
-			seen[tr.Index] = true
-		}
-		if len(seen) != 2 {
-			t.Fatalf("%s: %d valid trials after resume, want exactly 2", arm, len(seen))
+		if n := stormtest.TrialsOnce(t, r, arm); n != 2 {
+			t.Fatalf("%s: %d valid trials after resume, want exactly 2", arm, n)
 		}
 		for _, tr := range r.Trials[arm] {
 			if tr.Clock != Wall {
@@ -191,18 +179,6 @@ func TestInterruptedRunResumesToExactlyNTrials(t *testing.T) {
 		}
 	}
 }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // The command line a manifest records keeps no password, whether a URI is
 // an argument of its own or a flag's value, in any case, malformed or not.

@@ -259,24 +259,22 @@ func TestV2RunIsSnakeCaseInSecondsAndReadsBack(t *testing.T) {
 	if got := r.Trials["E"]; len(got) != 1 || !reflect.DeepEqual(got[0], files.Trial) {
 		t.Errorf("trial read back %+v, want %+v", got, files.Trial)
 	}
-	same := func(name string, got, want any, err error) {
-		t.Helper()
-		if err != nil || !reflect.DeepEqual(got, want) {
-			t.Errorf("%s read back %+v, want %+v (%v)", name, got, want, err)
-		}
+	readsBack(t, tdir, store.SamplesFile, files.Samples)
+	readsBack(t, tdir, store.SeriesFile, files.Series)
+	readsBack(t, tdir, store.StormFile, files.Storm)
+	readsBack(t, tdir, store.CanaryFile, files.Canaries)
+	readsBack(t, tdir, store.OutcomesFile, files.Outcomes)
+	readsBack(t, tdir, store.EventsFile, files.Events)
+}
+
+// readsBack checks that a trial's JSON-lines file in dir reads back as
+// the records written to it.
+func readsBack[T any](t *testing.T, dir, file string, want []T) {
+	t.Helper()
+	got, err := store.ReadJSONLinesGz[T](filepath.Join(dir, file))
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("%s read back %+v, want %+v (%v)", file, got, want, err)
 	}
-	samples, err := store.ReadJSONLinesGz[store.Sample](filepath.Join(tdir, store.SamplesFile))
-	same("samples", samples, files.Samples, err)
-	series, err := store.ReadJSONLinesGz[store.Second](filepath.Join(tdir, store.SeriesFile))
-	same("series", series, files.Series, err)
-	storm, err := store.ReadJSONLinesGz[store.StormOp](filepath.Join(tdir, store.StormFile))
-	same("storm", storm, files.Storm, err)
-	canaries, err := store.ReadJSONLinesGz[store.CanaryOp](filepath.Join(tdir, store.CanaryFile))
-	same("canaries", canaries, files.Canaries, err)
-	outcomes, err := store.ReadJSONLinesGz[store.OutcomeSecond](filepath.Join(tdir, store.OutcomesFile))
-	same("outcomes", outcomes, files.Outcomes, err)
-	events, err := store.ReadJSONLinesGz[store.Event](filepath.Join(tdir, store.EventsFile))
-	same("events", events, files.Events, err)
 }
 
 func TestSecondsRoundTripToTheNanosecond(t *testing.T) {

@@ -2,7 +2,6 @@ package actor
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"sync"
@@ -37,14 +36,7 @@ func TestKillOpActorKillsOnlyItsAppIncludingQueuedOps(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(rs.Close) // registered first, so it runs after the clients disconnect
-	connect := func(app string) *mongo.Client {
-		c, err := mongo.Connect(options.Client().ApplyURI(rs.URI()).SetAppName(app).SetRetryReads(false))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Disconnect(context.Background()) })
-		return c
-	}
+	connect := func(app string) *mongo.Client { return stormtest.Connect(t, rs.URI(), app) }
 	storm := connect(arms.StormAppName)
 	coll := storm.Database("storm").Collection("events", options.Collection().SetWriteConcern(writeconcern.Majority()))
 	stormtest.LoadData(t, ctx, coll)
@@ -52,13 +44,10 @@ func TestKillOpActorKillsOnlyItsAppIncludingQueuedOps(t *testing.T) {
 	// The actor acts whenever resident memory exceeds 1 % (always, here).
 	cfg := killop.Default(arms.StormAppName)
 	cfg.RSSHighPercent, cfg.Interval, cfg.MaxKillsPerRound = 1, 30*time.Millisecond, 50
-	var mu sync.Mutex
-	var events []store.Kill
-	actx, stopActor := context.WithCancel(ctx)
-	actorDone := make(chan error, 1)
-	go func() {
-		actorDone <- KillOp(actx, connect("qmlsab-actor"), cfg, func(e store.Kill) { mu.Lock(); events = append(events, e); mu.Unlock() })
-	}()
+	actorClient := connect("qmlsab-actor")
+	act := stormtest.StartActor(ctx, func(ctx context.Context, report func(store.Kill)) error {
+		return KillOp(ctx, actorClient, cfg, report)
+	})
 
 	other := connect("reporting").Database("storm").Collection("events")
 	var wg sync.WaitGroup
@@ -78,12 +67,7 @@ func TestKillOpActorKillsOnlyItsAppIncludingQueuedOps(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	stopActor()
-	if err := <-actorDone; err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
+	events := act.Stop(t)
 	if len(events) == 0 {
 		t.Fatal("the actor killed nothing")
 	}
@@ -105,13 +89,7 @@ func TestKillOpActorKillsOnlyItsAppIncludingQueuedOps(t *testing.T) {
 	if otherErr != nil {
 		t.Fatalf("the other application's query failed: %v", otherErr)
 	}
-	interrupted := 0
-	for _, err := range stormErrs {
-		var ce mongo.CommandError
-		if errors.As(err, &ce) && ce.Code == 11601 {
-			interrupted++
-		}
-	}
+	interrupted := stormtest.Interrupted(stormErrs)
 	if interrupted == 0 {
 		t.Errorf("no storm query saw Interrupted (%d kills)", len(events))
 	}

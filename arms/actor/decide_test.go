@@ -14,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/qmlsab/qmlsab/arms/killop"
+	"github.com/qmlsab/qmlsab/internal/stormtest"
 	"github.com/qmlsab/qmlsab/store"
 )
 
@@ -155,30 +156,12 @@ func runUntil20Statuses(t *testing.T, srv *fakeServer, cfg killop.Config, onKill
 	}
 }
 
-// logBuffer is a slog destination safe for the actor's goroutine.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestKillOpActorWithoutResidentMemorySaysSoOnceAndKillsNothing(t *testing.T) {
 	srv := &fakeServer{hostInfoErrs: 3, statusReached: make(chan struct{}),
 		hi:  hostInfoWith(t, bson.D{{Key: "memLimitMB", Value: int64(1000)}}),
 		ss:  doc(t, bson.D{{Key: "uptime", Value: 1.0}}),
 		ops: []bson.Raw{stormOp(t, int64(9), 500<<20)}}
-	var logs logBuffer
+	var logs stormtest.SyncBuffer
 	cfg := killop.Default("storm")
 	cfg.Interval = time.Millisecond
 	runUntil20Statuses(t, srv, cfg, func(store.Kill) { t.Error("killed an operation") }, killOpOptions{log: slog.New(slog.NewTextHandler(&logs, nil))})
@@ -192,7 +175,7 @@ func TestKillOpActorWithoutResidentMemorySaysSoOnceAndKillsNothing(t *testing.T)
 
 func TestKillOpActorWithoutMemoryLimitSaysSoAndStopsCleanly(t *testing.T) {
 	srv := &fakeServer{hi: hostInfoWith(t, bson.D{{Key: "cpuArch", Value: "x86_64"}}), statusReached: make(chan struct{})}
-	var logs logBuffer
+	var logs stormtest.SyncBuffer
 	cfg := killop.Default("storm")
 	cfg.Interval = time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())

@@ -2,7 +2,6 @@ package actor_test
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -41,14 +40,7 @@ func TestKillOpPerShardKillsTheWorkloadOnItsShardOnly(t *testing.T) {
 	if sh == nil {
 		t.Fatal("the embedded sharded deployment has no sharding")
 	}
-	connect := func(app string) *mongo.Client {
-		c, err := mongo.Connect(options.Client().ApplyURI(dep.URI()).SetAppName(app).SetRetryReads(false))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Disconnect(context.Background()) })
-		return c
-	}
+	connect := func(app string) *mongo.Client { return stormtest.Connect(t, dep.URI(), app) }
 	storm := connect(arms.StormAppName)
 	if err := storm.Database("admin").RunCommand(ctx, bson.D{{Key: "enableSharding", Value: "storm"}, {Key: "primaryShard", Value: "sh1"}}).Err(); err != nil {
 		t.Fatalf("enableSharding storm on sh1: %v", err)
@@ -58,20 +50,9 @@ func TestKillOpPerShardKillsTheWorkloadOnItsShardOnly(t *testing.T) {
 
 	cfg := killop.Default(arms.StormAppName)
 	cfg.RSSHighPercent, cfg.Interval, cfg.Policy = 1, 30*time.Millisecond, killop.PolicyLargestFirst
-	var mu sync.Mutex
-	var kills []store.Kill
-	killed := make(chan struct{})
-	actx, stopActors := context.WithCancel(ctx)
-	actorsDone := make(chan error, 1)
-	go func() {
-		actorsDone <- actor.KillOpPerShard(actx, sh.ShardOf(), cfg, "qmlsab-killop", func(k store.Kill) {
-			mu.Lock()
-			if kills = append(kills, k); len(kills) == 1 {
-				close(killed)
-			}
-			mu.Unlock()
-		})
-	}()
+	actors := stormtest.StartActor(ctx, func(ctx context.Context, report func(store.Kill)) error {
+		return actor.KillOpPerShard(ctx, sh.ShardOf(), cfg, "qmlsab-killop", report)
+	})
 
 	// The workload's queries and another application's, on sh1 alike,
 	// until the actor has killed some (or the deadline).
@@ -105,10 +86,10 @@ func TestKillOpPerShardKillsTheWorkloadOnItsShardOnly(t *testing.T) {
 	seen := func() bool {
 		emu.Lock()
 		defer emu.Unlock()
-		return interruptedCount(stormErrs) > 0 && len(otherErrs) > 0
+		return stormtest.Interrupted(stormErrs) > 0 && len(otherErrs) > 0
 	}
 	select {
-	case <-killed:
+	case <-actors.FirstKill():
 	case <-ctx.Done():
 	}
 	for ctx.Err() == nil && !seen() {
@@ -119,12 +100,7 @@ func TestKillOpPerShardKillsTheWorkloadOnItsShardOnly(t *testing.T) {
 	}
 	stopQueries()
 	wg.Wait()
-	stopActors()
-	if err := <-actorsDone; err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
+	kills := actors.Stop(t)
 	if len(kills) == 0 {
 		t.Fatal("no shard's actor killed anything")
 	}
@@ -147,7 +123,7 @@ func TestKillOpPerShardKillsTheWorkloadOnItsShardOnly(t *testing.T) {
 			t.Fatalf("the other application's query failed: %v", err)
 		}
 	}
-	interrupted := interruptedCount(stormErrs)
+	interrupted := stormtest.Interrupted(stormErrs)
 	if interrupted == 0 {
 		t.Errorf("no storm query through the router saw Interrupted (%d kills, %d queries)", len(kills), len(stormErrs))
 	}
@@ -155,19 +131,6 @@ func TestKillOpPerShardKillsTheWorkloadOnItsShardOnly(t *testing.T) {
 		t.Errorf("the other application's query never completed while the actors ran (%d kills)", len(kills))
 	}
 	t.Logf("%d kills on sh1, %d of %d storm queries interrupted, %d queries of the other app completed", len(kills), interrupted, len(stormErrs), len(otherErrs))
-}
-
-// interruptedCount is how many of errs are the Interrupted error (11601)
-// a killed operation answers with.
-func interruptedCount(errs []error) int {
-	n := 0
-	for _, err := range errs {
-		var ce mongo.CommandError
-		if errors.As(err, &ce) && ce.Code == 11601 {
-			n++
-		}
-	}
-	return n
 }
 
 func TestShardURIDiscoversTheShardsSet(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/qmlsab/qmlsab/history"
+	"github.com/qmlsab/qmlsab/internal/stormtest"
 )
 
 // The catalogue of bad input: each gives exit 1 and this exact message
@@ -57,20 +58,6 @@ func TestBadInputCatalogue(t *testing.T) {
 	}
 }
 
-// dirEntries are the names in a folder.
-func dirEntries(t *testing.T, dir string) []string {
-	t.Helper()
-	es, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range es {
-		names = append(names, e.Name())
-	}
-	return names
-}
-
 // Labels are taken as written, commas and all, one per --label; a report
 // whose flags are wrong writes nothing: no summary, no page, no history.
 func TestReportLabelsAsWrittenAndNothingWrittenBeforeTheFlagsAreChecked(t *testing.T) {
@@ -79,7 +66,7 @@ func TestReportLabelsAsWrittenAndNothingWrittenBeforeTheFlagsAreChecked(t *testi
 	if out, code := qmlsab(t, "run", "--arms", "E", "--n", "1", "--profile", "quick", "--out", dir); code != 0 {
 		t.Fatalf("run: exit %d\n%s", code, out)
 	}
-	before := dirEntries(t, dir)
+	before := stormtest.DirEntries(t, dir)
 	db := filepath.Join(tmp, "h", "history.db")
 	for _, tc := range []struct {
 		args []string
@@ -94,7 +81,7 @@ func TestReportLabelsAsWrittenAndNothingWrittenBeforeTheFlagsAreChecked(t *testi
 		if code != exitFailed || strings.TrimSpace(out) != tc.want {
 			t.Errorf("%v:\n exit %d: %s\nwant exit 1: %s", tc.args, code, strings.TrimSpace(out), tc.want)
 		}
-		if after := dirEntries(t, dir); !slices.Equal(after, before) {
+		if after := stormtest.DirEntries(t, dir); !slices.Equal(after, before) {
 			t.Errorf("%v: the run folder went from %v to %v", tc.args, before, after)
 		}
 		if _, err := os.Stat(filepath.Dir(db)); err == nil {

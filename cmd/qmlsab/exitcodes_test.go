@@ -16,6 +16,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/qmlsab/qmlsab/internal/stormtest"
 	"github.com/qmlsab/qmlsab/store"
 )
 
@@ -239,12 +240,7 @@ func interruptedRunExits130(t *testing.T, sig syscall.Signal) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	valid := 0
-	for _, ts := range r.Manifest.Trials {
-		if ts.Status == store.Valid {
-			valid++
-		}
-	}
+	valid := stormtest.ValidTrials(r)
 	if valid < 1 || valid >= 4 {
 		t.Fatalf("%d of 4 trials valid after the interrupt; want the finished ones kept and the rest not run\n%s", valid, out)
 	}

@@ -114,3 +114,15 @@ func installFlagHelp() {
 }
 
 var flagStringerInstalled bool
+
+// commaList is a comma-separated flag's items (--arms D,E, --paths, --format
+// html,json), each trimmed, the empty ones dropped.
+func commaList(c *cli.Context, flag string) []string {
+	var items []string
+	for _, item := range strings.Split(c.String(flag), ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			items = append(items, item)
+		}
+	}
+	return items
+}

@@ -45,12 +45,7 @@ func ftdcDumpAction(c *cli.Context) error {
 	if format != "jsonl" && format != "csv" {
 		return fail("--format %q: want jsonl or csv", format)
 	}
-	var paths []string
-	for _, p := range strings.Split(c.String("paths"), ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			paths = append(paths, p)
-		}
-	}
+	paths := commaList(c, "paths")
 	if _, err := ftdc.Files(sources...); err != nil {
 		return fail("%v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qmlsab/qmlsab/internal/stormtest"
 	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/workload"
 )
@@ -56,12 +57,7 @@ func TestSIGKILLedRunResumesToExactlyN(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the killed run is unreadable: %v", err)
 	}
-	valid := 0
-	for _, ts := range r.Manifest.Trials {
-		if ts.Status == store.Valid {
-			valid++
-		}
-	}
+	valid := stormtest.ValidTrials(r)
 	if valid < 1 || valid >= 6 {
 		t.Fatalf("%d valid trials after the kill, want the finished ones only", valid)
 	}
@@ -86,15 +82,8 @@ func TestSIGKILLedRunResumesToExactlyN(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, arm := range []string{"D", "E"} {
-		seen := map[int]bool{}
-		for _, tr := range r.Trials[arm] {
-			if seen[tr.Index] {
-				t.Fatalf("%s#%d twice", arm, tr.Index)
-			}
-			seen[tr.Index] = true
-		}
-		if len(seen) != 3 {
-			t.Errorf("%s: %d valid trials, want 3", arm, len(seen))
+		if n := stormtest.TrialsOnce(t, r, arm); n != 3 {
+			t.Errorf("%s: %d valid trials, want 3", arm, n)
 		}
 	}
 	t.Logf("killed after %d valid trials; resume completed the run in %s", valid, time.Since(start).Round(time.Millisecond))

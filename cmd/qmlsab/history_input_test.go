@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qmlsab/qmlsab/internal/stormtest"
 	"github.com/qmlsab/qmlsab/report"
 	"github.com/qmlsab/qmlsab/store"
 )
@@ -45,7 +46,7 @@ func TestHistoryReadersRefuseWhatMatchesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Chmod(hist, 0o755) })
-	before := dirEntries(t, hist)
+	before := stormtest.DirEntries(t, hist)
 	for _, c := range []struct {
 		args []string
 		want []string
@@ -82,7 +83,7 @@ func TestHistoryReadersRefuseWhatMatchesNothing(t *testing.T) {
 	if out, code := qmlsab(t, "history", "detect", "--history-db", db, "--arm", "D", "--metric", "availability"); code != 0 {
 		t.Errorf("history detect of what exists: exit %d:\n%s", code, out)
 	}
-	if after := dirEntries(t, hist); !slices.Equal(after, before) {
+	if after := stormtest.DirEntries(t, hist); !slices.Equal(after, before) {
 		t.Errorf("readers changed the history's folder: %v, then %v", before, after)
 	}
 	// A history that does not exist is an error, and nothing is created.

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -46,10 +45,7 @@ func reportAction(c *cli.Context) error {
 		return fail("%v", err)
 	}
 	var want []string
-	for _, f := range strings.Split(c.String("format"), ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
-		}
+	for _, f := range commaList(c, "format") {
 		if _, ok := formats[f]; !ok {
 			return fail("--format %q: want any of html, json, perf, bench, md", f)
 		}

@@ -60,12 +60,7 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var names []string
-	for _, n := range strings.Split(c.String("arms"), ",") {
-		if n = strings.TrimSpace(n); n != "" {
-			names = append(names, n)
-		}
-	}
+	names := commaList(c, "arms")
 	var resumed *store.Run
 	if dir := c.String("resume"); dir != "" {
 		r, err := store.Open(dir)

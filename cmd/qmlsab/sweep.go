@@ -87,12 +87,7 @@ func sweepAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var names []string
-	for _, n := range strings.Split(c.String("arms"), ",") {
-		if n = strings.TrimSpace(n); n != "" {
-			names = append(names, n)
-		}
-	}
+	names := commaList(c, "arms")
 	selected, err := arms.Select(names, fromFile)
 	if err != nil {
 		return fail("--arms: %v", err)

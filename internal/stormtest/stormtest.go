@@ -1,21 +1,29 @@
 // Package stormtest holds what several packages' tests share: building
-// cmd/mongosim as a binary to launch like mongod, and the small real
-// spill_to_disk data and query the wire tests drive.
+// cmd/mongosim as a binary to launch like mongod; the small real
+// spill_to_disk data and query the wire tests drive, their clients, and
+// an actor run beside them with the kills it reports; the checks of a run
+// folder that a run interrupted and resumed must pass; and small helpers
+// (a folder's names, a buffer goroutines write while the test reads it).
 package stormtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/qmlsab/qmlsab/mongosim/mongoerr"
+	"github.com/qmlsab/qmlsab/store"
 )
 
 // BuildMongosim builds cmd/mongosim into dir and returns the binary's path.
@@ -76,4 +84,133 @@ func Query(ctx context.Context, coll *mongo.Collection, batch int32) error {
 	for cur.Next(ctx) {
 	}
 	return cur.Err()
+}
+
+// Interrupted counts the errors that are the server's Interrupted (code
+// 11601): the queries a killOp ended.
+func Interrupted(errs []error) int {
+	n := 0
+	for _, err := range errs {
+		var ce mongo.CommandError
+		if errors.As(err, &ce) && ce.Code == mongoerr.Interrupted {
+			n++
+		}
+	}
+	return n
+}
+
+// Connect is a client of uri named app (the name $currentOp and the
+// actors see), its reads not retried so that a killed query's error
+// reaches the test; it disconnects when the test ends.
+func Connect(t testing.TB, uri, app string) *mongo.Client {
+	t.Helper()
+	c, err := mongo.Connect(options.Client().ApplyURI(uri).SetAppName(app).SetRetryReads(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Disconnect(context.Background()) })
+	return c
+}
+
+// ValidTrials is how many of r's trials its manifest marks valid.
+func ValidTrials(r *store.Run) int {
+	n := 0
+	for _, ts := range r.Manifest.Trials {
+		if ts.Status == store.Valid {
+			n++
+		}
+	}
+	return n
+}
+
+// TrialsOnce fails the test when one of arm's trials in r stands twice
+// (the same index, as a resume that reran a finished trial leaves it) and
+// returns how many distinct trials arm has.
+func TrialsOnce(t testing.TB, r *store.Run, arm string) int {
+	t.Helper()
+	seen := map[int]bool{}
+	for _, tr := range r.Trials[arm] {
+		if seen[tr.Index] {
+			t.Fatalf("%s#%d twice", arm, tr.Index)
+		}
+		seen[tr.Index] = true
+	}
+	return len(seen)
+}
+
+// DirEntries are the names in a folder, sorted (os.ReadDir's order).
+func DirEntries(t testing.TB, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// SyncBuffer collects what goroutines write (a logger's, a progress
+// printer's) while the test reads it: Write and String are safe together.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Actor is an actor a test runs in the background, and the kills it has
+// reported.
+type Actor struct {
+	mu    sync.Mutex
+	kills []store.Kill
+	first chan struct{}
+	stop  context.CancelFunc
+	done  chan error
+}
+
+// StartActor runs act, an actor that reports each kill through the
+// function it is given, until Stop or the end of ctx.
+func StartActor(ctx context.Context, act func(ctx context.Context, report func(store.Kill)) error) *Actor {
+	a := &Actor{first: make(chan struct{}), done: make(chan error, 1)}
+	actx, stop := context.WithCancel(ctx)
+	a.stop = stop
+	go func() {
+		a.done <- act(actx, func(k store.Kill) {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			if a.kills = append(a.kills, k); len(a.kills) == 1 {
+				close(a.first)
+			}
+		})
+	}()
+	return a
+}
+
+// FirstKill is closed when the actor reports its first kill.
+func (a *Actor) FirstKill() <-chan struct{} { return a.first }
+
+// Stop ends the actor, fails the test if it returned an error, and
+// returns the kills it reported.
+func (a *Actor) Stop(t testing.TB) []store.Kill {
+	t.Helper()
+	a.stop()
+	if err := <-a.done; err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.kills
 }

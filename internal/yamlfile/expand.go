@@ -86,7 +86,7 @@ func (e *expander) node(n *yaml.Node, depth int) (*yaml.Node, error) {
 			}
 			for _, s := range sources {
 				if s.Kind != yaml.MappingNode {
-					return nil, Errorf(e.file, k.Line, "<<: merges mappings, got %s", kindOf(s))
+					return nil, Errorf(e.file, k.Line, "<<: merges mappings, got %s", KindName(s))
 				}
 				for j := 0; j+1 < len(s.Content); j += 2 {
 					merged = append(merged, [2]*yaml.Node{s.Content[j], s.Content[j+1]})
@@ -107,14 +107,18 @@ func (e *expander) node(n *yaml.Node, depth int) (*yaml.Node, error) {
 	return &c, nil
 }
 
-func kindOf(n *yaml.Node) string {
+// KindName says what a node is, for an error that wanted another: "a
+// mapping", "a list", a scalar's value quoted, or "nothing".
+func KindName(n *yaml.Node) string {
 	switch n.Kind {
 	case yaml.MappingNode:
 		return "a mapping"
 	case yaml.SequenceNode:
 		return "a list"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("%q", n.Value)
 	}
-	return fmt.Sprintf("%q", n.Value)
+	return "nothing"
 }
 
 // definitionKey matches the names a definition may have (see

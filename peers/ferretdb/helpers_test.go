@@ -1,37 +1,19 @@
 package ferretdb
 
 import (
-	"bytes"
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/qmlsab/qmlsab/internal/stormtest"
 )
 
 // startTimeout bounds FerretDB's start; it opens SQLite files only, so
 // this is a hang guard on a loaded machine, not a speed target.
 const startTimeout = 2 * time.Minute
-
-// syncBuffer is a bytes.Buffer safe for FerretDB's logger goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // startPeer starts an embedded FerretDB with its data in a temporary
 // folder and stops it when the test ends; its warnings are logged when
@@ -40,7 +22,7 @@ func startPeer(t *testing.T) *Server {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	var log syncBuffer
+	var log stormtest.SyncBuffer
 	s, err := Start(ctx, t.TempDir(), &log)
 	if err != nil {
 		t.Fatalf("start FerretDB: %v", err)
