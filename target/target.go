@@ -35,6 +35,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/internal/mongoclient"
 	"github.com/qmlsab/qmlsab/internal/mongouri"
 	"github.com/qmlsab/qmlsab/mongosim"
 )
@@ -196,7 +197,7 @@ func topologyOf(hello bson.Raw) string {
 func startupCheck(ctx context.Context, hosts []string, arm arms.Arm) ([]MemberInfo, error) {
 	var out []MemberInfo
 	for _, h := range hosts {
-		c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + h + "/?directConnection=true").SetServerSelectionTimeout(10 * time.Second))
+		c, err := mongo.Connect(mongoclient.ShortLived(options.Client().ApplyURI("mongodb://" + h + "/?directConnection=true").SetServerSelectionTimeout(10 * time.Second)))
 		if err != nil {
 			return nil, err
 		}
@@ -217,7 +218,7 @@ func startupCheck(ctx context.Context, hosts []string, arm arms.Arm) ([]MemberIn
 func probe(ctx context.Context, members []MemberInfo, arm arms.Arm) (Capabilities, error) {
 	var caps Capabilities
 	for _, m := range members {
-		c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + m.Host + "/?directConnection=true").SetServerSelectionTimeout(10 * time.Second))
+		c, err := mongo.Connect(mongoclient.ShortLived(options.Client().ApplyURI("mongodb://" + m.Host + "/?directConnection=true").SetServerSelectionTimeout(10 * time.Second)))
 		if err != nil {
 			return Capabilities{}, err
 		}

@@ -127,7 +127,7 @@ func (d *MergeDriver) load(ctx context.Context, c *mongo.Client) error {
 func (d *MergeDriver) failpoints(ctx context.Context, mode string) error {
 	var errs []error
 	for _, h := range d.Members {
-		c, err := mongo.Connect(options.Client().ApplyURI(d.URI).SetHosts([]string{h}).SetDirect(true).SetServerSelectionTimeout(10 * time.Second))
+		c, err := d.direct(h)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/qmlsab/qmlsab/internal/mongoclient"
 	"github.com/qmlsab/qmlsab/store"
 )
 
@@ -142,9 +143,15 @@ func (d *MergeDriver) runSharded(ctx context.Context, c *mongo.Client, run store
 	return run, nil
 }
 
-// direct connects to one member.
+// direct connects to one member, for a command or two: a short-lived
+// client (mongoclient.ShortLived), or its Disconnect can wait out a held
+// hello for 10 s.
 func (d *MergeDriver) direct(host string) (*mongo.Client, error) {
-	return mongo.Connect(options.Client().ApplyURI(d.URI).SetHosts([]string{host}).SetDirect(true).SetServerSelectionTimeout(10 * time.Second))
+	return mongo.Connect(d.directOptions(host))
+}
+
+func (d *MergeDriver) directOptions(host string) *options.ClientOptions {
+	return mongoclient.ShortLived(options.Client().ApplyURI(d.URI).SetHosts([]string{host}).SetDirect(true).SetServerSelectionTimeout(10 * time.Second))
 }
 
 // shedCounters reads each shard member's operationsShed; a member that

@@ -22,8 +22,8 @@ import (
 // unsharded target on another shard, same-shard target, $out), G never
 // does; every shed is a shard member's (the router's own operation is
 // never shed); the samples cover both shards' primaries and the router;
-// the report's merge section has the cases as rows. (--n 1 keeps it
-// short; the CLI takes --n 3 as well.)
+// the report's merge section has the cases as rows. --n 3, as the
+// issue's acceptance runs it.
 func TestRunMergeShardedTopology(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-time trials")
@@ -31,11 +31,11 @@ func TestRunMergeShardedTopology(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	wl := filepath.Join(t.TempDir(), "merge4.yaml")
 	os.WriteFile(wl, []byte("name: merge4\nkind: merge_partial_write\nmerge_partial_write:\n  ops: 4\n"), 0o644)
-	out, code := qmlsab(t, "run", "--workload", wl, "--topology", "sharded", "--arms", "E,F,G", "--n", "1", "--out", dir)
+	out, code := qmlsab(t, "run", "--workload", wl, "--topology", "sharded", "--arms", "E,F,G", "--n", "3", "--out", dir)
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
-	checkShardedMergeRun(t, dir, 1)
+	checkShardedMergeRun(t, dir, 3)
 	if out, code := qmlsab(t, "report", "--format", "html", dir); code != 0 {
 		t.Fatalf("report: exit %d\n%s", code, out)
 	}
@@ -45,7 +45,7 @@ func TestRunMergeShardedTopology(t *testing.T) {
 	}
 	for _, c := range store.MergeCases {
 		for _, arm := range []string{"E", "F", "G"} {
-			row := "<tr><td>" + c + "</td><td>" + arm + "</td><td>1</td>"
+			row := "<tr><td>" + c + "</td><td>" + arm + "</td><td>3</td>"
 			if !strings.Contains(string(html), row) {
 				t.Errorf("report has no row for %s, arm %s (%q)", c, arm, row)
 			}
