@@ -20,6 +20,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/internal/mongoclient"
 	"github.com/qmlsab/qmlsab/mongosim"
 )
 
@@ -326,7 +327,7 @@ func (l *local) initiate(ctx context.Context, name string, set []*member, config
 	for i, m := range set {
 		members = append(members, bson.D{{Key: "_id", Value: i}, {Key: "host", Value: m.addr()}})
 	}
-	c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + set[0].addr() + "/?directConnection=true").SetServerSelectionTimeout(15 * time.Second))
+	c, err := mongo.Connect(mongoclient.ShortLived(options.Client().ApplyURI("mongodb://" + set[0].addr() + "/?directConnection=true").SetServerSelectionTimeout(15 * time.Second)))
 	if err != nil {
 		return err
 	}
@@ -373,7 +374,7 @@ func waitAnyPrimary(ctx context.Context, hosts []string, limit time.Duration) er
 }
 
 func isPrimary(ctx context.Context, host string) bool {
-	c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + host + "/?directConnection=true").SetServerSelectionTimeout(time.Second))
+	c, err := mongo.Connect(mongoclient.ShortLived(options.Client().ApplyURI("mongodb://" + host + "/?directConnection=true").SetServerSelectionTimeout(time.Second)))
 	if err != nil {
 		return false
 	}

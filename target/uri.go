@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/internal/mongoclient"
 	"github.com/qmlsab/qmlsab/internal/mongouri"
 )
 
@@ -190,7 +191,7 @@ func (u *uriTarget) apply(ctx context.Context, params map[string]string) error {
 }
 
 func (u *uriTarget) direct(host string) (*mongo.Client, error) {
-	return mongo.Connect(options.Client().ApplyURI("mongodb://" + host + "/?directConnection=true").SetServerSelectionTimeout(10 * time.Second))
+	return mongo.Connect(mongoclient.ShortLived(options.Client().ApplyURI("mongodb://" + host + "/?directConnection=true").SetServerSelectionTimeout(10 * time.Second)))
 }
 
 func (u *uriTarget) URI() string                { return u.uri }
