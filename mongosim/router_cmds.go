@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -459,37 +460,34 @@ func seqOrArray(body bson.Raw, seqs map[string][]bson.Raw, key string) []bson.Ra
 }
 
 func (rt *Router) cmdInsert(ctx context.Context, db string, body bson.Raw, seqs map[string][]bson.Raw) (bson.D, error) {
-	coll, _ := body.Lookup("insert").StringValueOK()
-	docs := seqOrArray(body, seqs, "documents")
-	rt.counters.insert.Add(int64(len(docs)))
-	if db == "config" {
-		return rt.forwardConfig(ctx, body, seqs)
-	}
-	if _, err := rt.ensureDatabase(ctx, db, ""); err != nil {
-		return nil, err
-	}
-	res, err := rt.cc.routeInsert(ctx, db, coll, docs, passOn(body, "documents"))
-	if err != nil {
-		return nil, err
-	}
-	return res.reply(false), nil
+	return rt.routeWrite(ctx, db, body, seqs, "insert", "documents", &rt.counters.insert, rt.cc.routeInsert)
 }
 
 func (rt *Router) cmdUpdate(ctx context.Context, db string, body bson.Raw, seqs map[string][]bson.Raw) (bson.D, error) {
-	coll, _ := body.Lookup("update").StringValueOK()
-	updates := seqOrArray(body, seqs, "updates")
-	rt.counters.update.Add(int64(len(updates)))
+	return rt.routeWrite(ctx, db, body, seqs, "update", "updates", &rt.counters.update, rt.cc.routeUpdate)
+}
+
+// routeWrite is a write command's way through the router: its items
+// (body's field, or the document sequence of that name) are counted, a
+// write to the config database goes to the config server, any other
+// makes sure its database exists and is routed item by item by route.
+// The reply has the updates' counters (n, nModified) for an update.
+func (rt *Router) routeWrite(ctx context.Context, db string, body bson.Raw, seqs map[string][]bson.Raw, verb, field string, count *atomic.Int64,
+	route func(ctx context.Context, db, coll string, items []bson.Raw, extra bson.D) (*writeResult, error)) (bson.D, error) {
+	coll, _ := body.Lookup(verb).StringValueOK()
+	items := seqOrArray(body, seqs, field)
+	count.Add(int64(len(items)))
 	if db == "config" {
 		return rt.forwardConfig(ctx, body, seqs)
 	}
 	if _, err := rt.ensureDatabase(ctx, db, ""); err != nil {
 		return nil, err
 	}
-	res, err := rt.cc.routeUpdate(ctx, db, coll, updates, passOn(body, "updates"))
+	res, err := route(ctx, db, coll, items, passOn(body, field))
 	if err != nil {
 		return nil, err
 	}
-	return res.reply(true), nil
+	return res.reply(verb == "update"), nil
 }
 
 // forwardConfig sends a write on the config database to the config server.
