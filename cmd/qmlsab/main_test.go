@@ -15,6 +15,17 @@ import (
 )
 
 // qmlsab runs the CLI in-process and returns its output and exit code.
+// testFile writes content to a file name in a new temporary folder and
+// returns its path.
+func testFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func qmlsab(t *testing.T, args ...string) (string, int) {
 	t.Helper()
 	app := newApp()
@@ -113,10 +124,7 @@ func TestRunQuickProfileWritesASimulatedRun(t *testing.T) {
 	// The investigation's storm before the fit: an in-process wire set
 	// keeps up with 150 queries/s on a busy 2-core machine, where the
 	// fitted 271.5/s can saturate the host and leave the trials invalid.
-	wl := filepath.Join(t.TempDir(), "storm150.yaml")
-	if err := os.WriteFile(wl, []byte("name: storm150\nkind: spill_to_disk\nspill_to_disk:\n  stormRate: 150\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	wl := testFile(t, "storm150.yaml", "name: storm150\nkind: spill_to_disk\nspill_to_disk:\n  stormRate: 150\n")
 	var out string
 	var code int
 	for attempt := 1; ; attempt++ {

@@ -21,10 +21,7 @@ func TestRunStormShardedTopology(t *testing.T) {
 		t.Skip("real-time trials")
 	}
 	dir := filepath.Join(t.TempDir(), "run")
-	wl := filepath.Join(t.TempDir(), "short.yaml")
-	if err := os.WriteFile(wl, []byte("name: short\nkind: spill_to_disk\nspill_to_disk:\n  stormRate: 30\n  phases: {warmup: 2s, storm: 5s, recovery: 3s}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	wl := testFile(t, "short.yaml", "name: short\nkind: spill_to_disk\nspill_to_disk:\n  stormRate: 30\n  phases: {warmup: 2s, storm: 5s, recovery: 3s}\n")
 	// The virtual clock refuses a sharded storm, naming the clock.
 	out, code := qmlsab(t, "run", "--workload", wl, "--topology", "sharded", "--arms", "D,E", "--n", "1", "--out", filepath.Join(t.TempDir(), "virtual"))
 	if code == 0 || !strings.Contains(out, "--clock") {

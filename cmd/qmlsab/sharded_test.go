@@ -29,8 +29,7 @@ func TestRunMergeShardedTopology(t *testing.T) {
 		t.Skip("real-time trials")
 	}
 	dir := filepath.Join(t.TempDir(), "run")
-	wl := filepath.Join(t.TempDir(), "merge4.yaml")
-	os.WriteFile(wl, []byte("name: merge4\nkind: merge_partial_write\nmerge_partial_write:\n  ops: 4\n"), 0o644)
+	wl := testFile(t, "merge4.yaml", merge4)
 	out, code := qmlsab(t, "run", "--workload", wl, "--topology", "sharded", "--arms", "E,F,G", "--n", "3", "--out", dir)
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, out)
@@ -52,6 +51,9 @@ func TestRunMergeShardedTopology(t *testing.T) {
 		}
 	}
 }
+
+// merge4 is a merge_partial_write workload of four operations per case.
+const merge4 = "name: merge4\nkind: merge_partial_write\nmerge_partial_write:\n  ops: 4\n"
 
 // checkShardedMergeRun checks every trial of a sharded merge run: each
 // case once per trial; under E and F shed by a shard member after
@@ -191,13 +193,10 @@ func TestRunShardedKillOpActorNamesTheShard(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-time trials")
 	}
-	tmp := t.TempDir()
-	dir := filepath.Join(tmp, "run")
-	wl := filepath.Join(tmp, "merge4.yaml")
-	armsFile := filepath.Join(tmp, "arms.yaml")
-	os.WriteFile(wl, []byte("name: merge4\nkind: merge_partial_write\nmerge_partial_write:\n  ops: 4\n"), 0o644)
-	os.WriteFile(armsFile, []byte("arms:\n  - name: DK\n    setParameters: {}\n    actors:\n"+
-		"      - killop: {rssHighPercent: 1, interval: 20ms, appName: qmlsab-merge, policy: largest-first}\n"), 0o644)
+	dir := filepath.Join(t.TempDir(), "run")
+	wl := testFile(t, "merge4.yaml", merge4)
+	armsFile := testFile(t, "arms.yaml", "arms:\n  - name: DK\n    setParameters: {}\n    actors:\n"+
+		"      - killop: {rssHighPercent: 1, interval: 20ms, appName: qmlsab-merge, policy: largest-first}\n")
 	out, code := qmlsab(t, "run", "--workload", wl, "--topology", "sharded", "--arms", "DK", "--arms-file", armsFile, "--n", "1", "--out", dir)
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, out)

@@ -365,21 +365,9 @@ func compileGroup(spec bson.RawValue) (Stage, error) {
 
 func (groupStage) Name() string { return "$group" }
 func (g groupStage) Run(_ Env, in []bson.Raw) ([]bson.Raw, error) {
-	groups := map[string][]bson.Raw{}
-	var order []bson.RawValue
-	for _, d := range in {
-		id, err := g.id.Eval(d)
-		if err != nil {
-			return nil, err
-		}
-		if id.Type == 0 {
-			id = Null
-		}
-		k := groupKey(id)
-		if _, seen := groups[k]; !seen {
-			order = append(order, id)
-		}
-		groups[k] = append(groups[k], d)
+	order, groups, err := partitionBy(in, g.id)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]bson.Raw, 0, len(order))
 	keys := append([]string{"_id"}, g.fields...)
@@ -399,6 +387,34 @@ func (g groupStage) Run(_ Env, in []bson.Raw) ([]bson.Raw, error) {
 }
 
 // groupKey is a map key under which equal values (1 and 1.0 among them) meet.
+// partitionBy splits in by each document's value of key (a missing value
+// counts as null; numbers of equal value are one key, as groupKey says),
+// giving the values in the order first seen and, by groupKey, each one's
+// documents in input order. A nil key puts every document in one
+// partition, null. $group and $setWindowFields both partition this way.
+func partitionBy(in []bson.Raw, key Expr) ([]bson.RawValue, map[string][]bson.Raw, error) {
+	parts := map[string][]bson.Raw{}
+	var order []bson.RawValue
+	for _, d := range in {
+		v := Null
+		if key != nil {
+			var err error
+			if v, err = key.Eval(d); err != nil {
+				return nil, nil, err
+			}
+			if v.Type == 0 {
+				v = Null
+			}
+		}
+		k := groupKey(v)
+		if _, seen := parts[k]; !seen {
+			order = append(order, v)
+		}
+		parts[k] = append(parts[k], d)
+	}
+	return order, parts, nil
+}
+
 func groupKey(v bson.RawValue) string {
 	if IsNumber(v) {
 		return fmt.Sprintf("n%v", Float(v))

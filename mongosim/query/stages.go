@@ -122,24 +122,9 @@ func compileWindowOutput(field string, spec bson.RawValue) (windowOutput, error)
 
 func (windowStage) Name() string { return "$setWindowFields" }
 func (w windowStage) Run(_ Env, in []bson.Raw) ([]bson.Raw, error) {
-	parts := map[string][]bson.Raw{}
-	var order []bson.RawValue
-	for _, d := range in {
-		k := Null
-		if w.partition != nil {
-			var err error
-			if k, err = w.partition.Eval(d); err != nil {
-				return nil, err
-			}
-			if k.Type == 0 {
-				k = Null
-			}
-		}
-		gk := groupKey(k)
-		if _, seen := parts[gk]; !seen {
-			order = append(order, k)
-		}
-		parts[gk] = append(parts[gk], d)
+	order, parts, err := partitionBy(in, w.partition)
+	if err != nil {
+		return nil, err
 	}
 	// mongod sorts by the partition key, then by sortBy.
 	slices.SortStableFunc(order, Compare)
