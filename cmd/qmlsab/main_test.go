@@ -236,7 +236,7 @@ func TestRunMergeWorkloadCountsUnsafeSheds(t *testing.T) {
 	}
 	for arm, wantUnsafe := range map[string]bool{"E": true, "G": false} {
 		if len(r.Trials[arm]) != 3 {
-			t.Fatalf("%s: %d valid trials, want 3", arm, len(r.Trials[arm]))
+			t.Fatalf("%s: %d valid trials, want 3; the run said:\n%s", arm, len(r.Trials[arm]), out)
 		}
 		for _, tr := range r.Trials[arm] {
 			m := tr.Metrics
