@@ -357,58 +357,70 @@ var v1DurationKeys = map[string]bool{"Warmup": true, "Storm": true, "Recovery": 
 // tags already; below a kind's key every key is renamed, and keys the
 // table does not know are kept as they are.
 func upgradeWorkloadV1(raw json.RawMessage) (json.RawMessage, error) {
+	return rewriteWorkload(raw, v1WorkloadKeys, v1DurationKeys, func(x any) (any, error) {
+		n, ok := x.(json.Number)
+		ns, err := n.Int64()
+		if !ok || err != nil {
+			return nil, fmt.Errorf("%v is not a duration in nanoseconds", x)
+		}
+		return Seconds(ns), nil
+	})
+}
+
+// rewriteWorkload rewrites an encoded workload from one of its encodings
+// to the other (upgradeWorkloadV1, downgradeWorkloadV1): below each
+// kind's key, at any depth, every key through rename (a key rename lacks
+// is kept) and the value of every key in durations through duration. The
+// numbers are kept exact (nanoseconds and byte counts).
+func rewriteWorkload(raw json.RawMessage, rename map[string]string, durations map[string]bool, duration func(any) (any, error)) (json.RawMessage, error) {
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.UseNumber() // nanoseconds and byte counts exactly
+	dec.UseNumber()
 	var top map[string]any
 	if err := dec.Decode(&top); err != nil {
 		return nil, err
 	}
+	var rewrite func(v any) (any, error)
+	rewrite = func(v any) (any, error) {
+		switch v := v.(type) {
+		case map[string]any:
+			out := make(map[string]any, len(v))
+			for k, x := range v {
+				to, ok := rename[k]
+				if !ok {
+					to = k
+				}
+				convert := rewrite
+				if durations[k] {
+					convert = duration
+				}
+				y, err := convert(x)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", k, err)
+				}
+				out[to] = y
+			}
+			return out, nil
+		case []any:
+			out := make([]any, len(v))
+			for i, x := range v {
+				y, err := rewrite(x)
+				if err != nil {
+					return nil, err
+				}
+				out[i] = y
+			}
+			return out, nil
+		}
+		return v, nil
+	}
 	for _, kind := range []string{"spill_to_disk", "merge_partial_write"} {
 		if settings, ok := top[kind]; ok {
-			up, err := upgradeV1Value(settings)
+			y, err := rewrite(settings)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", kind, err)
 			}
-			top[kind] = up
+			top[kind] = y
 		}
 	}
 	return json.Marshal(top)
-}
-
-func upgradeV1Value(v any) (any, error) {
-	switch v := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, x := range v {
-			if v1DurationKeys[k] {
-				n, ok := x.(json.Number)
-				ns, err := n.Int64()
-				if !ok || err != nil {
-					return nil, fmt.Errorf("%s: %v is not a duration in nanoseconds", k, x)
-				}
-				out[v1WorkloadKeys[k]] = Seconds(ns)
-				continue
-			}
-			up, err := upgradeV1Value(x)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", k, err)
-			}
-			if n, ok := v1WorkloadKeys[k]; ok {
-				k = n
-			}
-			out[k] = up
-		}
-		return out, nil
-	case []any:
-		out := make([]any, len(v))
-		for i, x := range v {
-			up, err := upgradeV1Value(x)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = up
-		}
-		return out, nil
-	}
-	return v, nil
 }

@@ -148,68 +148,25 @@ func (m Manifest) CheckPlan(dir string) error {
 // in the v1 encoding (below the kind's key, the v1 key names and
 // durations in nanoseconds), as a v1 plan's digest hashed it.
 func downgradeWorkloadV1(raw json.RawMessage) (json.RawMessage, error) {
-	var top map[string]any
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.UseNumber()
-	if err := dec.Decode(&top); err != nil {
-		return nil, err
-	}
 	v1Key := make(map[string]string, len(v1WorkloadKeys))
 	for old, v2 := range v1WorkloadKeys {
 		v1Key[v2] = old
 	}
-	var down func(v any) (any, error)
-	down = func(v any) (any, error) {
-		switch v := v.(type) {
-		case map[string]any:
-			out := make(map[string]any, len(v))
-			for k, x := range v {
-				old, ok := v1Key[k]
-				if !ok {
-					old = k
-				}
-				if v1DurationKeys[old] {
-					n, ok := x.(json.Number)
-					if !ok {
-						return nil, fmt.Errorf("%s: %v is not a duration in seconds", k, x)
-					}
-					var sec Seconds
-					if err := sec.UnmarshalJSON([]byte(n)); err != nil {
-						return nil, fmt.Errorf("%s: %w", k, err)
-					}
-					out[old] = int64(sec)
-					continue
-				}
-				d, err := down(x)
-				if err != nil {
-					return nil, err
-				}
-				out[old] = d
-			}
-			return out, nil
-		case []any:
-			out := make([]any, len(v))
-			for i, x := range v {
-				d, err := down(x)
-				if err != nil {
-					return nil, err
-				}
-				out[i] = d
-			}
-			return out, nil
-		}
-		return v, nil
+	v2Durations := make(map[string]bool, len(v1DurationKeys))
+	for old := range v1DurationKeys {
+		v2Durations[v1WorkloadKeys[old]] = true
 	}
-	for _, kind := range []string{"spill_to_disk", "merge_partial_write"} {
-		if settings, ok := top[kind]; ok {
-			d, err := down(settings)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", kind, err)
-			}
-			top[kind] = d
+	return rewriteWorkload(raw, v1Key, v2Durations, func(x any) (any, error) {
+		n, ok := x.(json.Number)
+		if !ok {
+			return nil, fmt.Errorf("%v is not a duration in seconds", x)
 		}
-	}
-	return json.Marshal(top)
+		var sec Seconds
+		if err := sec.UnmarshalJSON([]byte(n)); err != nil {
+			return nil, err
+		}
+		return int64(sec), nil
+	})
 }
 
 // Unit is the plan unit a trial of this index belongs to (0-based).
