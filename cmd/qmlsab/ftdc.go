@@ -31,9 +31,7 @@ func ftdcCommand() *cli.Command {
 }
 
 func ftdcDumpAction(c *cli.Context) error {
-	fail := func(format string, args ...any) error {
-		return cli.Exit(fmt.Sprintf("qmlsab ftdc dump: "+format, args...), 1)
-	}
+	fail := refusal("qmlsab ftdc dump")
 	sources, err := trailingFlags(c)
 	if err != nil {
 		return fail("%v", err)

@@ -221,7 +221,7 @@ func addToHistory(c *cli.Context, loc string, dirs []string) error {
 
 func historyCommand() *cli.Command {
 	fail := func(cmd, format string, args ...any) error {
-		return cli.Exit(fmt.Sprintf("qmlsab history "+cmd+": "+format, args...), 1)
+		return refusal("qmlsab history "+cmd)(format, args...)
 	}
 	return &cli.Command{
 		Name:  "history",
@@ -425,9 +425,7 @@ func trendCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "arm", Usage: "an `ARM` to show (default: all); repeatable"},
 		),
 		Action: func(c *cli.Context) error {
-			fail := func(format string, args ...any) error {
-				return cli.Exit(fmt.Sprintf("qmlsab trend: "+format, args...), 1)
-			}
+			fail := refusal("qmlsab trend")
 			f, err := filter(c)
 			if err != nil {
 				return fail("%v", err)

@@ -37,9 +37,7 @@ func reportCommand() *cli.Command {
 }
 
 func reportAction(c *cli.Context) error {
-	fail := func(format string, args ...any) error {
-		return cli.Exit(fmt.Sprintf("qmlsab report: "+format, args...), 1)
-	}
+	fail := refusal("qmlsab report")
 	dirs, err := trailingFlags(c)
 	if err != nil {
 		return fail("%v", err)
