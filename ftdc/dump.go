@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/csv"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -31,7 +30,6 @@ func Dump(w io.Writer, paths []string, format string, sources ...string) error {
 	if format != "jsonl" && format != "csv" {
 		return fmt.Errorf("ftdc: unknown dump format %q (want jsonl or csv)", format)
 	}
-	var torn []error
 	if format == "csv" && len(paths) == 0 {
 		all, err := ListPaths(sources...)
 		if err != nil && !IsTruncated(err) {
@@ -67,27 +65,7 @@ func Dump(w io.Writer, paths []string, format string, sources ...string) error {
 		lastTime int64
 		anyTime  bool
 	)
-	for {
-		d, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			if IsTruncated(err) {
-				torn = append(torn, err)
-				continue
-			}
-			bw.Flush()
-			return err
-		}
-		if d.Type != TypeMetricChunk {
-			continue
-		}
-		c, err := d.Chunk()
-		if err != nil {
-			bw.Flush()
-			return err
-		}
+	torn, err := r.eachMetricChunk((*Document).Chunk, func(d *Document, c *Chunk) error {
 		if !sameSchema(prev, c.Metrics) {
 			prev = c.Metrics
 			cols, keys = dumpColumns(c, wanted, format)
@@ -127,11 +105,16 @@ func Dump(w io.Writer, paths []string, format string, sources ...string) error {
 				return err
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		bw.Flush()
+		return err
 	}
 	if err := bw.Flush(); err != nil {
 		return err
 	}
-	return errors.Join(torn...)
+	return torn
 }
 
 func withoutStart(paths []string) []string {
@@ -202,30 +185,11 @@ func ListPaths(sources ...string) ([]string, error) {
 	var (
 		out  []string
 		seen = map[string]bool{}
-		torn []error
 		prev []Metric
 	)
-	for {
-		d, err := r.Next()
-		if err == io.EOF {
-			return out, errors.Join(torn...)
-		}
-		if err != nil {
-			if IsTruncated(err) {
-				torn = append(torn, err)
-				continue
-			}
-			return out, err
-		}
-		if d.Type != TypeMetricChunk {
-			continue
-		}
-		c, err := d.Schema()
-		if err != nil {
-			return out, err
-		}
+	torn, err := r.eachMetricChunk((*Document).Schema, func(_ *Document, c *Chunk) error {
 		if sameSchema(prev, c.Metrics) {
-			continue
+			return nil
 		}
 		prev = c.Metrics
 		for _, m := range c.Metrics {
@@ -234,5 +198,10 @@ func ListPaths(sources ...string) ([]string, error) {
 				out = append(out, m.Path)
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return out, err
 	}
+	return out, torn
 }

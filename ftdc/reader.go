@@ -379,24 +379,56 @@ func ReadAll(sources ...string) ([]*Document, error) {
 	}
 	defer r.Close()
 	var docs []*Document
-	var torn []error
-	for {
-		d, err := r.Next()
-		if err == io.EOF {
-			return docs, errors.Join(torn...)
-		}
-		if err != nil {
-			if IsTruncated(err) {
-				torn = append(torn, err)
-				continue
-			}
-			return docs, err
-		}
+	torn, err := r.each(func(d *Document) error {
 		if d.Type == TypeMetricChunk {
 			if _, err := d.Chunk(); err != nil {
-				return docs, err
+				return err
 			}
 		}
 		docs = append(docs, d)
+		return nil
+	})
+	if err != nil {
+		return docs, err
+	}
+	return docs, torn
+}
+
+// eachMetricChunk is each over the metric chunks only (the documents
+// that hold samples), each decoded by decode: Document.Chunk, or
+// Document.Schema when the metrics' names are all that is needed.
+func (r *Reader) eachMetricChunk(decode func(*Document) (*Chunk, error), fn func(*Document, *Chunk) error) (torn, err error) {
+	return r.each(func(d *Document) error {
+		if d.Type != TypeMetricChunk {
+			return nil
+		}
+		c, err := decode(d)
+		if err != nil {
+			return err
+		}
+		return fn(d, c)
+	})
+}
+
+// each hands every document r reads to fn, to the end of its sources,
+// going on past torn documents (ErrTruncated): those come back joined in
+// torn. Any other error, of reading or of fn, stops it and is err.
+func (r *Reader) each(fn func(*Document) error) (torn, err error) {
+	var torns []error
+	for {
+		d, err := r.Next()
+		if err == io.EOF {
+			return errors.Join(torns...), nil
+		}
+		if err != nil {
+			if IsTruncated(err) {
+				torns = append(torns, err)
+				continue
+			}
+			return errors.Join(torns...), err
+		}
+		if err := fn(d); err != nil {
+			return errors.Join(torns...), err
+		}
 	}
 }
