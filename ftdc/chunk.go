@@ -325,6 +325,15 @@ func (d *decoder) decode(payload []byte, schemaOnly bool) (*Chunk, error) {
 
 var errVarint = fmt.Errorf("%w: truncated or overlong varint in chunk deltas", ErrCorrupt)
 
+// longUvarint reads the varint of more than one byte at p[pos:] and
+// returns it with the position after it, or ok false when p holds no whole
+// varint there. decodeDeltas reads the one-byte varints that most deltas
+// are without a call, and calls this for the others.
+func longUvarint(p []byte, pos int) (v uint64, next int, ok bool) {
+	x, n := binary.Uvarint(p[pos:])
+	return x, pos + n, n > 0
+}
+
 // decodeDeltas fills columns 1..S-1 of every metric from the varint
 // stream p. A zero delta is followed by the count of further zeros; the run
 // carries over metric boundaries and is cut at the end of the chunk.
@@ -354,31 +363,18 @@ func decodeDeltas(vals []int64, nm, S int, p []byte) error {
 				continue
 			}
 			var v uint64
+			var ok bool
 			if pos < len(p) && p[pos] < 0x80 {
-				v = uint64(p[pos])
-				pos++
-			} else {
-				x, n := binary.Uvarint(p[pos:])
-				if n <= 0 {
+				v, pos = uint64(p[pos]), pos+1
+			} else if v, pos, ok = longUvarint(p, pos); !ok {
+				return errVarint
+			}
+			if v == 0 { // the count of further zeros follows
+				if pos < len(p) && p[pos] < 0x80 {
+					zeros, pos = uint64(p[pos]), pos+1
+				} else if zeros, pos, ok = longUvarint(p, pos); !ok {
 					return errVarint
 				}
-				v = x
-				pos += n
-			}
-			if v == 0 {
-				var z uint64
-				if pos < len(p) && p[pos] < 0x80 {
-					z = uint64(p[pos])
-					pos++
-				} else {
-					x, n := binary.Uvarint(p[pos:])
-					if n <= 0 {
-						return errVarint
-					}
-					z = x
-					pos += n
-				}
-				zeros = z
 			}
 			prev += int64(v)
 			col[j] = prev
