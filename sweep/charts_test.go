@@ -62,30 +62,25 @@ func checkSweepCharts(t *testing.T, r *Result) {
 		if !slices.Equal(c.XCategories, r.Axes[0].Labels) {
 			t.Errorf("%s: x categories %v, want the grid's %v", id, c.XCategories, r.Axes[0].Labels)
 		}
-		for _, s := range c.Series {
-			pts := s.Present()
-			if len(pts) == 0 {
-				t.Errorf("%s: series %q has no data", id, s.Name)
-			}
-			var ys []float64
-			for _, p := range pts {
-				ys = append(ys, p.Y)
-				switch x := p.X.(type) {
-				case []any: // a heatmap cell
-					if !inGrid(0, x[0]) || len(r.Axes) < 2 || !inGrid(1, x[1]) {
-						t.Errorf("%s: cell %v outside the %d×%d grid", id, x, len(r.Axes[0].Labels), len(r.Axes[len(r.Axes)-1].Labels))
-					}
-				case float64:
-					if !inGrid(0, x) {
-						t.Errorf("%s: point at %v outside the grid's %d settings", id, x, len(r.Axes[0].Labels))
-					}
+		place := func(p chartcheck.Point) string {
+			switch x := p.X.(type) {
+			case []any: // a heatmap cell
+				if !inGrid(0, x[0]) || len(r.Axes) < 2 || !inGrid(1, x[1]) {
+					return fmt.Sprintf("cell %v outside the %d×%d grid", x, len(r.Axes[0].Labels), len(r.Axes[len(r.Axes)-1].Labels))
 				}
+			case float64:
+				if !inGrid(0, x) {
+					return fmt.Sprintf("point at %v outside the grid's %d settings", x, len(r.Axes[0].Labels))
+				}
+			}
+			return ""
+		}
+		for _, s := range c.Series {
+			for _, problem := range s.Problems(metricRange(*m), place) {
+				t.Errorf("%s (%q): %s", id, title(*m), problem)
 			}
 			if s.Type == "line" && len(s.Points) != len(r.Axes[0].Labels) {
 				t.Errorf("%s: line %q has %d points for %d settings", id, s.Name, len(s.Points), len(r.Axes[0].Labels))
-			}
-			if err := metricRange(*m).Check(ys); err != nil {
-				t.Errorf("%s: %s in %q: %v", id, s.Name, title(*m), err)
 			}
 		}
 	}

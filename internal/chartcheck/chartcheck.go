@@ -186,6 +186,33 @@ func (s Series) Present() []Point {
 	return out
 }
 
+// Problems checks what every series of every page must hold: data, and
+// values (with the y of its horizontal marks) that fit r, the range of the
+// unit its axis names. place, when not nil, says what is wrong with where
+// a present point lies on its page's x axis ("" when nothing is). Each
+// problem names the series; none means the series holds.
+func (s Series) Problems(r Range, place func(Point) string) []string {
+	var out []string
+	pts := s.Present()
+	if len(pts) == 0 {
+		out = append(out, fmt.Sprintf("series %q has no data", s.Name))
+	}
+	var ys []float64
+	for _, p := range pts {
+		ys = append(ys, p.Y)
+		if place == nil {
+			continue
+		}
+		if why := place(p); why != "" {
+			out = append(out, fmt.Sprintf("series %q: %s", s.Name, why))
+		}
+	}
+	if err := r.Check(append(ys, s.MarkYs...)); err != nil {
+		out = append(out, fmt.Sprintf("series %q: %v", s.Name, err))
+	}
+	return out
+}
+
 // Range is what values of a unit may plausibly be: a value outside it
 // means the series is not in the unit its axis names (MiB or bytes under
 // "GiB", a percentage under a share).
