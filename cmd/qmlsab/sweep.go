@@ -92,21 +92,13 @@ func sweepAction(c *cli.Context) error {
 	if err != nil {
 		return fail("--arms: %v", err)
 	}
-	var axes []sweep.Axis
-	for _, v := range repeatedFlag(c, "vary") {
-		ax, err := sweep.ParseVary(v)
-		if err != nil {
-			return fail("--vary %v", err)
-		}
-		axes = append(axes, ax)
+	axes, err := parseEach(c, "vary", sweep.ParseVary)
+	if err != nil {
+		return fail("%v", err)
 	}
-	var fixed []sweep.Axis
-	for _, v := range repeatedFlag(c, "set") {
-		f, err := sweep.ParseSet(v)
-		if err != nil {
-			return fail("--set %v", err)
-		}
-		fixed = append(fixed, f)
+	fixed, err := parseEach(c, "set", sweep.ParseSet)
+	if err != nil {
+		return fail("%v", err)
 	}
 	cfg := sweep.Config{Arms: selected, Base: base, Axes: axes, Fixed: fixed, Seed: c.Uint64("seed"), Seeds: c.Int("n"), Parallel: c.Int("parallel")}
 	if err := cfg.Validate(); err != nil {
@@ -180,6 +172,20 @@ func repeatedFlag(c *cli.Context, name string) []string {
 		return r.values
 	}
 	return nil
+}
+
+// parseEach parses every value of a repeated flag with parse; the first
+// that does not parse is an error naming the flag.
+func parseEach[T any](c *cli.Context, flag string, parse func(string) (T, error)) ([]T, error) {
+	var out []T
+	for _, v := range repeatedFlag(c, flag) {
+		x, err := parse(v)
+		if err != nil {
+			return nil, fmt.Errorf("--%s %v", flag, err)
+		}
+		out = append(out, x)
+	}
+	return out, nil
 }
 
 // sweepProgress prints a line at every tenth of the trials.
