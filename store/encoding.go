@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -119,111 +120,92 @@ func (o *MergeOp) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// A record whose v1 format differs from its v2 one only in key names is
+// read through its table of renamed keys (v1 → v2).
+var (
+	v1SampleKeys = renamedKeys(map[string]string{"ProcessID": "process_id", "FromFTDC": "from_ftdc"})
+	v1SecondKeys = renamedKeys(map[string]string{
+		"readTickets": "read_tickets", "lowPriorityQueue": "low_priority_queue", "admissionsPerS": "admissions_per_s",
+		"queueKillsPerS": "queue_kills_per_s", "serverShedsPerS": "server_sheds_per_s", "residentMB": "resident_mb",
+		"lowMarkBytes": "low_mark_bytes", "highMarkBytes": "high_mark_bytes", "memLimitBytes": "mem_limit_bytes",
+	})
+	v1KillKeys          = renamedKeys(map[string]string{"appName": "app_name", "trackedBytes": "tracked_bytes", "residentMB": "resident_mb"})
+	v1OutcomeSecondKeys = renamedKeys(map[string]string{"stormLatencyLog2Ms": "storm_latency_log2_ms", "canaryLatencyLog2Ms": "canary_latency_log2_ms"})
+	v1VictimsKeys       = renamedKeys(map[string]string{"bins8MiB": "bins_8mib"})
+)
+
+// renamed are the keys a record's v2 format renamed, and each v1 key as
+// it stands in JSON (quoted), to tell a v1 record without decoding it.
+type renamed struct {
+	keys   map[string]string // v1 key → v2 key
+	quoted [][]byte
+}
+
+func renamedKeys(v1ToV2 map[string]string) renamed {
+	r := renamed{keys: v1ToV2}
+	for old := range v1ToV2 {
+		r.quoted = append(r.quoted, []byte(`"`+old+`"`))
+	}
+	return r
+}
+
+// decode reads a record of either format into rec, the record's plain
+// type (one without this UnmarshalJSON). A record that holds a v1 key has
+// its keys renamed first (when it holds both names of one, the v2 one
+// stands); a v2 record is decoded as it is, in one pass.
+func (r renamed) decode(b []byte, rec any) error {
+	if slices.ContainsFunc(r.quoted, func(q []byte) bool { return bytes.Contains(b, q) }) {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(b, &fields); err != nil {
+			return err
+		}
+		for old, v2 := range r.keys {
+			if v, ok := fields[old]; ok {
+				delete(fields, old)
+				if _, both := fields[v2]; !both {
+					fields[v2] = v
+				}
+			}
+		}
+		var err error
+		if b, err = json.Marshal(fields); err != nil {
+			return err
+		}
+	}
+	return json.Unmarshal(b, rec)
+}
+
 // UnmarshalJSON reads a v2 sample, or a v1 one (Go field names: ProcessID
 // and FromFTDC; the others match in any case).
 func (s *Sample) UnmarshalJSON(b []byte) error {
 	type plain Sample
-	var w struct {
-		plain
-		ProcessID *string `json:"ProcessID"`
-		FromFTDC  *bool   `json:"FromFTDC"`
-	}
-	w.plain = plain(*s)
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	*s = Sample(w.plain)
-	v1(&s.ProcessID, w.ProcessID)
-	v1(&s.FromFTDC, w.FromFTDC)
-	return nil
+	return v1SampleKeys.decode(b, (*plain)(s))
 }
 
 // UnmarshalJSON reads a v2 second, or a v1 one (camelCase keys).
 func (s *Second) UnmarshalJSON(b []byte) error {
 	type plain Second
-	var w struct {
-		plain
-		ReadTix    *float64 `json:"readTickets"`
-		LowQueue   *float64 `json:"lowPriorityQueue"`
-		Admissions *float64 `json:"admissionsPerS"`
-		Kills      *float64 `json:"queueKillsPerS"`
-		Sheds      *float64 `json:"serverShedsPerS"`
-		ResidentMB *float64 `json:"residentMB"`
-		LowMark    *float64 `json:"lowMarkBytes"`
-		HighMark   *float64 `json:"highMarkBytes"`
-		MemLimit   *float64 `json:"memLimitBytes"`
-	}
-	w.plain = plain(*s)
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	*s = Second(w.plain)
-	for _, f := range []struct{ v2, old **float64 }{
-		{&s.ReadTix, &w.ReadTix}, {&s.LowQueue, &w.LowQueue}, {&s.Admissions, &w.Admissions},
-		{&s.Kills, &w.Kills}, {&s.Sheds, &w.Sheds}, {&s.ResidentMB, &w.ResidentMB},
-		{&s.LowMark, &w.LowMark}, {&s.HighMark, &w.HighMark}, {&s.MemLimit, &w.MemLimit},
-	} {
-		if *f.v2 == nil {
-			*f.v2 = *f.old
-		}
-	}
-	return nil
+	return v1SecondKeys.decode(b, (*plain)(s))
 }
 
 // UnmarshalJSON reads a v2 kill, or a v1 one (appName, trackedBytes,
 // residentMB).
 func (k *Kill) UnmarshalJSON(b []byte) error {
 	type plain Kill
-	var w struct {
-		plain
-		AppName      *string `json:"appName"`
-		TrackedBytes *int64  `json:"trackedBytes"`
-		ResidentMB   *int64  `json:"residentMB"`
-	}
-	w.plain = plain(*k)
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	*k = Kill(w.plain)
-	v1(&k.AppName, w.AppName)
-	v1(&k.TrackedBytes, w.TrackedBytes)
-	v1(&k.ResidentMB, w.ResidentMB)
-	return nil
+	return v1KillKeys.decode(b, (*plain)(k))
 }
 
 // UnmarshalJSON reads a v2 second of outcomes, or a v1 one
 // (stormLatencyLog2Ms, canaryLatencyLog2Ms).
 func (s *OutcomeSecond) UnmarshalJSON(b []byte) error {
 	type plain OutcomeSecond
-	var w struct {
-		plain
-		StormLatency  *[]int `json:"stormLatencyLog2Ms"`
-		CanaryLatency *[]int `json:"canaryLatencyLog2Ms"`
-	}
-	w.plain = plain(*s)
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	*s = OutcomeSecond(w.plain)
-	v1(&s.StormLatency, w.StormLatency)
-	v1(&s.CanaryLatency, w.CanaryLatency)
-	return nil
+	return v1OutcomeSecondKeys.decode(b, (*plain)(s))
 }
 
 // UnmarshalJSON reads a v2 victim summary, or a v1 one (bins8MiB).
 func (v *Victims) UnmarshalJSON(b []byte) error {
 	type plain Victims
-	var w struct {
-		plain
-		Bins *[]int `json:"bins8MiB"`
-	}
-	w.plain = plain(*v)
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	*v = Victims(w.plain)
-	v1(&v.Bins, w.Bins)
-	return nil
+	return v1VictimsKeys.decode(b, (*plain)(v))
 }
 
 // UnmarshalJSON reads a v2 host, or a v1 one (cpuModel, memoryBytes): a
