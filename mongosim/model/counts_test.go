@@ -9,8 +9,9 @@ import (
 
 // checkCounts compares the counts a node keeps as operations come and go
 // with a walk of its operations, cursors and queues (Node.Census and the
-// pools' waiters): the two must agree exactly at every instant.
-func checkCounts(t *testing.T, n *Node, when time.Duration) {
+// pools' waiters): the two must agree exactly at every instant. It
+// returns how many queued operations hold tracked memory.
+func checkCounts(t *testing.T, n *Node, when time.Duration) int {
 	t.Helper()
 	walk, oc := n.Census(), n.OpCounts()
 	queued := walk.QueuedNormal + walk.QueuedLow
@@ -47,6 +48,21 @@ func checkCounts(t *testing.T, n *Node, when time.Duration) {
 			}
 		}
 	}
+	// The killOp actor's candidates: the queued ops holding tracked
+	// memory, listed without a walk of the queues, must be exactly those.
+	var holding, walked []int64
+	n.QueuedHoldingOps(func(op *Op) { holding = append(holding, op.ID) })
+	n.QueuedOps(func(op *Op) {
+		if op.tracked > 0 {
+			walked = append(walked, op.ID)
+		}
+	})
+	slices.Sort(holding)
+	slices.Sort(walked)
+	if !slices.Equal(holding, walked) {
+		t.Fatalf("at %v: queued ops holding memory %v, walk %v", when, holding, walked)
+	}
+	return len(holding)
 }
 
 func equalCounts(a, b map[string]int) bool {
@@ -88,6 +104,7 @@ func TestCountsMatchAWalkThroughAStorm(t *testing.T) {
 		stages := []string{"$sort", "$group", "$setWindowFields"}
 		var cursorSeq int64
 		var open []int64 // idle cursors' ids
+		maxHolding := 0
 		for step := time.Duration(0); step < 20*time.Second && !n.Dead(); step += 10 * time.Millisecond {
 			for range rng.IntN(6) {
 				q := QueryShape{Stage: stages[rng.IntN(len(stages))], ScanDocs: 20_000 + rng.Int64N(400_000), DocBytes: 1000,
@@ -123,9 +140,12 @@ func TestCountsMatchAWalkThroughAStorm(t *testing.T) {
 					n.Kill(ids[rng.IntN(len(ids))], CodeInterrupted)
 				}
 			}
-			checkCounts(t, n, step)
+			maxHolding = max(maxHolding, checkCounts(t, n, step))
 			n.AdvanceTo(step + 10*time.Millisecond)
-			checkCounts(t, n, step)
+			maxHolding = max(maxHolding, checkCounts(t, n, step))
+		}
+		if maxHolding == 0 {
+			t.Errorf("host model %v: no queued op ever held tracked memory; the storm must exercise the actor's candidate list", host)
 		}
 		if !host && n.OperationsShed == 0 {
 			t.Errorf("host model %v: nothing was shed (RSS peak %d MiB of %d); the storm must exercise the shedders", host, n.RSSPeak()>>20, n.hw.MemLimitBytes>>20)

@@ -172,6 +172,21 @@ func (n *Node) QueuedOps(f func(*Op)) {
 	}
 }
 
+// QueuedHoldingOps calls f for every operation waiting for a ticket that
+// holds tracked memory, pool by pool in no fixed order within a pool:
+// the only queued operations a killOp actor may kill (it never kills one
+// holding none), without a walk of the whole queue. f must not submit,
+// kill or end operations.
+func (n *Node) QueuedHoldingOps(f func(*Op)) {
+	for _, byPrio := range n.pools {
+		for _, pl := range byPrio {
+			for _, op := range pl.holders {
+				f(op)
+			}
+		}
+	}
+}
+
 // CursorBytes is the tracked memory an idle cursor holds (0 if unknown).
 func (n *Node) CursorBytes(id int64) int64 { return n.cursors[id].bytes }
 

@@ -92,6 +92,7 @@ type Op struct {
 	countedStage string
 	pool         *pool
 	heapIndex    int
+	holderSlot   int // 1 + its index in its pool's holders; 0: not there
 	queueSeq     int64
 	queuedAt     time.Duration
 	sliceStart   time.Duration

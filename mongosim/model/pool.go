@@ -16,6 +16,12 @@ type pool struct {
 	// queuedAdm is Σ admissions of the waiters, kept as they come and go
 	// (an op's admissions do not change while it waits).
 	queuedAdm int64
+	// holders are the waiters that hold tracked memory, in no order: the
+	// only queued ops a killOp actor may kill, a small share of a storm's
+	// queue. An op's tracked bytes do not change while it waits (only a
+	// running op scans, spills or loads), so membership is decided as it
+	// joins the queue.
+	holders []*Op
 
 	addedToQueue, removedFromQueue, canceled         int64
 	startedProcessing, finishedProcessing            int64
@@ -34,12 +40,30 @@ func (p *pool) queueLength() int { return p.waiters.Len() }
 func (p *pool) push(op *Op) {
 	heap.Push(&p.waiters, op)
 	p.queuedAdm += int64(op.admissions)
+	if op.tracked > 0 {
+		p.holders = append(p.holders, op)
+		op.holderSlot = len(p.holders)
+	}
 }
 
 func (p *pool) pop() *Op {
 	op := heap.Pop(&p.waiters).(*Op)
 	p.queuedAdm -= int64(op.admissions)
+	p.dropHolder(op)
 	return op
+}
+
+// dropHolder takes a leaving waiter out of holders, if it is there.
+func (p *pool) dropHolder(op *Op) {
+	i := op.holderSlot - 1
+	if i < 0 {
+		return
+	}
+	last := p.holders[len(p.holders)-1]
+	p.holders[i], last.holderSlot = last, i+1
+	p.holders[len(p.holders)-1] = nil
+	p.holders = p.holders[:len(p.holders)-1]
+	op.holderSlot = 0
 }
 
 // remove takes op out of the queue and reports whether it was there.
@@ -47,6 +71,7 @@ func (p *pool) remove(op *Op) bool {
 	if op.heapIndex >= 0 && op.heapIndex < p.waiters.Len() && p.waiters.ops[op.heapIndex] == op {
 		heap.Remove(&p.waiters, op.heapIndex)
 		p.queuedAdm -= int64(op.admissions)
+		p.dropHolder(op)
 		return true
 	}
 	return false

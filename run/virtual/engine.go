@@ -495,12 +495,15 @@ func (s *sim) actor(c killop.Config) {
 	ops := s.actorOps[:0] // reused: the queue can hold many thousands
 	walk := n.Ops
 	if c.QueuedOnly() {
-		walk = n.QueuedOps // running ops are never this policy's candidates
+		// Running ops are never this policy's candidates, nor (InScope)
+		// is an op holding no tracked memory, which most of a storm's
+		// queue is: the model lists the queued ops that hold some.
+		walk = n.QueuedHoldingOps
 	}
 	walk(func(op *model.Op) {
 		// A write or an op holding no tracked memory is never in scope
-		// (killop.Config.InScope): most of a storm's queue holds none, so
-		// it is passed over before the actor's view of it is built.
+		// (killop.Config.InScope): it is passed over before the actor's
+		// view of it is built.
 		if op.Write || op.Tracked() <= 0 {
 			return
 		}
