@@ -84,7 +84,9 @@ type Op struct {
 	// ForwardsWrites is a $merge/$out on a secondary: its writes go to the
 	// primary, so this op never takes a global IX (the partial-write investigation).
 	ForwardsWrites bool
-	// Done is called once, when the op ends.
+	// Done is called once, when the op ends. The model keeps no reference
+	// to the op once it has called Done, so Done may reuse the op (set
+	// anew from a zero Op) for the caller's next operation.
 	Done func(Outcome)
 
 	state opState

@@ -128,7 +128,7 @@ type sim struct {
 	nodeSeq uint64
 
 	stormStart, stormEnd time.Duration
-	pending              []pendingQuery // waiting for a primary
+	pending              []*stormQuery // waiting for a primary
 	cursorSeq            int64
 
 	tally Tally
@@ -152,10 +152,19 @@ type opRecord struct {
 	slot               int    // its index in sim.inflight while unanswered
 }
 
-type pendingQuery struct {
-	at    time.Duration
-	shape model.QueryShape
-	rec   *opRecord
+// stormQuery is one storm query from its aggregate to its last getMore,
+// in one allocation: its client's record, what its cursor has left, and
+// the one model.Op its requests use in turn (the model keeps no
+// reference to an op once it has called its Done, so the next getMore
+// reuses it). A query waits here for a primary too.
+type stormQuery struct {
+	s    *sim
+	node *model.Node // the member its cursor lives on
+	op   model.Op
+	rest cursorRest
+	rec  opRecord
+	// done is q.finished, bound once: the Done of each of its requests.
+	done func(model.Outcome)
 }
 
 // checkEvery is how many ticks pass between looks at ctx: a trial stops
@@ -267,8 +276,10 @@ func (s *sim) loop(ctx context.Context, total time.Duration) error {
 		}
 		// Open-loop storm arrivals.
 		for s.now < s.stormEnd && s.now >= nextStorm {
-			q := w.Query(s.rng)
-			s.startQuery(nextStorm, q, s.track(nextStorm, q.Stage, false))
+			q := &stormQuery{s: s, rest: cursorRest{shape: w.Query(s.rng)}}
+			q.done = q.finished
+			s.track(&q.rec, nextStorm, q.rest.shape.Stage, false)
+			s.startQuery(q)
 			nextStorm += s.expo(w.StormRate)
 		}
 		// Canaries at a fixed rate, alternating reads and writes.
@@ -312,11 +323,10 @@ func (s *sim) advance() {
 	}
 }
 
-// track registers a client operation.
-func (s *sim) track(at time.Duration, stage string, write bool) *opRecord {
-	rec := &opRecord{scheduled: at, stage: stage, write: write, slot: len(s.inflight)}
+// track registers a client operation in rec.
+func (s *sim) track(rec *opRecord, at time.Duration, stage string, write bool) {
+	*rec = opRecord{scheduled: at, stage: stage, write: write, slot: len(s.inflight)}
 	s.inflight = append(s.inflight, rec)
-	return rec
 }
 
 // answer ends a tracked operation with a server's code.
@@ -383,20 +393,22 @@ func (s *sim) primaryNode() *model.Node {
 
 // startQuery sends a storm query's aggregate; a client that finds no
 // primary waits for one (server selection) up to its timeout.
-func (s *sim) startQuery(at time.Duration, q model.QueryShape, rec *opRecord) {
+func (s *sim) startQuery(q *stormQuery) {
 	n := s.primaryNode()
 	if n == nil {
-		s.pending = append(s.pending, pendingQuery{at: at, shape: q, rec: rec})
+		s.pending = append(s.pending, q)
 		return
 	}
 	s.cursorSeq++
-	agg := s.params.AggregateWork(q)
-	rest := &cursorRest{shape: q, left: q.OutputBytes}
+	shape := q.rest.shape
+	q.node, q.rest.left = n, shape.OutputBytes
 	cursor := int64(0)
-	if rest.left > 0 {
+	if q.rest.left > 0 {
 		cursor = s.cursorSeq
 	}
-	s.submitStorm(n, &model.Op{Kind: model.KindAggregate, AppName: s.cfg.Workload.AppName, Eligible: true, CursorID: cursor, Work: agg}, rest, rec)
+	q.op = model.Op{Kind: model.KindAggregate, AppName: s.cfg.Workload.AppName, Eligible: true, CursorID: cursor,
+		Work: s.params.AggregateWork(shape), Done: q.done}
+	n.Submit(&q.op)
 }
 
 // cursorRest is what an open cursor has left to return. Its getMores are
@@ -424,10 +436,9 @@ func (c *cursorRest) next(p model.Params) (w model.Work, ok bool) {
 	if c.left <= 0 {
 		return model.Work{}, false
 	}
-	one := c.shape
-	one.OutputBytes = min(c.left, c.batchBytes())
-	w = p.GetMoreWorks(one)[0] // one batch: the model's work for it
-	c.left -= one.OutputBytes
+	b := min(c.left, c.batchBytes())
+	w = p.GetMoreWork(c.shape, b) // one batch: the model's work for it
+	c.left -= b
 	w.Exhausts = c.left <= 0
 	return w, true
 }
@@ -436,53 +447,59 @@ func (s *sim) flushPending() {
 	p := s.pending
 	s.pending = nil
 	for _, q := range p {
-		if s.now-q.at > s.cfg.Workload.ServerSelectionTimeout {
-			q.rec.latency, q.rec.code = s.now-q.at, "Timeout"
-			s.report(q.rec)
+		if at := q.rec.scheduled; s.now-at > s.cfg.Workload.ServerSelectionTimeout {
+			q.rec.latency, q.rec.code = s.now-at, "Timeout"
+			s.report(&q.rec)
 			continue
 		}
-		s.startQuery(q.at, q.shape, q.rec)
+		s.startQuery(q)
 	}
 }
 
-// submitStorm runs a storm op, then the query's next getMore, until the
-// cursor is exhausted or an op fails.
-func (s *sim) submitStorm(n *model.Node, op *model.Op, rest *cursorRest, rec *opRecord) {
-	op.Done = func(o model.Outcome) {
-		if o.Code != 0 {
-			rec.trackedBytes = o.TrackedBytes
-			s.answer(rec, o.Code)
-			return
-		}
-		next, more := rest.next(s.params)
-		switch {
-		case !more:
-			s.answer(rec, 0)
-		case n.Dead():
-			s.answer(rec, model.CodeHostUnreachable)
-		default:
-			s.submitStorm(n, &model.Op{Kind: model.KindGetMore, AppName: op.AppName, Eligible: true, CursorID: op.CursorID, Work: next}, rest, rec)
-		}
+// finished is the end of the query's current request: the client sends
+// the next getMore, until the cursor is exhausted or a request fails.
+func (q *stormQuery) finished(o model.Outcome) {
+	s := q.s
+	if o.Code != 0 {
+		q.rec.trackedBytes = o.TrackedBytes
+		s.answer(&q.rec, o.Code)
+		return
 	}
-	n.Submit(op)
+	next, more := q.rest.next(s.params)
+	switch {
+	case !more:
+		s.answer(&q.rec, 0)
+	case q.node.Dead():
+		s.answer(&q.rec, model.CodeHostUnreachable)
+	default:
+		q.op = model.Op{Kind: model.KindGetMore, AppName: q.op.AppName, Eligible: true, CursorID: q.op.CursorID, Work: next, Done: q.done}
+		q.node.Submit(&q.op)
+	}
+}
+
+// canaryOp is a canary's record and its model.Op in one allocation.
+type canaryOp struct {
+	op  model.Op
+	rec opRecord
 }
 
 func (s *sim) canary(at time.Duration, write bool) {
-	rec := s.track(at, "", write)
+	c := &canaryOp{}
+	s.track(&c.rec, at, "", write)
 	n := s.primaryNode()
 	if n == nil {
 		// No primary: the client waits for one past the SLO.
-		rec.latency, rec.code = s.cfg.Workload.CanarySLO, "Timeout"
-		s.report(rec)
+		c.rec.latency, c.rec.code = s.cfg.Workload.CanarySLO, "Timeout"
+		s.report(&c.rec)
 		return
 	}
 	kind := model.KindFind
 	if write {
 		kind = model.KindInsert
 	}
-	op := &model.Op{Kind: kind, AppName: s.cfg.Workload.CanaryAppName, Eligible: !write, Write: write, Work: model.PointWork()}
-	op.Done = func(o model.Outcome) { s.answer(rec, o.Code) }
-	n.Submit(op)
+	c.op = model.Op{Kind: kind, AppName: s.cfg.Workload.CanaryAppName, Eligible: !write, Write: write, Work: model.PointWork(),
+		Done: func(o model.Outcome) { s.answer(&c.rec, o.Code) }}
+	n.Submit(&c.op)
 }
 
 // actor is the arm's killOp actor: the same decision function the real
