@@ -15,7 +15,10 @@ const Tick = time.Millisecond
 type Node struct {
 	hw  Hardware
 	p   Params
-	rng *rand.Rand
+	// rng is the shedder's source, a PCG called directly: its draws are
+	// rand.Rand.Float64's (the 53 low bits of a Uint64, scaled), without
+	// the interface call per draw.
+	rng *rand.PCG
 	now time.Duration
 
 	// pools[rw][prio]: rw 0 read, 1 write; prio 0 normal, 1 low.
@@ -82,7 +85,7 @@ type SpillStats struct {
 
 // NewNode returns a fresh member (after a start or a restart).
 func NewNode(hw Hardware, p Params, seed uint64) *Node {
-	n := &Node{hw: hw, p: p, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+	n := &Node{hw: hw, p: p, rng: rand.NewPCG(seed, seed^0x9e3779b97f4a7c15),
 		ops: map[int64]*Op{}, cursors: map[int64]cursor{}, PressureOverride: -1,
 		Spills: map[string]*SpillStats{"sort": {}, "group": {}, "setWindowFields": {}}}
 	low := p.LowPriorityTickets
@@ -206,6 +209,7 @@ func (n *Node) Submit(op *Op) {
 	}
 	op.started = n.now
 	op.heapIndex = -1
+	op.holderSlot = 0
 	op.scanned = 0
 	op.readLeft = float64(op.Work.ReadSpillBytes)
 	op.writesLeft = float64(op.Work.WriteDocs)
@@ -466,13 +470,13 @@ func (n *Node) step() {
 	for _, op := range n.running {
 		switch {
 		case n.writerStalls(op):
-			op.stalled = true
+			op.stalled, op.onDisk = true, false
 			n.stalled++
 		case op.inDiskPhase():
-			op.stalled = false
+			op.stalled, op.onDisk = false, true
 			diskN++
 		default:
-			op.stalled = false
+			op.stalled, op.onDisk = false, false
 			cpuN++
 		}
 	}
@@ -545,7 +549,7 @@ func (n *Node) step() {
 // interrupt checkers run).
 func (n *Node) progress(op *Op, dt, cpuShare, diskRate float64) bool {
 	w := &op.Work
-	if op.inDiskPhase() {
+	if op.onDisk {
 		op.sliceRun += dt
 	} else {
 		op.sliceRun += cpuShare * dt
@@ -654,12 +658,15 @@ func (n *Node) spill(op *Op) {
 // crash is the OOM kill: every operation and cursor dies with the process.
 func (n *Node) crash() {
 	n.dead = true
-	for _, op := range n.ops {
-		if op.state == stateQueued {
-			if op.pool.remove(op) {
-				n.queued--
-			}
+	// Every queue empties at once: no waiter is taken out of its heap one
+	// by one (the member dies with thousands queued).
+	for _, byPrio := range n.pools {
+		for _, pl := range byPrio {
+			pl.clear()
 		}
+	}
+	n.queued = 0
+	for _, op := range n.ops {
 		op.state = stateDone
 		if op.Done != nil {
 			op.Done(Outcome{Code: CodeHostUnreachable, TrackedBytes: op.tracked, Stage: op.Work.Stage, Wrote: op.wrote})

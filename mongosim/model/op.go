@@ -126,6 +126,9 @@ type Op struct {
 	runs      int     // spilled runs of the query so far
 	spillLeft float64 // bytes of the run being written still to write
 	stalled   bool    // paused in balance_dirty_pages this tick
+	// onDisk is inDiskPhase at the start of this tick (the op's own phase
+	// does not move before its turn to progress in the tick).
+	onDisk bool
 }
 
 // Tracked is the op's tracked memory now.

@@ -101,7 +101,7 @@ const expMargin = 1e-14
 // only a draw between the bounds needs it. Most evaluations hold a small
 // x against a uniform draw and are settled by the upper bound.
 func (n *Node) shedDraw(tracked int64, dt time.Duration) bool {
-	u := n.rng.Float64()
+	u := float64(n.rng.Uint64()<<11>>11) / (1 << 53) // rand.Rand.Float64's draw
 	pr := n.Pressure()
 	if pr <= 0 || tracked <= 0 {
 		return false
