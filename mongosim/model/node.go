@@ -13,8 +13,8 @@ const Tick = time.Millisecond
 // not safe for concurrent use; callers serialise access (the wire server
 // holds a lock, the calibration loop is single-threaded).
 type Node struct {
-	hw  Hardware
-	p   Params
+	hw Hardware
+	p  Params
 	// rng is the shedder's source, a PCG called directly: its draws are
 	// rand.Rand.Float64's (the 53 low bits of a Uint64, scaled), without
 	// the interface call per draw.
