@@ -194,6 +194,11 @@ func Run(ctx context.Context, cfg Config, arm arms.Arm) (Trial, error) {
 	s.rec.Samples = make([]store.Sample, 0, len(s.members)*(int(ph.Total()/cfg.SampleInterval)+2))
 	s.rec.Canaries = make([]store.CanaryOp, 0, int(ph.Total().Seconds()*cfg.Workload.CanaryRate)+1)
 	s.rec.Storm = make([]store.StormOp, 0, int(ph.Storm.Seconds()*cfg.Workload.StormRate*1.1)+1)
+	if s.rec.KillOpActor {
+		// The actor kills a storm query at most once, and kills tens of
+		// thousands in a default-profile trial.
+		s.rec.Kills = make([]store.Kill, 0, cap(s.rec.Storm))
+	}
 	if err := s.loop(ctx, ph.Total()); err != nil {
 		return Trial{}, err
 	}
