@@ -71,8 +71,6 @@ const (
 type Op struct {
 	ID       int64
 	Kind     Kind
-	AppName  string
-	NS       string
 	CursorID int64
 	Work     Work
 	// Eligible marks operations query-memory shedding may touch: those
@@ -84,6 +82,34 @@ type Op struct {
 	// ForwardsWrites is a $merge/$out on a secondary: its writes go to the
 	// primary, so this op never takes a global IX (the partial-write investigation).
 	ForwardsWrites bool
+
+	// What a running op's every tick reads and writes, together after the
+	// Work it reads: a tick walks every running op, so the fewer cache
+	// lines each one spans, the cheaper the tick.
+	stalled bool // paused in balance_dirty_pages this tick (host.go)
+	// onDisk is inDiskPhase at the start of this tick (the op's own phase
+	// does not move before its turn to progress in the tick).
+	onDisk        bool
+	latched       bool
+	primed        bool
+	loaded        bool
+	wrote         bool
+	killCode      int32
+	tracked, peak int64
+	scanned       float64
+	pendingSpill  float64 // CPU seconds of spill serialisation still to do
+	readLeft      float64
+	writesLeft    float64
+	blockLeft     float64
+	sinceCheck    float64
+	sliceIters    float64 // documents processed in the current slice
+	sliceRun      float64 // seconds the op ran (on CPU or blocked on I/O) in this slice
+	cpuPerDoc     float64 // Work.CPUPerDoc in seconds, converted once at Submit
+	spillLeft     float64 // bytes of the run being written still to write (host.go)
+	lastEval      time.Duration
+
+	AppName string
+	NS      string
 	// Done is called once, when the op ends. The model keeps no reference
 	// to the op once it has called Done, so Done may reuse the op (set
 	// anew from a zero Op) for the caller's next operation.
@@ -103,32 +129,9 @@ type Op struct {
 	prior        int // the query's admissions before this op (a getMore's cursor)
 	lowered      bool
 
-	tracked, peak int64
-	scanned       float64
-	pendingSpill  float64 // CPU seconds of spill serialisation still to do
-	readLeft      float64
-	writesLeft    float64
-	blockLeft     float64
-	sinceCheck    float64
-	sliceIters    float64 // documents processed in the current slice
-	sliceRun      float64 // seconds the op ran (on CPU or blocked on I/O) in this slice
-	cpuPerDoc     float64 // Work.CPUPerDoc in seconds, converted once at Submit
-
-	loaded   bool
-	primed   bool
-	lastEval time.Duration
-	latched  bool
-	wrote    bool
-	killCode int32
-
 	// Host memory (host.go).
-	untracked int64   // untracked resident bytes
-	runs      int     // spilled runs of the query so far
-	spillLeft float64 // bytes of the run being written still to write
-	stalled   bool    // paused in balance_dirty_pages this tick
-	// onDisk is inDiskPhase at the start of this tick (the op's own phase
-	// does not move before its turn to progress in the tick).
-	onDisk bool
+	untracked int64 // untracked resident bytes
+	runs      int   // spilled runs of the query so far
 }
 
 // Tracked is the op's tracked memory now.
