@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -10,8 +11,9 @@ import (
 // checkCounts compares the counts a node keeps as operations come and go
 // with a walk of its operations, cursors and queues (Node.Census and the
 // pools' waiters): the two must agree exactly at every instant. It
-// returns how many queued operations hold tracked memory.
-func checkCounts(t *testing.T, n *Node, when time.Duration) int {
+// returns how many queued operations hold tracked memory. With largest,
+// it also reads them largest first, which keeps them ordered from then on.
+func checkCounts(t *testing.T, n *Node, when time.Duration, largest bool) int {
 	t.Helper()
 	walk, oc := n.Census(), n.OpCounts()
 	queued := walk.QueuedNormal + walk.QueuedLow
@@ -61,6 +63,27 @@ func checkCounts(t *testing.T, n *Node, when time.Duration) int {
 	slices.Sort(walked)
 	if !slices.Equal(holding, walked) {
 		t.Fatalf("at %v: queued ops holding memory %v, walk %v", when, holding, walked)
+	}
+	if largest {
+		var want []*Op
+		n.QueuedOps(func(op *Op) {
+			if op.tracked > 0 {
+				want = append(want, op)
+			}
+		})
+		slices.SortFunc(want, func(a, b *Op) int { return cmp.Or(-cmp.Compare(a.tracked, b.tracked), cmp.Compare(a.ID, b.ID)) })
+		var got []*Op
+		n.LargestQueuedHolding(func(op *Op) bool { got = append(got, op); return true })
+		if !slices.Equal(got, want) {
+			t.Fatalf("at %v: largest first gave %d ops, not the %d queued holders in largest-first order", when, len(got), len(want))
+		}
+		if len(want) > 2 {
+			got = got[:0]
+			n.LargestQueuedHolding(func(op *Op) bool { got = append(got, op); return len(got) < 2 })
+			if !slices.Equal(got, want[:2]) {
+				t.Fatalf("at %v: stopped after two, largest first gave %d ops", when, len(got))
+			}
+		}
 	}
 	return len(holding)
 }
@@ -140,9 +163,12 @@ func TestCountsMatchAWalkThroughAStorm(t *testing.T) {
 					n.Kill(ids[rng.IntN(len(ids))], CodeInterrupted)
 				}
 			}
-			maxHolding = max(maxHolding, checkCounts(t, n, step))
+			// The second half reads the holders largest first too: the
+			// index is unordered until then and a heap from then on.
+			largest := step >= 10*time.Second
+			maxHolding = max(maxHolding, checkCounts(t, n, step, largest))
 			n.AdvanceTo(step + 10*time.Millisecond)
-			maxHolding = max(maxHolding, checkCounts(t, n, step))
+			maxHolding = max(maxHolding, checkCounts(t, n, step, largest))
 		}
 		if maxHolding == 0 {
 			t.Errorf("host model %v: no queued op ever held tracked memory; the storm must exercise the actor's candidate list", host)

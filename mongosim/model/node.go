@@ -35,6 +35,8 @@ type Node struct {
 	// sample reads it without walking every operation.
 	live   liveCounts
 	queued int // operations waiting in any pool
+	// holders are the waiting operations that hold tracked memory.
+	holders holderIndex
 	// yieldSeconds is p.YieldPeriod in seconds, converted once: it is
 	// compared with every running op's slice every tick.
 	yieldSeconds float64
@@ -93,10 +95,10 @@ func NewNode(hw Hardware, p Params, seed uint64) *Node {
 		low = hw.CPUs
 	}
 	read, write := n.initialConcurrency()
-	n.pools[0][0] = newPool("read.normalPriority", false, read)
-	n.pools[0][1] = newPool("read.lowPriority", true, low)
-	n.pools[1][0] = newPool("write.normalPriority", false, write)
-	n.pools[1][1] = newPool("write.lowPriority", true, low)
+	n.pools[0][0] = newPool("read.normalPriority", false, read, &n.holders)
+	n.pools[0][1] = newPool("read.lowPriority", true, low, &n.holders)
+	n.pools[1][0] = newPool("write.normalPriority", false, write, &n.holders)
+	n.pools[1][1] = newPool("write.lowPriority", true, low, &n.holders)
 	n.yieldSeconds = p.YieldPeriod.Seconds()
 	n.probe.stable = float64(read + write)
 	n.rss = hw.BaselineBytes
@@ -169,21 +171,6 @@ func (n *Node) QueuedOps(f func(*Op)) {
 	for _, byPrio := range n.pools {
 		for _, pl := range byPrio {
 			for _, op := range pl.waiters.ops {
-				f(op)
-			}
-		}
-	}
-}
-
-// QueuedHoldingOps calls f for every operation waiting for a ticket that
-// holds tracked memory, pool by pool in no fixed order within a pool:
-// the only queued operations a killOp actor may kill (it never kills one
-// holding none), without a walk of the whole queue. f must not submit,
-// kill or end operations.
-func (n *Node) QueuedHoldingOps(f func(*Op)) {
-	for _, byPrio := range n.pools {
-		for _, pl := range byPrio {
-			for _, op := range pl.holders {
 				f(op)
 			}
 		}
@@ -666,6 +653,7 @@ func (n *Node) crash() {
 		}
 	}
 	n.queued = 0
+	n.holders.reset()
 	for _, op := range n.ops {
 		op.state = stateDone
 		if op.Done != nil {

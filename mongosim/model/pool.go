@@ -14,12 +14,8 @@ type pool struct {
 	// queuedAdm is Σ admissions of the waiters, kept as they come and go
 	// (an op's admissions do not change while it waits).
 	queuedAdm int64
-	// holders are the waiters that hold tracked memory, in no order: the
-	// only queued ops a killOp actor may kill, a small share of a storm's
-	// queue. An op's tracked bytes do not change while it waits (only a
-	// running op scans, spills or loads), so membership is decided as it
-	// joins the queue.
-	holders []*Op
+	// holders is the node's index of waiters holding tracked memory.
+	holders *holderIndex
 
 	addedToQueue, removedFromQueue, canceled         int64
 	startedProcessing, finishedProcessing            int64
@@ -27,8 +23,8 @@ type pool struct {
 	totalTimeQueuedMicros, totalTimeProcessingMicros int64
 }
 
-func newPool(name string, ordered bool, total int) *pool {
-	p := &pool{name: name, ordered: ordered, total: total}
+func newPool(name string, ordered bool, total int, holders *holderIndex) *pool {
+	p := &pool{name: name, ordered: ordered, total: total, holders: holders}
 	p.waiters.ordered = ordered
 	return p
 }
@@ -39,29 +35,15 @@ func (p *pool) push(op *Op) {
 	p.waiters.push(op)
 	p.queuedAdm += int64(op.admissions)
 	if op.tracked > 0 {
-		p.holders = append(p.holders, op)
-		op.holderSlot = len(p.holders)
+		p.holders.add(op)
 	}
 }
 
 func (p *pool) pop() *Op {
 	op := p.waiters.pop()
 	p.queuedAdm -= int64(op.admissions)
-	p.dropHolder(op)
+	p.holders.drop(op)
 	return op
-}
-
-// dropHolder takes a leaving waiter out of holders, if it is there.
-func (p *pool) dropHolder(op *Op) {
-	i := op.holderSlot - 1
-	if i < 0 {
-		return
-	}
-	last := p.holders[len(p.holders)-1]
-	p.holders[i], last.holderSlot = last, i+1
-	p.holders[len(p.holders)-1] = nil
-	p.holders = p.holders[:len(p.holders)-1]
-	op.holderSlot = 0
 }
 
 // remove takes op out of the queue and reports whether it was there.
@@ -69,7 +51,7 @@ func (p *pool) remove(op *Op) bool {
 	if op.heapIndex >= 0 && op.heapIndex < p.waiters.Len() && p.waiters.ops[op.heapIndex] == op {
 		p.waiters.remove(op.heapIndex)
 		p.queuedAdm -= int64(op.admissions)
-		p.dropHolder(op)
+		p.holders.drop(op)
 		return true
 	}
 	return false
@@ -80,8 +62,6 @@ func (p *pool) remove(op *Op) bool {
 func (p *pool) clear() {
 	clear(p.waiters.ops)
 	p.waiters.ops = p.waiters.ops[:0]
-	clear(p.holders)
-	p.holders = p.holders[:0]
 	p.queuedAdm = 0
 }
 

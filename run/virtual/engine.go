@@ -514,15 +514,25 @@ func (s *sim) actor(c killop.Config) {
 	if n == nil || !c.Acts(n.RSS(), n.Hardware().MemLimitBytes) {
 		return
 	}
-	ops := s.actorOps[:0] // reused: the queue can hold many thousands
-	walk := n.Ops
-	if c.QueuedOnly() {
-		// Running ops are never this policy's candidates, nor (InScope)
-		// is an op holding no tracked memory, which most of a storm's
-		// queue is: the model lists the queued ops that hold some.
-		walk = n.QueuedHoldingOps
+	ops := actorCandidates(n, c, s.actorOps[:0]) // reused: the queue can hold many thousands
+	s.actorOps = ops
+	rss := n.RSS()
+	for _, k := range killop.Decide(c, rss, n.Hardware().MemLimitBytes, ops) {
+		if !n.Kill(k.ID, model.CodeInterrupted) {
+			continue
+		}
+		s.rec.Kills = append(s.rec.Kills, store.Kill{At: s.at(s.now), OpID: k.ID, AppName: k.AppName, TrackedBytes: k.TrackedBytes,
+			Queued: k.Queued, Stage: k.Stage, ResidentMB: rss >> 20})
 	}
-	walk(func(op *model.Op) {
+}
+
+// actorCandidates appends to ops the operations of n the actor's policy
+// may kill, as $currentOp shows them: all of them, or, for a policy that
+// considers only queued operations, enough of them that Decide picks
+// from these what it would pick from all.
+func actorCandidates(n *model.Node, c killop.Config, ops []killop.Op) []killop.Op {
+	// consider adds op to the candidates if the actor may kill it.
+	consider := func(op *model.Op) {
 		// A write or an op holding no tracked memory is never in scope
 		// (killop.Config.InScope): it is passed over before the actor's
 		// view of it is built.
@@ -535,16 +545,24 @@ func (s *sim) actor(c killop.Config) {
 		if c.Considers(k) && c.InScope(k) {
 			ops = append(ops, k)
 		}
-	})
-	s.actorOps = ops
-	rss := n.RSS()
-	for _, k := range killop.Decide(c, rss, n.Hardware().MemLimitBytes, ops) {
-		if !n.Kill(k.ID, model.CodeInterrupted) {
-			continue
-		}
-		s.rec.Kills = append(s.rec.Kills, store.Kill{At: s.at(s.now), OpID: k.ID, AppName: k.AppName, TrackedBytes: k.TrackedBytes,
-			Queued: k.Queued, Stage: k.Stage, ResidentMB: rss >> 20})
 	}
+	if c.QueuedOnly() {
+		// Running ops are never this policy's candidates, nor (InScope)
+		// is an op holding no tracked memory, which most of a storm's
+		// queue is. Decide kills the candidates with the most tracked
+		// bytes (ties: the lower ID), at most KillsPerRound of them: the
+		// model lists the queued ops holding memory in that order, so
+		// the first KillsPerRound candidates hold every op Decide picks
+		// from all of them, and the rest of the queue is never read.
+		most := c.KillsPerRound()
+		n.LargestQueuedHolding(func(op *model.Op) bool {
+			consider(op)
+			return len(ops) < most
+		})
+	} else {
+		n.Ops(consider)
+	}
+	return ops
 }
 
 // observe samples every member through the serverStatus sections and
