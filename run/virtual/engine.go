@@ -138,7 +138,12 @@ type sim struct {
 	inflight   []*opRecord
 	lastReport time.Duration
 	actorOps   []killop.Op
-	census     collect.Census
+	// Answered storm queries and canaries, for the next ones to reuse:
+	// each holds a model.Op, and allocating tens of thousands of them a
+	// trial cost it several percent.
+	freeQueries  []*stormQuery
+	freeCanaries []*canaryOp
+	census       collect.Census
 }
 
 // opRecord is one client operation's outcome as its client saw it,
@@ -281,8 +286,7 @@ func (s *sim) loop(ctx context.Context, total time.Duration) error {
 		}
 		// Open-loop storm arrivals.
 		for s.now < s.stormEnd && s.now >= nextStorm {
-			q := &stormQuery{s: s, rest: cursorRest{shape: w.Query(s.rng)}}
-			q.done = q.finished
+			q := s.newStormQuery(w.Query(s.rng))
 			s.track(&q.rec, nextStorm, q.rest.shape.Stage, false)
 			s.startQuery(q)
 			nextStorm += s.expo(w.StormRate)
@@ -455,10 +459,28 @@ func (s *sim) flushPending() {
 		if at := q.rec.scheduled; s.now-at > s.cfg.Workload.ServerSelectionTimeout {
 			q.rec.latency, q.rec.code = s.now-at, "Timeout"
 			s.report(&q.rec)
+			s.freeQueries = append(s.freeQueries, q)
 			continue
 		}
 		s.startQuery(q)
 	}
+}
+
+// newStormQuery is a query of shape, reusing an answered one's memory
+// when there is one: an answered query is referenced by nothing (its
+// record was copied, the model let go of its op when it called Done),
+// and none is reused before the engine's next arrival.
+func (s *sim) newStormQuery(shape model.QueryShape) *stormQuery {
+	if k := len(s.freeQueries); k > 0 {
+		q := s.freeQueries[k-1]
+		s.freeQueries[k-1] = nil
+		s.freeQueries = s.freeQueries[:k-1]
+		*q = stormQuery{s: s, rest: cursorRest{shape: shape}, done: q.done}
+		return q
+	}
+	q := &stormQuery{s: s, rest: cursorRest{shape: shape}}
+	q.done = q.finished
+	return q
 }
 
 // finished is the end of the query's current request: the client sends
@@ -468,34 +490,59 @@ func (q *stormQuery) finished(o model.Outcome) {
 	if o.Code != 0 {
 		q.rec.trackedBytes = o.TrackedBytes
 		s.answer(&q.rec, o.Code)
+		s.freeQueries = append(s.freeQueries, q)
 		return
 	}
 	next, more := q.rest.next(s.params)
 	switch {
 	case !more:
 		s.answer(&q.rec, 0)
+		s.freeQueries = append(s.freeQueries, q)
 	case q.node.Dead():
 		s.answer(&q.rec, model.CodeHostUnreachable)
+		s.freeQueries = append(s.freeQueries, q)
 	default:
 		q.op = model.Op{Kind: model.KindGetMore, AppName: q.op.AppName, Eligible: true, CursorID: q.op.CursorID, Work: next, Done: q.done}
 		q.node.Submit(&q.op)
 	}
 }
 
-// canaryOp is a canary's record and its model.Op in one allocation.
+// canaryOp is a canary's record and its model.Op in one allocation,
+// reused once answered (as a stormQuery is).
 type canaryOp struct {
-	op  model.Op
-	rec opRecord
+	s    *sim
+	op   model.Op
+	rec  opRecord
+	done func(model.Outcome) // c.finished, bound once
+}
+
+func (c *canaryOp) finished(o model.Outcome) {
+	c.s.answer(&c.rec, o.Code)
+	c.s.freeCanaries = append(c.s.freeCanaries, c)
+}
+
+func (s *sim) newCanary() *canaryOp {
+	if k := len(s.freeCanaries); k > 0 {
+		c := s.freeCanaries[k-1]
+		s.freeCanaries[k-1] = nil
+		s.freeCanaries = s.freeCanaries[:k-1]
+		*c = canaryOp{s: s, done: c.done}
+		return c
+	}
+	c := &canaryOp{s: s}
+	c.done = c.finished
+	return c
 }
 
 func (s *sim) canary(at time.Duration, write bool) {
-	c := &canaryOp{}
+	c := s.newCanary()
 	s.track(&c.rec, at, "", write)
 	n := s.primaryNode()
 	if n == nil {
 		// No primary: the client waits for one past the SLO.
 		c.rec.latency, c.rec.code = s.cfg.Workload.CanarySLO, "Timeout"
 		s.report(&c.rec)
+		s.freeCanaries = append(s.freeCanaries, c)
 		return
 	}
 	kind := model.KindFind
@@ -503,7 +550,7 @@ func (s *sim) canary(at time.Duration, write bool) {
 		kind = model.KindInsert
 	}
 	c.op = model.Op{Kind: kind, AppName: s.cfg.Workload.CanaryAppName, Eligible: !write, Write: write, Work: model.PointWork(),
-		Done: func(o model.Outcome) { s.answer(&c.rec, o.Code) }}
+		Done: c.done}
 	n.Submit(&c.op)
 }
 
