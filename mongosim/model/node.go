@@ -197,6 +197,7 @@ func (n *Node) Submit(op *Op) {
 	op.started = n.now
 	op.heapIndex = -1
 	op.holderSlot = 0
+	op.spillFile = nil
 	op.scanned = 0
 	op.readLeft = float64(op.Work.ReadSpillBytes)
 	op.writesLeft = float64(op.Work.WriteDocs)

@@ -130,8 +130,9 @@ type Op struct {
 	lowered      bool
 
 	// Host memory (host.go).
-	untracked int64 // untracked resident bytes
-	runs      int   // spilled runs of the query so far
+	untracked int64      // untracked resident bytes
+	runs      int        // spilled runs of the query so far
+	spillFile *spillFile // its query's spill file, once it has written to it
 }
 
 // Tracked is the op's tracked memory now.
