@@ -17,14 +17,14 @@ func checkCounts(t *testing.T, n *Node, when time.Duration, largest bool) int {
 	t.Helper()
 	walk, oc := n.Census(), n.OpCounts()
 	queued := walk.QueuedNormal + walk.QueuedLow
-	if oc.Live != len(n.ops) || oc.Queued != queued || oc.TrackedBytes != walk.TrackedBytes || oc.CursorBytes != walk.CursorBytes {
-		t.Fatalf("at %v: counts %+v, walk: %d live, %d queued, %d tracked, %d in cursors", when, oc, len(n.ops), queued, walk.TrackedBytes, walk.CursorBytes)
+	if oc.Live != n.ops.len() || oc.Queued != queued || oc.TrackedBytes != walk.TrackedBytes || oc.CursorBytes != walk.CursorBytes {
+		t.Fatalf("at %v: counts %+v, walk: %d live, %d queued, %d tracked, %d in cursors", when, oc, n.ops.len(), queued, walk.TrackedBytes, walk.CursorBytes)
 	}
 	if got, want := n.TrackedTotal(), walk.TrackedBytes+walk.CursorBytes; got != want {
 		t.Fatalf("at %v: tracked total %d, walk %d", when, got, want)
 	}
 	stages := map[string]int{}
-	for _, op := range n.ops {
+	for _, op := range n.ops.live {
 		if op.Work.Stage != "" {
 			stages[op.Work.Stage]++
 		}

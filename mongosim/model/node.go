@@ -23,7 +23,7 @@ type Node struct {
 
 	// pools[rw][prio]: rw 0 read, 1 write; prio 0 normal, 1 low.
 	pools   [2][2]*pool
-	ops     map[int64]*Op
+	ops     opTable
 	running []*Op
 	runBuf  []*Op            // step's copy of running
 	cursors map[int64]cursor // idle cursors
@@ -88,7 +88,7 @@ type SpillStats struct {
 // NewNode returns a fresh member (after a start or a restart).
 func NewNode(hw Hardware, p Params, seed uint64) *Node {
 	n := &Node{hw: hw, p: p, rng: rand.NewPCG(seed, seed^0x9e3779b97f4a7c15),
-		ops: map[int64]*Op{}, cursors: map[int64]cursor{}, PressureOverride: -1,
+		cursors: map[int64]cursor{}, PressureOverride: -1,
 		Spills: map[string]*SpillStats{"sort": {}, "group": {}, "setWindowFields": {}}}
 	low := p.LowPriorityTickets
 	if low < 0 {
@@ -155,11 +155,11 @@ func (n *Node) RSSPeak() int64 { return n.rssPeak }
 func (n *Node) RSSSample() int64 { return n.rssSample }
 
 // Op returns a live operation.
-func (n *Node) Op(id int64) *Op { return n.ops[id] }
+func (n *Node) Op(id int64) *Op { return n.ops.get(id) }
 
 // Ops calls f for every live operation.
 func (n *Node) Ops(f func(*Op)) {
-	for _, op := range n.ops {
+	for _, op := range n.ops.live {
 		f(op)
 	}
 }
@@ -231,7 +231,7 @@ func (n *Node) Submit(op *Op) {
 			op.primed, op.lastEval = c.primed, c.lastEval
 		}
 	}
-	n.ops[op.ID] = op
+	n.ops.put(op)
 	op.countedStage = op.Work.Stage
 	n.live.add(op.countedStage, 1)
 	n.opUntracked(op)
@@ -338,7 +338,7 @@ func (n *Node) release(op *Op) {
 // queued op leaves its queue at once without a ticket (canceled); a running
 // one dies at its next interrupt check.
 func (n *Node) Kill(id int64, code int32) bool {
-	op := n.ops[id]
+	op := n.ops.get(id)
 	if op == nil || op.state == stateDone {
 		return false
 	}
@@ -375,7 +375,7 @@ func (n *Node) end(op *Op, code int32) {
 	out := Outcome{Code: code, Queued: op.state == stateQueued, TrackedBytes: op.tracked, Wrote: op.wrote,
 		Stage: op.Work.Stage, Admissions: op.admissions, Elapsed: n.now - op.started}
 	op.state = stateDone
-	delete(n.ops, op.ID)
+	n.ops.remove(op)
 	n.live.add(op.countedStage, -1)
 	n.setUntracked(op, 0)
 	if code == 0 && op.CursorID != 0 && !op.Work.Exhausts {
@@ -655,13 +655,13 @@ func (n *Node) crash() {
 	}
 	n.queued = 0
 	n.holders.reset()
-	for _, op := range n.ops {
+	for _, op := range n.ops.live {
 		op.state = stateDone
 		if op.Done != nil {
 			op.Done(Outcome{Code: CodeHostUnreachable, TrackedBytes: op.tracked, Stage: op.Work.Stage, Wrote: op.wrote})
 		}
 	}
-	n.ops = map[int64]*Op{}
+	n.ops.reset()
 	n.running = nil
 	n.cursors = map[int64]cursor{}
 	n.trackedTotal = 0 // the process's memory died with it
@@ -731,7 +731,7 @@ type Census struct {
 func (n *Node) Census() Census {
 	c := Census{ByKind: map[string]int{}, ByState: map[string]int{}}
 	var byState [4][4][2]int // kind, state, lowered
-	for _, op := range n.ops {
+	for _, op := range n.ops.live {
 		c.TrackedBytes += op.tracked
 		pr := 0
 		if op.lowered {
@@ -800,4 +800,4 @@ func (n *Node) RunNow(write bool) bool {
 }
 
 // Idle reports whether no operation is queued or running.
-func (n *Node) Idle() bool { return len(n.ops) == 0 }
+func (n *Node) Idle() bool { return n.ops.len() == 0 }

@@ -121,6 +121,7 @@ type Op struct {
 	pool         *pool
 	heapIndex    int
 	holderSlot   int // 1 + its index in its pool's holders; 0: not there
+	liveSlot     int // 1 + its index in the node's live list; 0: not live
 	queueSeq     int64
 	queuedAt     time.Duration
 	sliceStart   time.Duration
