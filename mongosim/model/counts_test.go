@@ -42,7 +42,8 @@ func checkCounts(t *testing.T, n *Node, when time.Duration, largest bool) int {
 	for _, byPrio := range n.pools {
 		for _, pl := range byPrio {
 			var adm int64
-			for _, op := range pl.waiters.ops {
+			for _, w := range pl.waiters.ops {
+				op := w.op
 				adm += int64(op.admissions)
 			}
 			if pl.queuedAdmissions() != adm {

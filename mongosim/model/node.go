@@ -170,7 +170,8 @@ func (n *Node) Ops(f func(*Op)) {
 func (n *Node) QueuedOps(f func(*Op)) {
 	for _, byPrio := range n.pools {
 		for _, pl := range byPrio {
-			for _, op := range pl.waiters.ops {
+			for _, w := range pl.waiters.ops {
+				op := w.op
 				f(op)
 			}
 		}

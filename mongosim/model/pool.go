@@ -48,7 +48,7 @@ func (p *pool) pop() *Op {
 
 // remove takes op out of the queue and reports whether it was there.
 func (p *pool) remove(op *Op) bool {
-	if op.heapIndex >= 0 && op.heapIndex < p.waiters.Len() && p.waiters.ops[op.heapIndex] == op {
+	if op.heapIndex >= 0 && op.heapIndex < p.waiters.Len() && p.waiters.ops[op.heapIndex].op == op {
 		p.waiters.remove(op.heapIndex)
 		p.queuedAdm -= int64(op.admissions)
 		p.holders.drop(op)
@@ -77,23 +77,32 @@ func (p *pool) queuedAdmissions() int64 { return p.queuedAdm }
 // leaves.
 type opHeap struct {
 	ordered bool
-	ops     []*Op
+	ops     []waiter
+}
+
+// waiter is a queued op with its sort keys beside it, so that the heap's
+// comparisons read its array rather than each op (an op's admissions and
+// arrival do not change while it waits).
+type waiter struct {
+	op         *Op
+	admissions int
+	seq        int64
 }
 
 func (h *opHeap) Len() int { return len(h.ops) }
 
 func (h *opHeap) less(i, j int) bool {
-	a, b := h.ops[i], h.ops[j]
+	a, b := &h.ops[i], &h.ops[j]
 	if h.ordered && a.admissions != b.admissions {
 		return a.admissions < b.admissions
 	}
-	return a.queueSeq < b.queueSeq
+	return a.seq < b.seq
 }
 
 func (h *opHeap) swap(i, j int) {
 	h.ops[i], h.ops[j] = h.ops[j], h.ops[i]
-	h.ops[i].heapIndex = i
-	h.ops[j].heapIndex = j
+	h.ops[i].op.heapIndex = i
+	h.ops[j].op.heapIndex = j
 }
 
 func (h *opHeap) up(j int) {
@@ -130,7 +139,7 @@ func (h *opHeap) down(i0, n int) bool {
 // push is heap.Push.
 func (h *opHeap) push(op *Op) {
 	op.heapIndex = len(h.ops)
-	h.ops = append(h.ops, op)
+	h.ops = append(h.ops, waiter{op: op, admissions: op.admissions, seq: op.queueSeq})
 	h.up(len(h.ops) - 1)
 }
 
@@ -156,8 +165,8 @@ func (h *opHeap) remove(i int) *Op {
 
 func (h *opHeap) removeLast() *Op {
 	n := len(h.ops) - 1
-	op := h.ops[n]
-	h.ops[n] = nil
+	op := h.ops[n].op
+	h.ops[n] = waiter{}
 	h.ops = h.ops[:n]
 	op.heapIndex = -1
 	return op

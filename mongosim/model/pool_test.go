@@ -62,8 +62,9 @@ func TestOpHeapIsContainerHeap(t *testing.T) {
 			if len(h.ops) != len(ref.ops) {
 				t.Fatalf("ordered=%v step %d: %d waiters, container/heap %d", ordered, step, len(h.ops), len(ref.ops))
 			}
-			for i, op := range h.ops {
-				if op != ref.ops[i] || op.heapIndex != i {
+			for i, w := range h.ops {
+				op := w.op
+				if op != ref.ops[i] || op.heapIndex != i || w.admissions != op.admissions || w.seq != op.queueSeq {
 					t.Fatalf("ordered=%v step %d: position %d holds seq %d (index %d), container/heap seq %d", ordered, step, i, op.queueSeq, op.heapIndex, ref.ops[i].queueSeq)
 				}
 			}

@@ -167,7 +167,8 @@ func (n *Node) sweep() {
 	var victims []*Op
 	for _, byPrio := range n.pools {
 		for _, pl := range byPrio {
-			for _, op := range pl.waiters.ops {
+			for _, w := range pl.waiters.ops {
+				op := w.op
 				if !n.sheddable(op) {
 					continue
 				}
