@@ -484,13 +484,14 @@ func (n *Node) step() {
 	}
 	// A copy, reused tick to tick: ending and yielding ops change n.running.
 	n.runBuf = append(n.runBuf[:0], n.running...)
+	shedding := n.SheddingEnabled() // no checkpoint need look otherwise
 	for _, op := range n.runBuf {
 		if op.killCode != 0 {
 			n.end(op, op.killCode)
 			continue
 		}
 		checks := n.progress(op, dt, cpuShare, diskRate)
-		if checks && n.inlineShed(op) {
+		if checks && shedding && n.inlineShed(op) {
 			n.shed(op, false)
 			continue
 		}

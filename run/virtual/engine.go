@@ -489,7 +489,9 @@ func (s *sim) newStormQuery(shape model.QueryShape) *stormQuery {
 		q := s.freeQueries[k-1]
 		s.freeQueries[k-1] = nil
 		s.freeQueries = s.freeQueries[:k-1]
-		*q = stormQuery{s: s, rest: cursorRest{shape: shape}, done: q.done}
+		// Its op is set whole when it is sent (startQuery), its record
+		// when it is tracked: only what comes before is reset here.
+		q.node, q.rest = nil, cursorRest{shape: shape}
 		return q
 	}
 	q := &stormQuery{s: s, rest: cursorRest{shape: shape}}
