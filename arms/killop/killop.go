@@ -122,6 +122,17 @@ func (c Config) high(limitBytes int64) int64 {
 	return int64(float64(limitBytes) * c.RSSHighPercent / 100)
 }
 
+// KillsPerRound is the most operations one round kills
+// (MaxKillsPerRound, or 100 when that is not set): Decide's picks are the
+// candidates' largest first, at most this many, so a caller that can list
+// candidates largest first need list no more.
+func (c Config) KillsPerRound() int {
+	if c.MaxKillsPerRound <= 0 {
+		return 100
+	}
+	return c.MaxKillsPerRound
+}
+
 // Acts reports whether resident memory is above the actor's high mark, so
 // that a caller may skip listing operations when Decide would kill none.
 func (c Config) Acts(residentBytes, limitBytes int64) bool { return residentBytes > c.high(limitBytes) }
@@ -172,10 +183,7 @@ func Decide(c Config, residentBytes, limitBytes int64, ops []Op) []Op {
 	for i := len(cand)/2 - 1; i >= 0; i-- {
 		down(i, len(cand))
 	}
-	limit := c.MaxKillsPerRound
-	if limit <= 0 {
-		limit = 100
-	}
+	limit := c.KillsPerRound()
 	excess := residentBytes - high
 	var kill []Op
 	var freed int64

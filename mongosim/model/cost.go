@@ -51,17 +51,23 @@ func (p Params) GetMoreWorks(q QueryShape) []Work {
 	batch := q.BatchBytes()
 	var out []Work
 	for left := q.OutputBytes; left > 0; left -= batch {
-		b := min(left, batch)
-		w := Work{HoldBytes: q.HoldBytes, LoadBytes: q.LoadBytes, Stage: q.Stage, BufferBytesPerDoc: q.DocBytes}
-		if p.Spills(q) {
-			w.ReadSpillBytes = b
-		} else {
-			w.ScanDocs, w.CPUPerDoc = b/max(q.DocBytes, 1), ScanCPUPerDoc
-		}
-		out = append(out, w)
+		out = append(out, p.GetMoreWork(q, min(left, batch)))
 	}
 	out[len(out)-1].Exhausts = true
 	return out
+}
+
+// GetMoreWork is one of GetMoreWorks' getMores: the batch that returns
+// bytes of q's output (Exhausts unset; the caller knows whether it is the
+// last), for a caller that makes them one at a time.
+func (p Params) GetMoreWork(q QueryShape, bytes int64) Work {
+	w := Work{HoldBytes: q.HoldBytes, LoadBytes: q.LoadBytes, Stage: q.Stage, BufferBytesPerDoc: q.DocBytes}
+	if p.Spills(q) {
+		w.ReadSpillBytes = bytes
+	} else {
+		w.ScanDocs, w.CPUPerDoc = bytes/max(q.DocBytes, 1), ScanCPUPerDoc
+	}
+	return w
 }
 
 // Combine is one op doing the works one after another: what a getMore

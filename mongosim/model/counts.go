@@ -56,7 +56,7 @@ type OpCounts struct {
 
 // OpCounts returns the live operations' counts without walking them.
 func (n *Node) OpCounts() OpCounts {
-	return OpCounts{Live: len(n.ops), Queued: n.queued, TrackedBytes: n.live.opBytes, CursorBytes: n.live.cursorBytes, Stages: n.live.stages}
+	return OpCounts{Live: n.ops.len(), Queued: n.queued, TrackedBytes: n.live.opBytes, CursorBytes: n.live.cursorBytes, Stages: n.live.stages}
 }
 
 // TrackedTotal is the tracked memory of live operations and idle cursors

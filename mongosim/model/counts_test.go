@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -9,19 +10,21 @@ import (
 
 // checkCounts compares the counts a node keeps as operations come and go
 // with a walk of its operations, cursors and queues (Node.Census and the
-// pools' waiters): the two must agree exactly at every instant.
-func checkCounts(t *testing.T, n *Node, when time.Duration) {
+// pools' waiters): the two must agree exactly at every instant. It
+// returns how many queued operations hold tracked memory. With largest,
+// it also reads them largest first, which keeps them ordered from then on.
+func checkCounts(t *testing.T, n *Node, when time.Duration, largest bool) int {
 	t.Helper()
 	walk, oc := n.Census(), n.OpCounts()
 	queued := walk.QueuedNormal + walk.QueuedLow
-	if oc.Live != len(n.ops) || oc.Queued != queued || oc.TrackedBytes != walk.TrackedBytes || oc.CursorBytes != walk.CursorBytes {
-		t.Fatalf("at %v: counts %+v, walk: %d live, %d queued, %d tracked, %d in cursors", when, oc, len(n.ops), queued, walk.TrackedBytes, walk.CursorBytes)
+	if oc.Live != n.ops.len() || oc.Queued != queued || oc.TrackedBytes != walk.TrackedBytes || oc.CursorBytes != walk.CursorBytes {
+		t.Fatalf("at %v: counts %+v, walk: %d live, %d queued, %d tracked, %d in cursors", when, oc, n.ops.len(), queued, walk.TrackedBytes, walk.CursorBytes)
 	}
 	if got, want := n.TrackedTotal(), walk.TrackedBytes+walk.CursorBytes; got != want {
 		t.Fatalf("at %v: tracked total %d, walk %d", when, got, want)
 	}
 	stages := map[string]int{}
-	for _, op := range n.ops {
+	for _, op := range n.ops.live {
 		if op.Work.Stage != "" {
 			stages[op.Work.Stage]++
 		}
@@ -39,7 +42,8 @@ func checkCounts(t *testing.T, n *Node, when time.Duration) {
 	for _, byPrio := range n.pools {
 		for _, pl := range byPrio {
 			var adm int64
-			for _, op := range pl.waiters.ops {
+			for _, w := range pl.waiters.ops {
+				op := w.op
 				adm += int64(op.admissions)
 			}
 			if pl.queuedAdmissions() != adm {
@@ -47,6 +51,42 @@ func checkCounts(t *testing.T, n *Node, when time.Duration) {
 			}
 		}
 	}
+	// The killOp actor's candidates: the queued ops holding tracked
+	// memory, listed without a walk of the queues, must be exactly those.
+	var holding, walked []int64
+	n.QueuedHoldingOps(func(op *Op) { holding = append(holding, op.ID) })
+	n.QueuedOps(func(op *Op) {
+		if op.tracked > 0 {
+			walked = append(walked, op.ID)
+		}
+	})
+	slices.Sort(holding)
+	slices.Sort(walked)
+	if !slices.Equal(holding, walked) {
+		t.Fatalf("at %v: queued ops holding memory %v, walk %v", when, holding, walked)
+	}
+	if largest {
+		var want []*Op
+		n.QueuedOps(func(op *Op) {
+			if op.tracked > 0 {
+				want = append(want, op)
+			}
+		})
+		slices.SortFunc(want, func(a, b *Op) int { return cmp.Or(-cmp.Compare(a.tracked, b.tracked), cmp.Compare(a.ID, b.ID)) })
+		var got []*Op
+		n.LargestQueuedHolding(func(op *Op) bool { got = append(got, op); return true })
+		if !slices.Equal(got, want) {
+			t.Fatalf("at %v: largest first gave %d ops, not the %d queued holders in largest-first order", when, len(got), len(want))
+		}
+		if len(want) > 2 {
+			got = got[:0]
+			n.LargestQueuedHolding(func(op *Op) bool { got = append(got, op); return len(got) < 2 })
+			if !slices.Equal(got, want[:2]) {
+				t.Fatalf("at %v: stopped after two, largest first gave %d ops", when, len(got))
+			}
+		}
+	}
+	return len(holding)
 }
 
 func equalCounts(a, b map[string]int) bool {
@@ -88,6 +128,7 @@ func TestCountsMatchAWalkThroughAStorm(t *testing.T) {
 		stages := []string{"$sort", "$group", "$setWindowFields"}
 		var cursorSeq int64
 		var open []int64 // idle cursors' ids
+		maxHolding := 0
 		for step := time.Duration(0); step < 20*time.Second && !n.Dead(); step += 10 * time.Millisecond {
 			for range rng.IntN(6) {
 				q := QueryShape{Stage: stages[rng.IntN(len(stages))], ScanDocs: 20_000 + rng.Int64N(400_000), DocBytes: 1000,
@@ -123,9 +164,15 @@ func TestCountsMatchAWalkThroughAStorm(t *testing.T) {
 					n.Kill(ids[rng.IntN(len(ids))], CodeInterrupted)
 				}
 			}
-			checkCounts(t, n, step)
+			// The second half reads the holders largest first too: the
+			// index is unordered until then and a heap from then on.
+			largest := step >= 10*time.Second
+			maxHolding = max(maxHolding, checkCounts(t, n, step, largest))
 			n.AdvanceTo(step + 10*time.Millisecond)
-			checkCounts(t, n, step)
+			maxHolding = max(maxHolding, checkCounts(t, n, step, largest))
+		}
+		if maxHolding == 0 {
+			t.Errorf("host model %v: no queued op ever held tracked memory; the storm must exercise the actor's candidate list", host)
 		}
 		if !host && n.OperationsShed == 0 {
 			t.Errorf("host model %v: nothing was shed (RSS peak %d MiB of %d); the storm must exercise the shedders", host, n.RSSPeak()>>20, n.hw.MemLimitBytes>>20)

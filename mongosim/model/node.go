@@ -13,14 +13,17 @@ const Tick = time.Millisecond
 // not safe for concurrent use; callers serialise access (the wire server
 // holds a lock, the calibration loop is single-threaded).
 type Node struct {
-	hw  Hardware
-	p   Params
-	rng *rand.Rand
+	hw Hardware
+	p  Params
+	// rng is the shedder's source, a PCG called directly: its draws are
+	// rand.Rand.Float64's (the 53 low bits of a Uint64, scaled), without
+	// the interface call per draw.
+	rng *rand.PCG
 	now time.Duration
 
 	// pools[rw][prio]: rw 0 read, 1 write; prio 0 normal, 1 low.
 	pools   [2][2]*pool
-	ops     map[int64]*Op
+	ops     opTable
 	running []*Op
 	runBuf  []*Op            // step's copy of running
 	cursors map[int64]cursor // idle cursors
@@ -32,6 +35,8 @@ type Node struct {
 	// sample reads it without walking every operation.
 	live   liveCounts
 	queued int // operations waiting in any pool
+	// holders are the waiting operations that hold tracked memory.
+	holders holderIndex
 	// yieldSeconds is p.YieldPeriod in seconds, converted once: it is
 	// compared with every running op's slice every tick.
 	yieldSeconds float64
@@ -82,18 +87,18 @@ type SpillStats struct {
 
 // NewNode returns a fresh member (after a start or a restart).
 func NewNode(hw Hardware, p Params, seed uint64) *Node {
-	n := &Node{hw: hw, p: p, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		ops: map[int64]*Op{}, cursors: map[int64]cursor{}, PressureOverride: -1,
+	n := &Node{hw: hw, p: p, rng: rand.NewPCG(seed, seed^0x9e3779b97f4a7c15),
+		cursors: map[int64]cursor{}, PressureOverride: -1,
 		Spills: map[string]*SpillStats{"sort": {}, "group": {}, "setWindowFields": {}}}
 	low := p.LowPriorityTickets
 	if low < 0 {
 		low = hw.CPUs
 	}
 	read, write := n.initialConcurrency()
-	n.pools[0][0] = newPool("read.normalPriority", false, read)
-	n.pools[0][1] = newPool("read.lowPriority", true, low)
-	n.pools[1][0] = newPool("write.normalPriority", false, write)
-	n.pools[1][1] = newPool("write.lowPriority", true, low)
+	n.pools[0][0] = newPool("read.normalPriority", false, read, &n.holders)
+	n.pools[0][1] = newPool("read.lowPriority", true, low, &n.holders)
+	n.pools[1][0] = newPool("write.normalPriority", false, write, &n.holders)
+	n.pools[1][1] = newPool("write.lowPriority", true, low, &n.holders)
 	n.yieldSeconds = p.YieldPeriod.Seconds()
 	n.probe.stable = float64(read + write)
 	n.rss = hw.BaselineBytes
@@ -150,11 +155,11 @@ func (n *Node) RSSPeak() int64 { return n.rssPeak }
 func (n *Node) RSSSample() int64 { return n.rssSample }
 
 // Op returns a live operation.
-func (n *Node) Op(id int64) *Op { return n.ops[id] }
+func (n *Node) Op(id int64) *Op { return n.ops.get(id) }
 
 // Ops calls f for every live operation.
 func (n *Node) Ops(f func(*Op)) {
-	for _, op := range n.ops {
+	for _, op := range n.ops.live {
 		f(op)
 	}
 }
@@ -165,7 +170,8 @@ func (n *Node) Ops(f func(*Op)) {
 func (n *Node) QueuedOps(f func(*Op)) {
 	for _, byPrio := range n.pools {
 		for _, pl := range byPrio {
-			for _, op := range pl.waiters.ops {
+			for _, w := range pl.waiters.ops {
+				op := w.op
 				f(op)
 			}
 		}
@@ -191,6 +197,8 @@ func (n *Node) Submit(op *Op) {
 	}
 	op.started = n.now
 	op.heapIndex = -1
+	op.holderSlot = 0
+	op.spillFile = nil
 	op.scanned = 0
 	op.readLeft = float64(op.Work.ReadSpillBytes)
 	op.writesLeft = float64(op.Work.WriteDocs)
@@ -224,7 +232,7 @@ func (n *Node) Submit(op *Op) {
 			op.primed, op.lastEval = c.primed, c.lastEval
 		}
 	}
-	n.ops[op.ID] = op
+	n.ops.put(op)
 	op.countedStage = op.Work.Stage
 	n.live.add(op.countedStage, 1)
 	n.opUntracked(op)
@@ -331,7 +339,7 @@ func (n *Node) release(op *Op) {
 // queued op leaves its queue at once without a ticket (canceled); a running
 // one dies at its next interrupt check.
 func (n *Node) Kill(id int64, code int32) bool {
-	op := n.ops[id]
+	op := n.ops.get(id)
 	if op == nil || op.state == stateDone {
 		return false
 	}
@@ -368,7 +376,7 @@ func (n *Node) end(op *Op, code int32) {
 	out := Outcome{Code: code, Queued: op.state == stateQueued, TrackedBytes: op.tracked, Wrote: op.wrote,
 		Stage: op.Work.Stage, Admissions: op.admissions, Elapsed: n.now - op.started}
 	op.state = stateDone
-	delete(n.ops, op.ID)
+	n.ops.remove(op)
 	n.live.add(op.countedStage, -1)
 	n.setUntracked(op, 0)
 	if code == 0 && op.CursorID != 0 && !op.Work.Exhausts {
@@ -451,13 +459,13 @@ func (n *Node) step() {
 	for _, op := range n.running {
 		switch {
 		case n.writerStalls(op):
-			op.stalled = true
+			op.stalled, op.onDisk = true, false
 			n.stalled++
 		case op.inDiskPhase():
-			op.stalled = false
+			op.stalled, op.onDisk = false, true
 			diskN++
 		default:
-			op.stalled = false
+			op.stalled, op.onDisk = false, false
 			cpuN++
 		}
 	}
@@ -476,13 +484,14 @@ func (n *Node) step() {
 	}
 	// A copy, reused tick to tick: ending and yielding ops change n.running.
 	n.runBuf = append(n.runBuf[:0], n.running...)
+	shedding := n.SheddingEnabled() // no checkpoint need look otherwise
 	for _, op := range n.runBuf {
 		if op.killCode != 0 {
 			n.end(op, op.killCode)
 			continue
 		}
 		checks := n.progress(op, dt, cpuShare, diskRate)
-		if checks && n.inlineShed(op) {
+		if checks && shedding && n.inlineShed(op) {
 			n.shed(op, false)
 			continue
 		}
@@ -530,7 +539,7 @@ func (n *Node) step() {
 // interrupt checkers run).
 func (n *Node) progress(op *Op, dt, cpuShare, diskRate float64) bool {
 	w := &op.Work
-	if op.inDiskPhase() {
+	if op.onDisk {
 		op.sliceRun += dt
 	} else {
 		op.sliceRun += cpuShare * dt
@@ -639,18 +648,22 @@ func (n *Node) spill(op *Op) {
 // crash is the OOM kill: every operation and cursor dies with the process.
 func (n *Node) crash() {
 	n.dead = true
-	for _, op := range n.ops {
-		if op.state == stateQueued {
-			if op.pool.remove(op) {
-				n.queued--
-			}
+	// Every queue empties at once: no waiter is taken out of its heap one
+	// by one (the member dies with thousands queued).
+	for _, byPrio := range n.pools {
+		for _, pl := range byPrio {
+			pl.clear()
 		}
+	}
+	n.queued = 0
+	n.holders.reset()
+	for _, op := range n.ops.live {
 		op.state = stateDone
 		if op.Done != nil {
 			op.Done(Outcome{Code: CodeHostUnreachable, TrackedBytes: op.tracked, Stage: op.Work.Stage, Wrote: op.wrote})
 		}
 	}
-	n.ops = map[int64]*Op{}
+	n.ops.reset()
 	n.running = nil
 	n.cursors = map[int64]cursor{}
 	n.trackedTotal = 0 // the process's memory died with it
@@ -720,7 +733,7 @@ type Census struct {
 func (n *Node) Census() Census {
 	c := Census{ByKind: map[string]int{}, ByState: map[string]int{}}
 	var byState [4][4][2]int // kind, state, lowered
-	for _, op := range n.ops {
+	for _, op := range n.ops.live {
 		c.TrackedBytes += op.tracked
 		pr := 0
 		if op.lowered {
@@ -789,4 +802,4 @@ func (n *Node) RunNow(write bool) bool {
 }
 
 // Idle reports whether no operation is queued or running.
-func (n *Node) Idle() bool { return len(n.ops) == 0 }
+func (n *Node) Idle() bool { return n.ops.len() == 0 }

@@ -71,8 +71,6 @@ const (
 type Op struct {
 	ID       int64
 	Kind     Kind
-	AppName  string
-	NS       string
 	CursorID int64
 	Work     Work
 	// Eligible marks operations query-memory shedding may touch: those
@@ -84,22 +82,19 @@ type Op struct {
 	// ForwardsWrites is a $merge/$out on a secondary: its writes go to the
 	// primary, so this op never takes a global IX (the partial-write investigation).
 	ForwardsWrites bool
-	// Done is called once, when the op ends.
-	Done func(Outcome)
 
-	state opState
-	// countedStage is the stage the node's live counts hold the op under.
-	countedStage string
-	pool         *pool
-	heapIndex    int
-	queueSeq     int64
-	queuedAt     time.Duration
-	sliceStart   time.Duration
-	started      time.Duration
-	admissions   int
-	prior        int // the query's admissions before this op (a getMore's cursor)
-	lowered      bool
-
+	// What a running op's every tick reads and writes, together after the
+	// Work it reads: a tick walks every running op, so the fewer cache
+	// lines each one spans, the cheaper the tick.
+	stalled bool // paused in balance_dirty_pages this tick (host.go)
+	// onDisk is inDiskPhase at the start of this tick (the op's own phase
+	// does not move before its turn to progress in the tick).
+	onDisk        bool
+	latched       bool
+	primed        bool
+	loaded        bool
+	wrote         bool
+	killCode      int32
 	tracked, peak int64
 	scanned       float64
 	pendingSpill  float64 // CPU seconds of spill serialisation still to do
@@ -110,19 +105,35 @@ type Op struct {
 	sliceIters    float64 // documents processed in the current slice
 	sliceRun      float64 // seconds the op ran (on CPU or blocked on I/O) in this slice
 	cpuPerDoc     float64 // Work.CPUPerDoc in seconds, converted once at Submit
+	spillLeft     float64 // bytes of the run being written still to write (host.go)
+	lastEval      time.Duration
 
-	loaded   bool
-	primed   bool
-	lastEval time.Duration
-	latched  bool
-	wrote    bool
-	killCode int32
+	AppName string
+	NS      string
+	// Done is called once, when the op ends. The model keeps no reference
+	// to the op once it has called Done, so Done may reuse the op (set
+	// anew from a zero Op) for the caller's next operation.
+	Done func(Outcome)
+
+	state opState
+	// countedStage is the stage the node's live counts hold the op under.
+	countedStage string
+	pool         *pool
+	heapIndex    int
+	holderSlot   int // 1 + its index in its pool's holders; 0: not there
+	liveSlot     int // 1 + its index in the node's live list; 0: not live
+	queueSeq     int64
+	queuedAt     time.Duration
+	sliceStart   time.Duration
+	started      time.Duration
+	admissions   int
+	prior        int // the query's admissions before this op (a getMore's cursor)
+	lowered      bool
 
 	// Host memory (host.go).
-	untracked int64   // untracked resident bytes
-	runs      int     // spilled runs of the query so far
-	spillLeft float64 // bytes of the run being written still to write
-	stalled   bool    // paused in balance_dirty_pages this tick
+	untracked int64      // untracked resident bytes
+	runs      int        // spilled runs of the query so far
+	spillFile *spillFile // its query's spill file, once it has written to it
 }
 
 // Tracked is the op's tracked memory now.

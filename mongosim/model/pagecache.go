@@ -51,8 +51,10 @@ func (p *pageCache) file(id int64) *spillFile {
 }
 
 // write dirties bytes of file id.
-func (p *pageCache) write(id int64, bytes float64) {
-	f := p.file(id)
+func (p *pageCache) write(id int64, bytes float64) { p.writeFile(p.file(id), bytes) }
+
+// writeFile dirties bytes of f, a file of the cache.
+func (p *pageCache) writeFile(f *spillFile, bytes float64) {
 	if f.dirty <= 0 {
 		p.fifo = append(p.fifo, f)
 	}
@@ -113,5 +115,10 @@ func (n *Node) writeSpill(op *Op, cpu float64) {
 	}
 	b := min(op.spillLeft, cpu*n.hw.SpillWriteBytesPerSec)
 	op.spillLeft -= b
-	n.host.pc.write(queryFile(op), b)
+	// The op's query file, looked up once per op: it is deleted only when
+	// the query ends, so never under a live op.
+	if op.spillFile == nil {
+		op.spillFile = n.host.pc.file(queryFile(op))
+	}
+	n.host.pc.writeFile(op.spillFile, b)
 }

@@ -100,9 +100,9 @@ const expMargin = 1e-14
 // (less the margin) is a shed, whatever the last bits of the exponential;
 // only a draw between the bounds needs it. Most evaluations hold a small
 // x against a uniform draw and are settled by the upper bound.
-func (n *Node) shedDraw(tracked int64, dt time.Duration) bool {
-	u := n.rng.Float64()
-	pr := n.Pressure()
+// pr is the shedder's pressure (shedView's), which its callers have read.
+func (n *Node) shedDraw(pr float64, tracked int64, dt time.Duration) bool {
+	u := float64(n.rng.Uint64()<<11>>11) / (1 << 53) // rand.Rand.Float64's draw
 	if pr <= 0 || tracked <= 0 {
 		return false
 	}
@@ -138,7 +138,8 @@ func (n *Node) inlineShed(op *Op) bool {
 	if !n.sheddable(op) {
 		return false
 	}
-	if !n.aboveLowMark() {
+	v := n.shedView()
+	if !v.above {
 		op.primed = false
 		return false
 	}
@@ -154,7 +155,7 @@ func (n *Node) inlineShed(op *Op) bool {
 		return false
 	}
 	op.lastEval = n.now
-	return n.shedDraw(op.tracked, min(dt, maxEvalDt))
+	return n.shedDraw(v.pressure, op.tracked, min(dt, maxEvalDt))
 }
 
 // sweep is the queued-op sweeper on the RSS monitor's tick.
@@ -162,14 +163,16 @@ func (n *Node) sweep() {
 	if !n.p.SweepQueuedOps || !n.SheddingEnabled() || !n.aboveLowMark() {
 		return
 	}
+	pr := n.Pressure() // the sweep sheds without moving the sample
 	var victims []*Op
 	for _, byPrio := range n.pools {
 		for _, pl := range byPrio {
-			for _, op := range pl.waiters.ops {
+			for _, w := range pl.waiters.ops {
+				op := w.op
 				if !n.sheddable(op) {
 					continue
 				}
-				if n.AlwaysShed || n.shedDraw(op.tracked, n.p.RSSMonitorInterval) {
+				if n.AlwaysShed || n.shedDraw(pr, op.tracked, n.p.RSSMonitorInterval) {
 					victims = append(victims, op)
 				}
 			}

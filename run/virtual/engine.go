@@ -128,7 +128,7 @@ type sim struct {
 	nodeSeq uint64
 
 	stormStart, stormEnd time.Duration
-	pending              []pendingQuery // waiting for a primary
+	pending              []*stormQuery // waiting for a primary
 	cursorSeq            int64
 
 	tally Tally
@@ -138,7 +138,12 @@ type sim struct {
 	inflight   []*opRecord
 	lastReport time.Duration
 	actorOps   []killop.Op
-	census     collect.Census
+	// Answered storm queries and canaries, for the next ones to reuse:
+	// each holds a model.Op, and allocating tens of thousands of them a
+	// trial cost it several percent.
+	freeQueries  []*stormQuery
+	freeCanaries []*canaryOp
+	census       collect.Census
 }
 
 // opRecord is one client operation's outcome as its client saw it,
@@ -152,10 +157,19 @@ type opRecord struct {
 	slot               int    // its index in sim.inflight while unanswered
 }
 
-type pendingQuery struct {
-	at    time.Duration
-	shape model.QueryShape
-	rec   *opRecord
+// stormQuery is one storm query from its aggregate to its last getMore,
+// in one allocation: its client's record, what its cursor has left, and
+// the one model.Op its requests use in turn (the model keeps no
+// reference to an op once it has called its Done, so the next getMore
+// reuses it). A query waits here for a primary too.
+type stormQuery struct {
+	s    *sim
+	node *model.Node // the member its cursor lives on
+	op   model.Op
+	rest cursorRest
+	rec  opRecord
+	// done is q.finished, bound once: the Done of each of its requests.
+	done func(model.Outcome)
 }
 
 // checkEvery is how many ticks pass between looks at ctx: a trial stops
@@ -185,6 +199,11 @@ func Run(ctx context.Context, cfg Config, arm arms.Arm) (Trial, error) {
 	s.rec.Samples = make([]store.Sample, 0, len(s.members)*(int(ph.Total()/cfg.SampleInterval)+2))
 	s.rec.Canaries = make([]store.CanaryOp, 0, int(ph.Total().Seconds()*cfg.Workload.CanaryRate)+1)
 	s.rec.Storm = make([]store.StormOp, 0, int(ph.Storm.Seconds()*cfg.Workload.StormRate*1.1)+1)
+	if s.rec.KillOpActor {
+		// The actor kills a storm query at most once, and kills tens of
+		// thousands in a default-profile trial.
+		s.rec.Kills = make([]store.Kill, 0, cap(s.rec.Storm))
+	}
 	if err := s.loop(ctx, ph.Total()); err != nil {
 		return Trial{}, err
 	}
@@ -247,7 +266,7 @@ func (s *sim) loop(ctx context.Context, total time.Duration) error {
 		// The members work up to now first: an operation that arrives now
 		// is served from now on, so even the quickest takes a tick (served
 		// in the tick before it arrived, every canary took 0 ms).
-		s.advance()
+		s.advancePrimary()
 		// Restarts and elections.
 		for i, mb := range s.members {
 			if !mb.up && s.now >= mb.restartAt {
@@ -261,14 +280,16 @@ func (s *sim) loop(ctx context.Context, total time.Duration) error {
 			s.elect = -1
 			if s.upCount() >= 2 {
 				s.primary = s.pickPrimary()
+				s.members[s.primary].node.AdvanceTo(s.now) // it takes the load from now
 				s.tally.Failovers++
 				s.flushPending()
 			}
 		}
 		// Open-loop storm arrivals.
 		for s.now < s.stormEnd && s.now >= nextStorm {
-			q := w.Query(s.rng)
-			s.startQuery(nextStorm, q, s.track(nextStorm, q.Stage, false))
+			q := s.newStormQuery(w.Query(s.rng))
+			s.track(&q.rec, nextStorm, q.rest.shape.Stage, false)
+			s.startQuery(q)
 			nextStorm += s.expo(w.StormRate)
 		}
 		// Canaries at a fixed rate, alternating reads and writes.
@@ -289,7 +310,7 @@ func (s *sim) loop(ctx context.Context, total time.Duration) error {
 	}
 	// A last sample at the trial's end, as a wire sampler takes one just
 	// after it: the rates of the trial's last second need its end.
-	s.advance()
+	s.advancePrimary()
 	s.observe()
 	// What is still unanswered when the trial ends is unfinished, not
 	// failed: the wire driver cuts every operation off at the trial's end
@@ -303,8 +324,21 @@ func (s *sim) loop(ctx context.Context, total time.Duration) error {
 	return nil
 }
 
-// advance runs every member that is up to the engine's now.
-func (s *sim) advance() {
+// advancePrimary runs the primary to the engine's now. The other members
+// take no load (every operation goes to the primary; a member that stops
+// being primary has crashed, and restarts empty), so each evolves on its
+// own whatever the engine does; AdvanceTo passes an idle member's quiet
+// ticks over in one move and steps the same ticks however often it is
+// called, so they are run to now only when read (advanceAll): a call per
+// member per tick cost a trial several percent.
+func (s *sim) advancePrimary() {
+	if n := s.primaryNode(); n != nil {
+		n.AdvanceTo(s.now)
+	}
+}
+
+// advanceAll runs every member that is up to the engine's now.
+func (s *sim) advanceAll() {
 	for _, mb := range s.members {
 		if mb.up {
 			mb.node.AdvanceTo(s.now)
@@ -312,11 +346,10 @@ func (s *sim) advance() {
 	}
 }
 
-// track registers a client operation.
-func (s *sim) track(at time.Duration, stage string, write bool) *opRecord {
-	rec := &opRecord{scheduled: at, stage: stage, write: write, slot: len(s.inflight)}
+// track registers a client operation in rec.
+func (s *sim) track(rec *opRecord, at time.Duration, stage string, write bool) {
+	*rec = opRecord{scheduled: at, stage: stage, write: write, slot: len(s.inflight)}
 	s.inflight = append(s.inflight, rec)
-	return rec
 }
 
 // answer ends a tracked operation with a server's code.
@@ -383,20 +416,22 @@ func (s *sim) primaryNode() *model.Node {
 
 // startQuery sends a storm query's aggregate; a client that finds no
 // primary waits for one (server selection) up to its timeout.
-func (s *sim) startQuery(at time.Duration, q model.QueryShape, rec *opRecord) {
+func (s *sim) startQuery(q *stormQuery) {
 	n := s.primaryNode()
 	if n == nil {
-		s.pending = append(s.pending, pendingQuery{at: at, shape: q, rec: rec})
+		s.pending = append(s.pending, q)
 		return
 	}
 	s.cursorSeq++
-	agg := s.params.AggregateWork(q)
-	rest := &cursorRest{shape: q, left: q.OutputBytes}
+	shape := q.rest.shape
+	q.node, q.rest.left = n, shape.OutputBytes
 	cursor := int64(0)
-	if rest.left > 0 {
+	if q.rest.left > 0 {
 		cursor = s.cursorSeq
 	}
-	s.submitStorm(n, &model.Op{Kind: model.KindAggregate, AppName: s.cfg.Workload.AppName, Eligible: true, CursorID: cursor, Work: agg}, rest, rec)
+	q.op = model.Op{Kind: model.KindAggregate, AppName: s.cfg.Workload.AppName, Eligible: true, CursorID: cursor,
+		Work: s.params.AggregateWork(shape), Done: q.done}
+	n.Submit(&q.op)
 }
 
 // cursorRest is what an open cursor has left to return. Its getMores are
@@ -424,10 +459,9 @@ func (c *cursorRest) next(p model.Params) (w model.Work, ok bool) {
 	if c.left <= 0 {
 		return model.Work{}, false
 	}
-	one := c.shape
-	one.OutputBytes = min(c.left, c.batchBytes())
-	w = p.GetMoreWorks(one)[0] // one batch: the model's work for it
-	c.left -= one.OutputBytes
+	b := min(c.left, c.batchBytes())
+	w = p.GetMoreWork(c.shape, b) // one batch: the model's work for it
+	c.left -= b
 	w.Exhausts = c.left <= 0
 	return w, true
 }
@@ -436,53 +470,104 @@ func (s *sim) flushPending() {
 	p := s.pending
 	s.pending = nil
 	for _, q := range p {
-		if s.now-q.at > s.cfg.Workload.ServerSelectionTimeout {
-			q.rec.latency, q.rec.code = s.now-q.at, "Timeout"
-			s.report(q.rec)
+		if at := q.rec.scheduled; s.now-at > s.cfg.Workload.ServerSelectionTimeout {
+			q.rec.latency, q.rec.code = s.now-at, "Timeout"
+			s.report(&q.rec)
+			s.freeQueries = append(s.freeQueries, q)
 			continue
 		}
-		s.startQuery(q.at, q.shape, q.rec)
+		s.startQuery(q)
 	}
 }
 
-// submitStorm runs a storm op, then the query's next getMore, until the
-// cursor is exhausted or an op fails.
-func (s *sim) submitStorm(n *model.Node, op *model.Op, rest *cursorRest, rec *opRecord) {
-	op.Done = func(o model.Outcome) {
-		if o.Code != 0 {
-			rec.trackedBytes = o.TrackedBytes
-			s.answer(rec, o.Code)
-			return
-		}
-		next, more := rest.next(s.params)
-		switch {
-		case !more:
-			s.answer(rec, 0)
-		case n.Dead():
-			s.answer(rec, model.CodeHostUnreachable)
-		default:
-			s.submitStorm(n, &model.Op{Kind: model.KindGetMore, AppName: op.AppName, Eligible: true, CursorID: op.CursorID, Work: next}, rest, rec)
-		}
+// newStormQuery is a query of shape, reusing an answered one's memory
+// when there is one: an answered query is referenced by nothing (its
+// record was copied, the model let go of its op when it called Done),
+// and none is reused before the engine's next arrival.
+func (s *sim) newStormQuery(shape model.QueryShape) *stormQuery {
+	if k := len(s.freeQueries); k > 0 {
+		q := s.freeQueries[k-1]
+		s.freeQueries[k-1] = nil
+		s.freeQueries = s.freeQueries[:k-1]
+		// Its op is set whole when it is sent (startQuery), its record
+		// when it is tracked: only what comes before is reset here.
+		q.node, q.rest = nil, cursorRest{shape: shape}
+		return q
 	}
-	n.Submit(op)
+	q := &stormQuery{s: s, rest: cursorRest{shape: shape}}
+	q.done = q.finished
+	return q
+}
+
+// finished is the end of the query's current request: the client sends
+// the next getMore, until the cursor is exhausted or a request fails.
+func (q *stormQuery) finished(o model.Outcome) {
+	s := q.s
+	if o.Code != 0 {
+		q.rec.trackedBytes = o.TrackedBytes
+		s.answer(&q.rec, o.Code)
+		s.freeQueries = append(s.freeQueries, q)
+		return
+	}
+	next, more := q.rest.next(s.params)
+	switch {
+	case !more:
+		s.answer(&q.rec, 0)
+		s.freeQueries = append(s.freeQueries, q)
+	case q.node.Dead():
+		s.answer(&q.rec, model.CodeHostUnreachable)
+		s.freeQueries = append(s.freeQueries, q)
+	default:
+		q.op = model.Op{Kind: model.KindGetMore, AppName: q.op.AppName, Eligible: true, CursorID: q.op.CursorID, Work: next, Done: q.done}
+		q.node.Submit(&q.op)
+	}
+}
+
+// canaryOp is a canary's record and its model.Op in one allocation,
+// reused once answered (as a stormQuery is).
+type canaryOp struct {
+	s    *sim
+	op   model.Op
+	rec  opRecord
+	done func(model.Outcome) // c.finished, bound once
+}
+
+func (c *canaryOp) finished(o model.Outcome) {
+	c.s.answer(&c.rec, o.Code)
+	c.s.freeCanaries = append(c.s.freeCanaries, c)
+}
+
+func (s *sim) newCanary() *canaryOp {
+	if k := len(s.freeCanaries); k > 0 {
+		c := s.freeCanaries[k-1]
+		s.freeCanaries[k-1] = nil
+		s.freeCanaries = s.freeCanaries[:k-1]
+		*c = canaryOp{s: s, done: c.done}
+		return c
+	}
+	c := &canaryOp{s: s}
+	c.done = c.finished
+	return c
 }
 
 func (s *sim) canary(at time.Duration, write bool) {
-	rec := s.track(at, "", write)
+	c := s.newCanary()
+	s.track(&c.rec, at, "", write)
 	n := s.primaryNode()
 	if n == nil {
 		// No primary: the client waits for one past the SLO.
-		rec.latency, rec.code = s.cfg.Workload.CanarySLO, "Timeout"
-		s.report(rec)
+		c.rec.latency, c.rec.code = s.cfg.Workload.CanarySLO, "Timeout"
+		s.report(&c.rec)
+		s.freeCanaries = append(s.freeCanaries, c)
 		return
 	}
 	kind := model.KindFind
 	if write {
 		kind = model.KindInsert
 	}
-	op := &model.Op{Kind: kind, AppName: s.cfg.Workload.CanaryAppName, Eligible: !write, Write: write, Work: model.PointWork()}
-	op.Done = func(o model.Outcome) { s.answer(rec, o.Code) }
-	n.Submit(op)
+	c.op = model.Op{Kind: kind, AppName: s.cfg.Workload.CanaryAppName, Eligible: !write, Write: write, Work: model.PointWork(),
+		Done: c.done}
+	n.Submit(&c.op)
 }
 
 // actor is the arm's killOp actor: the same decision function the real
@@ -492,25 +577,7 @@ func (s *sim) actor(c killop.Config) {
 	if n == nil || !c.Acts(n.RSS(), n.Hardware().MemLimitBytes) {
 		return
 	}
-	ops := s.actorOps[:0] // reused: the queue can hold many thousands
-	walk := n.Ops
-	if c.QueuedOnly() {
-		walk = n.QueuedOps // running ops are never this policy's candidates
-	}
-	walk(func(op *model.Op) {
-		// A write or an op holding no tracked memory is never in scope
-		// (killop.Config.InScope): most of a storm's queue holds none, so
-		// it is passed over before the actor's view of it is built.
-		if op.Write || op.Tracked() <= 0 {
-			return
-		}
-		k := killop.Op{ID: op.ID, AppName: op.AppName, TrackedBytes: op.Tracked(), Queued: op.Queued(), LowPriority: op.LowPriority(), Stage: op.Work.Stage, Writes: op.Write}
-		// What the policy never considers cannot be chosen: leaving it out
-		// here only saves Decide the look.
-		if c.Considers(k) && c.InScope(k) {
-			ops = append(ops, k)
-		}
-	})
+	ops := actorCandidates(n, c, s.actorOps[:0]) // reused: the queue can hold many thousands
 	s.actorOps = ops
 	rss := n.RSS()
 	for _, k := range killop.Decide(c, rss, n.Hardware().MemLimitBytes, ops) {
@@ -522,9 +589,49 @@ func (s *sim) actor(c killop.Config) {
 	}
 }
 
+// actorCandidates appends to ops the operations of n the actor's policy
+// may kill, as $currentOp shows them: all of them, or, for a policy that
+// considers only queued operations, enough of them that Decide picks
+// from these what it would pick from all.
+func actorCandidates(n *model.Node, c killop.Config, ops []killop.Op) []killop.Op {
+	// consider adds op to the candidates if the actor may kill it.
+	consider := func(op *model.Op) {
+		// A write or an op holding no tracked memory is never in scope
+		// (killop.Config.InScope): it is passed over before the actor's
+		// view of it is built.
+		if op.Write || op.Tracked() <= 0 {
+			return
+		}
+		k := killop.Op{ID: op.ID, AppName: op.AppName, TrackedBytes: op.Tracked(), Queued: op.Queued(), LowPriority: op.LowPriority(), Stage: op.Work.Stage, Writes: op.Write}
+		// What the policy never considers cannot be chosen: leaving it out
+		// here only saves Decide the look.
+		if c.Considers(k) && c.InScope(k) {
+			ops = append(ops, k)
+		}
+	}
+	if c.QueuedOnly() {
+		// Running ops are never this policy's candidates, nor (InScope)
+		// is an op holding no tracked memory, which most of a storm's
+		// queue is. Decide kills the candidates with the most tracked
+		// bytes (ties: the lower ID), at most KillsPerRound of them: the
+		// model lists the queued ops holding memory in that order, so
+		// the first KillsPerRound candidates hold every op Decide picks
+		// from all of them, and the rest of the queue is never read.
+		most := c.KillsPerRound()
+		n.LargestQueuedHolding(func(op *model.Op) bool {
+			consider(op)
+			return len(ops) < most
+		})
+	} else {
+		n.Ops(consider)
+	}
+	return ops
+}
+
 // observe samples every member through the serverStatus sections and
 // $currentOp census a wire sampler reads, and reports progress.
 func (s *sim) observe() {
+	s.advanceAll()
 	for i, mb := range s.members {
 		smp := store.Sample{At: s.at(s.now), Member: fmt.Sprintf("member%d", i)}
 		if mb.up {
