@@ -482,8 +482,30 @@ func Completion(runs []*Run) (finished, planned int) {
 type Run struct {
 	Dir      string
 	Manifest Manifest
-	// Trials are the finished trials, by arm, in index order.
+	// Trials are the finished trials, by arm, in index order: the valid
+	// ones and the invalid ones that wrote a trial.json (Valid is the
+	// valid ones alone).
 	Trials map[string][]Trial
+}
+
+// Valid are arm's trials the manifest marks valid, in index order. A
+// trial invalidated after it was written (a host too busy to keep up
+// with an in-process server) keeps its trial.json and stands in Trials,
+// but not here.
+func (r *Run) Valid(arm string) []Trial {
+	valid := map[int]bool{}
+	for _, ts := range r.Manifest.Trials {
+		if ts.Arm == arm && ts.Status == Valid {
+			valid[ts.Index] = true
+		}
+	}
+	var out []Trial
+	for _, t := range r.Trials[arm] {
+		if valid[t.Index] {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // ReadManifest reads a run folder's manifest alone (either format, as

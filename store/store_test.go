@@ -41,6 +41,31 @@ func TestRunRoundTripReadsOnlyFinishedTrials(t *testing.T) {
 	}
 }
 
+// A trial invalidated after its trial.json was written stands in Trials
+// (its figures stay readable) but not in Valid.
+func TestValidIsWhatTheManifestMarksValid(t *testing.T) {
+	dir := t.TempDir()
+	writeRun(t, dir)
+	m, err := ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Trials[0].Status, m.Trials[0].Reason = Invalid, "host saturated: test"
+	if err := WriteJSON(filepath.Join(dir, "manifest.json"), m); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Trials["D"]) != 1 || len(r.Valid("D")) != 0 {
+		t.Errorf("D: %d trials read, %d valid; want 1 read, 0 valid", len(r.Trials["D"]), len(r.Valid("D")))
+	}
+	if v := r.Valid("E"); len(v) != 1 || v[0].Index != 1 {
+		t.Errorf("E's valid trials: %+v, want #1", v)
+	}
+}
+
 func TestOpenNamesTheBadFile(t *testing.T) {
 	for name, breakIt := range map[string]func(dir string) string{
 		"truncated manifest": func(dir string) string {
