@@ -12,16 +12,25 @@ import (
 	"time"
 )
 
-// chromium finds a headless browser: QMLSAB_CHROMIUM, else chromium on
-// the PATH. make chromium-check installs it and requires the test.
+// chromium finds a headless browser or skips the test. make
+// chromium-check installs it and requires the test.
 func chromium(t *testing.T) string {
+	if p := lookChromium(); p != "" {
+		return p
+	}
+	t.Skip("no chromium (make chromium-check installs it and runs this test)")
+	return ""
+}
+
+// lookChromium is the headless browser the page checks use:
+// QMLSAB_CHROMIUM, else chromium on the PATH, else "".
+func lookChromium() string {
 	if p := os.Getenv("QMLSAB_CHROMIUM"); p != "" {
 		return p
 	}
 	if p, err := exec.LookPath("chromium"); err == nil {
 		return p
 	}
-	t.Skip("no chromium (make chromium-check installs it and runs this test)")
 	return ""
 }
 

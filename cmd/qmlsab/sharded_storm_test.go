@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -20,24 +21,16 @@ func TestRunStormShardedTopology(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-time trials")
 	}
-	dir := filepath.Join(t.TempDir(), "run")
 	wl := testFile(t, "short.yaml", "name: short\nkind: spill_to_disk\nspill_to_disk:\n  stormRate: 30\n  phases: {warmup: 2s, storm: 5s, recovery: 3s}\n")
 	// The virtual clock refuses a sharded storm, naming the clock.
 	out, code := qmlsab(t, "run", "--workload", wl, "--topology", "sharded", "--arms", "D,E", "--n", "1", "--out", filepath.Join(t.TempDir(), "virtual"))
 	if code == 0 || !strings.Contains(out, "--clock") {
 		t.Fatalf("a sharded storm on the virtual clock: exit %d, want a refusal naming --clock:\n%s", code, out)
 	}
-	out, code = qmlsab(t, "run", "--workload", wl, "--topology", "sharded", "--clock", "wall", "--arms", "D,E", "--n", "1", "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d:\n%s", code, out)
-	}
-	r, err := store.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, r, out := runWhileTheHostKeepsUp(t, "--workload", wl, "--topology", "sharded", "--clock", "wall", "--arms", "D,E", "--n", "1")
 	for _, arm := range []string{"D", "E"} {
-		if len(r.Trials[arm]) != 1 {
-			t.Fatalf("%s: %d valid trials, want 1:\n%s", arm, len(r.Trials[arm]), out)
+		if len(r.Valid(arm)) != 1 {
+			t.Fatalf("%s: %d valid trials, want 1:\n%s", arm, len(r.Valid(arm)), out)
 		}
 		tdir := store.TrialDir(dir, arm, 1)
 		samples, err := store.ReadJSONLinesGz[store.Sample](filepath.Join(tdir, store.SamplesFile))
@@ -98,5 +91,31 @@ func TestRunStormShardedTopology(t *testing.T) {
 		if !strings.Contains(page, want) {
 			t.Errorf("report.html has no %q", want)
 		}
+	}
+	if t.Failed() {
+		if i := strings.Index(page, `id="shards"`); i >= 0 {
+			t.Logf("the per-shard table: %.3000s", page[i:])
+		}
+	}
+	// The per-shard panels draw in a real browser (make test installs
+	// chromium before the Go tests run; elsewhere this part is skipped).
+	browser := lookChromium()
+	if browser == "" {
+		t.Log("no chromium: the shard panels were not drawn in a browser")
+		return
+	}
+	// probeReport fails any chart that drew blank or holds no data; each
+	// shard's four panels and the router's queries must be among them.
+	charts := regexp.MustCompile(`CHARTS ([^\n]*)\nERRORS .*</pre>`).FindStringSubmatch(probeReport(t, browser, dir))
+	if charts == nil {
+		t.Fatal("the probe did not report")
+	}
+	for _, sh := range []string{"sh0", "sh1"} {
+		if n := strings.Count(charts[1], "shard-"+sh+"-"); n < 4 {
+			t.Errorf("the browser drew %d charts of shard %s, want its 4 panels at least: %s", n, sh, charts[1])
+		}
+	}
+	if !strings.Contains(charts[1], "shard-mongos-") {
+		t.Errorf("the browser drew no chart of the router: %s", charts[1])
 	}
 }

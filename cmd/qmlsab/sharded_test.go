@@ -28,12 +28,8 @@ func TestRunMergeShardedTopology(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-time trials")
 	}
-	dir := filepath.Join(t.TempDir(), "run")
 	wl := testFile(t, "merge4.yaml", merge4)
-	out, code := qmlsab(t, "run", "--workload", wl, "--topology", "sharded", "--arms", "E,F,G", "--n", "3", "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d:\n%s", code, out)
-	}
+	dir, _, _ := runWhileTheHostKeepsUp(t, "--workload", wl, "--topology", "sharded", "--arms", "E,F,G", "--n", "3")
 	checkShardedMergeRun(t, dir, 3)
 	if out, code := qmlsab(t, "report", "--format", "html", dir); code != 0 {
 		t.Fatalf("report: exit %d\n%s", code, out)
@@ -65,10 +61,10 @@ func checkShardedMergeRun(t *testing.T, dir string, n int) {
 		t.Fatal(err)
 	}
 	for _, arm := range []string{"E", "F", "G"} {
-		if len(r.Trials[arm]) != n {
-			t.Fatalf("%s: %d valid trials, want %d", arm, len(r.Trials[arm]), n)
+		if len(r.Valid(arm)) != n {
+			t.Fatalf("%s: %d valid trials, want %d (manifest: %+v)", arm, len(r.Valid(arm)), n, r.Manifest.Trials)
 		}
-		for _, tr := range r.Trials[arm] {
+		for _, tr := range r.Valid(arm) {
 			tdir := store.TrialDir(dir, arm, tr.Index)
 			ops, err := store.ReadJSONLinesGz[store.MergeOp](filepath.Join(tdir, store.MergeFile))
 			if err != nil {
@@ -193,22 +189,14 @@ func TestRunShardedKillOpActorNamesTheShard(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-time trials")
 	}
-	dir := filepath.Join(t.TempDir(), "run")
 	wl := testFile(t, "merge4.yaml", merge4)
 	armsFile := testFile(t, "arms.yaml", "arms:\n  - name: DK\n    setParameters: {}\n    actors:\n"+
 		"      - killop: {rssHighPercent: 1, interval: 20ms, appName: qmlsab-merge, policy: largest-first}\n")
-	out, code := qmlsab(t, "run", "--workload", wl, "--topology", "sharded", "--arms", "DK", "--arms-file", armsFile, "--n", "1", "--out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d:\n%s", code, out)
+	dir, r, out := runWhileTheHostKeepsUp(t, "--workload", wl, "--topology", "sharded", "--arms", "DK", "--arms-file", armsFile, "--n", "1")
+	if len(r.Valid("DK")) != 1 {
+		t.Fatalf("DK: %d valid trials, want 1\n%s", len(r.Valid("DK")), out)
 	}
-	r, err := store.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(r.Trials["DK"]) != 1 {
-		t.Fatalf("DK: %d valid trials, want 1\n%s", len(r.Trials["DK"]), out)
-	}
-	events, err := store.ReadJSONLinesGz[store.Event](filepath.Join(store.TrialDir(dir, "DK", r.Trials["DK"][0].Index), store.EventsFile))
+	events, err := store.ReadJSONLinesGz[store.Event](filepath.Join(store.TrialDir(dir, "DK", r.Valid("DK")[0].Index), store.EventsFile))
 	if err != nil {
 		t.Fatalf("the actor's kills: %v", err)
 	}
