@@ -80,6 +80,9 @@ type Config struct {
 	Log         *slog.Logger
 	// Progress shows the trials as they run (default: nowhere).
 	Progress progress.Sink
+	// Provisioning receives each arm's table of what will be measured,
+	// once per arm of the run (default: nowhere).
+	Provisioning io.Writer
 	// Faults are done to every wall-clock trial's deployment while it
 	// runs (the reliability suite injects them; each start is an event).
 	Faults []Fault
@@ -89,6 +92,9 @@ type Config struct {
 	// Host is the machine's fingerprint, recorded with each trial it
 	// runs (nil: DetectHost).
 	Host *store.Host
+
+	// shown are the arms whose provisioning table this run has printed.
+	shown *sync.Map
 }
 
 // Fault is something done to a trial's deployment At after the trial's
@@ -156,6 +162,12 @@ func (cfg Config) withDefaults() Config {
 	if cfg.Progress == nil {
 		cfg.Progress = progress.Lines(io.Discard)
 	}
+	if cfg.Provisioning == nil {
+		cfg.Provisioning = io.Discard
+	}
+	// Each run shows an arm's provisioning table once, whichever of its
+	// trials provisions it first.
+	cfg.shown = &sync.Map{}
 	return cfg
 }
 
@@ -607,21 +619,17 @@ func closeTrial(dep target.Deployment, status, reason *string) {
 	}
 }
 
-// shownCapabilities remembers which run folder and arm had its
-// provisioning table printed: once per arm, not once per trial.
-var shownCapabilities sync.Map
-
 // showCapabilities prints the provisioning table of an arm's deployment
-// to stderr, the first time the run provisions that arm.
+// to cfg.Provisioning, the first time the run provisions that arm.
 func showCapabilities(cfg Config, arm arms.Arm, dep target.Deployment) {
-	if _, seen := shownCapabilities.LoadOrStore(cfg.Dir+"\x00"+arm.Name, true); seen {
+	if _, seen := cfg.shown.LoadOrStore(arm.Name, true); seen {
 		return
 	}
 	server := "the server"
 	if st := dep.Startup(); len(st) > 0 {
 		server = st[0].Server() + ", " + st[0].Topology
 	}
-	fmt.Fprintf(os.Stderr, "arm %s on %s: what will be measured\n%s", arm.Name, server, dep.Capabilities().Table())
+	fmt.Fprintf(cfg.Provisioning, "arm %s on %s: what will be measured\n%s", arm.Name, server, dep.Capabilities().Table())
 }
 
 // embeddedRealDocs is the embedded set's real collection: mongosim sizes

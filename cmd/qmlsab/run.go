@@ -104,6 +104,9 @@ func runAction(c *cli.Context) error {
 		CommandLine: os.Args,
 		Log:         slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: logLevel})),
 		Progress:    progress.For(c.App.Writer),
+		// The provisioning tables are for the person watching, as the
+		// log is: stderr.
+		Provisioning: c.App.ErrWriter,
 	}
 	if resumed != nil {
 		// A resumed run keeps its own conditions: only the flags given
