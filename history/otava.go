@@ -7,6 +7,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/qmlsab/qmlsab/metric"
 )
 
 // OtavaOptions narrow an Otava export.
@@ -76,7 +78,7 @@ func OtavaEntries(runs []Run, opt OtavaOptions) []OtavaEntry {
 			}
 			e := OtavaEntry{Timestamp: r.Started.Unix(), Attributes: map[string]string{"branch": ""}}
 			for _, m := range sortedKeys(values) {
-				e.Metrics = append(e.Metrics, OtavaMetric{Name: m, Value: median(values[m])})
+				e.Metrics = append(e.Metrics, OtavaMetric{Name: m, Value: metric.Median(values[m])})
 			}
 			for k, v := range r.Labels {
 				e.Attributes[k] = v
@@ -105,14 +107,4 @@ func ExportOtava(w io.Writer, runs []Run, opt OtavaOptions) error {
 		return fmt.Errorf("history: writing the Otava export: %w", err)
 	}
 	return nil
-}
-
-// median of values (which it sorts).
-func median(values []float64) float64 {
-	slices.Sort(values)
-	n := len(values)
-	if n%2 == 1 {
-		return values[n/2]
-	}
-	return (values[n/2-1] + values[n/2]) / 2
 }

@@ -2,21 +2,14 @@ package progress
 
 import (
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/qmlsab/qmlsab/internal/stormtest"
 )
 
-type buffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *buffer) Write(p []byte) (int, error) { b.mu.Lock(); defer b.mu.Unlock(); return b.b.Write(p) }
-func (b *buffer) String() string              { b.mu.Lock(); defer b.mu.Unlock(); return b.b.String() }
-
 func TestLinesPrintStartsPhaseChangesAndFinishesOnly(t *testing.T) {
-	var b buffer
+	var b stormtest.SyncBuffer
 	s := Lines(&b)
 	s.Update(Update{Arm: "D", Index: 1, Phase: "provisioning"})
 	for i := range 5 { // five ticks in the same phase: one line
@@ -36,7 +29,7 @@ func TestLinesPrintStartsPhaseChangesAndFinishesOnly(t *testing.T) {
 }
 
 func TestTerminalRedrawsInPlace(t *testing.T) {
-	var b buffer
+	var b stormtest.SyncBuffer
 	s := Terminal(&b, 10*time.Millisecond)
 	s.Update(Update{Arm: "D", Index: 1, Phase: "storm", Elapsed: 120 * time.Second, Total: 240 * time.Second})
 	s.Update(Update{Arm: "E", Index: 1, Phase: "warmup", Elapsed: 0, Total: 240 * time.Second})
