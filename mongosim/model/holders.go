@@ -64,15 +64,21 @@ func (x *holderIndex) reset() {
 	x.ops = x.ops[:0]
 }
 
+// swap exchanges the ops at heap positions i and j, each taking its new
+// position.
+func (x *holderIndex) swap(i, j int) {
+	a, b := x.ops[i], x.ops[j]
+	x.set(i, b)
+	x.set(j, a)
+}
+
 func (x *holderIndex) up(j int) {
 	for j > 0 {
 		i := (j - 1) / 2
 		if !before(x.ops[j], x.ops[i]) {
 			return
 		}
-		a, b := x.ops[i], x.ops[j]
-		x.set(i, b)
-		x.set(j, a)
+		x.swap(i, j)
 		j = i
 	}
 }
@@ -90,9 +96,7 @@ func (x *holderIndex) down(i0 int) bool {
 		if !before(x.ops[j], x.ops[i]) {
 			break
 		}
-		a, b := x.ops[i], x.ops[j]
-		x.set(i, b)
-		x.set(j, a)
+		x.swap(i, j)
 		i = j
 	}
 	return i > i0
