@@ -127,13 +127,14 @@ func judge(s summary, target float64, atLeast bool) verdict {
 }
 
 func (s summary) format(scale float64, f string) string {
-	b := func(x float64) string {
-		if math.IsInf(x, 0) {
-			return "∞"
+	if math.IsInf(s.lo, 0) || math.IsInf(s.hi, 0) {
+		runs := "runs"
+		if s.n == 1 {
+			runs = "run"
 		}
-		return fmt.Sprintf(f, x*scale)
+		return fmt.Sprintf(f+" (%d %s: too few for an interval)", s.median*scale, s.n, runs)
 	}
-	return fmt.Sprintf(f+" [%s–%s, %d runs]", s.median*scale, b(s.lo), b(s.hi), s.n)
+	return fmt.Sprintf(f+" [%s–%s, %d runs]", s.median*scale, fmt.Sprintf(f, s.lo*scale), fmt.Sprintf(f, s.hi*scale), s.n)
 }
 
 // ratios pairs the i-th figure of a with the i-th of b: a/b per pair.

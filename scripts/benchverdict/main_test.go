@@ -56,3 +56,14 @@ BenchmarkFindByID/mongosim-2      	   1000	   20 ns/op	   700 ops/s
 		t.Fatalf("paired ratios %v, want [0.6 0.7] (each mongosim run against the fixed-reply run before it)", got)
 	}
 }
+
+// A figure with too few runs for an interval says so; it never prints an
+// interval of infinities.
+func TestFormatSaysWhenThereIsNoInterval(t *testing.T) {
+	if got := summarize([]float64{28}).format(1, "%.1f"); got != "28.0 (1 run: too few for an interval)" {
+		t.Errorf("one run: %q", got)
+	}
+	if got := summarize([]float64{3, 1, 6, 2, 5, 4}).format(1, "%.1f"); got != "3.5 [1.0–6.0, 6 runs]" {
+		t.Errorf("six runs: %q", got)
+	}
+}
