@@ -10,6 +10,14 @@
 //   - FAIL when the whole interval lies on the wrong side,
 //   - "inconclusive (noisy)" otherwise.
 //
+// A target timed by the host's clock (a latency, seconds or CPU seconds,
+// not a paired ratio) cannot FAIL while the hypervisor gave more than
+// busyStealPercent of the machine's CPU time to other tenants during its
+// benchmark (make bench writes a "steal BENCHMARK PERCENT" line after each
+// one): a slow figure then says more about the host than about the code,
+// so the verdict is "inconclusive (host busy: N % steal)". A PASS stands:
+// a busy host only makes such a figure worse.
+//
 // It exits 1 only when some verdict is FAIL (2 when results are missing).
 //
 //	go run ./scripts/benchverdict BENCH-OUTPUT-FILE
@@ -34,6 +42,11 @@ import (
 // repetitions for which a 95 % interval for the median exists at all.
 const confidence = 0.95
 
+// busyStealPercent is the steal share above which a host-timed FAIL is
+// withheld. A quiet run of this project's 2-core machine steals 0–2 %; at
+// 14 % steal the generator's start lag p99 went from 1.2 ms to 3–8 ms.
+const busyStealPercent = 3
+
 // result is one benchmark line: its name (without the -GOMAXPROCS
 // suffix) and its metrics by unit.
 type result struct {
@@ -41,13 +54,29 @@ type result struct {
 	metrics map[string]float64
 }
 
-var lineRE = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+(.+)$`)
+var (
+	lineRE  = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+(.+)$`)
+	stealRE = regexp.MustCompile(`^steal (Benchmark\S+) ([0-9.]+)$`)
+)
 
-func parse(r io.Reader) ([]result, error) {
-	var out []result
+// results is what make bench's output holds: the benchmark lines and the
+// host's steal share (percent) while each benchmark ran, by name.
+type results struct {
+	lines []result
+	steal map[string]float64
+}
+
+func parse(r io.Reader) (results, error) {
+	out := results{steal: map[string]float64{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
+		if m := stealRE.FindStringSubmatch(sc.Text()); m != nil {
+			if v, err := strconv.ParseFloat(m[2], 64); err == nil {
+				out.steal[m[1]] = v
+			}
+			continue
+		}
 		m := lineRE.FindStringSubmatch(sc.Text())
 		if m == nil {
 			continue
@@ -59,7 +88,7 @@ func parse(r io.Reader) ([]result, error) {
 				res.metrics[f[i+1]] = v
 			}
 		}
-		out = append(out, res)
+		out.lines = append(out.lines, res)
 	}
 	return out, sc.Err()
 }
@@ -104,10 +133,20 @@ const (
 	pass verdict = iota
 	inconclusive
 	fail
+	busy // a host-timed FAIL while the host was busy
 )
 
 func (v verdict) String() string {
-	return [...]string{"PASS", "inconclusive (noisy)", "FAIL"}[v]
+	return [...]string{"PASS", "inconclusive (noisy)", "FAIL", "inconclusive (host busy)"}[v]
+}
+
+// onHost is judge for a target timed by the host's clock, whose benchmark
+// ran while the hypervisor stole steal percent of the CPU time.
+func onHost(v verdict, steal float64) verdict {
+	if v == fail && steal > busyStealPercent {
+		return busy
+	}
+	return v
 }
 
 // judge: atLeast says the figure must be ≥ target (else ≤).
@@ -157,6 +196,9 @@ type target struct {
 	target  float64
 	atLeast bool
 	hasGoal bool // false: a figure printed without a verdict
+	// bench names the benchmark whose steal share counts for a target
+	// timed by the host's clock; empty for paired ratios and sizes.
+	bench string
 }
 
 func main() {
@@ -192,7 +234,14 @@ func main() {
 				op = ">="
 			}
 			v := judge(s, t.target/t.scale, t.atLeast)
+			steal, measured := rs.steal[t.bench]
+			if t.bench != "" {
+				v = onHost(v, steal)
+			}
 			line += fmt.Sprintf(" (target %s "+t.format+"%s): %s", op, t.target, t.unit, v)
+			if t.bench != "" && measured && steal > busyStealPercent {
+				line += fmt.Sprintf(" [host steal %.1f %%]", steal)
+			}
 			failed = failed || v == fail
 		}
 		fmt.Println(line)
@@ -205,8 +254,8 @@ func main() {
 	}
 }
 
-func targets(rs []result) []target {
-	s := func(prefix, unit string) []float64 { return series(rs, prefix, unit) }
+func targets(rs results) []target {
+	s := func(prefix, unit string) []float64 { return series(rs.lines, prefix, unit) }
 	scaled := func(xs []float64, k float64) []float64 {
 		out := make([]float64, len(xs))
 		for i, x := range xs {
@@ -221,20 +270,20 @@ func targets(rs []result) []target {
 		{label: "generator throughput, open loop ÷ bare driver loop side by side",
 			xs: s("BenchmarkGenerator/throughput", "generator-%-of-bare"), scale: 1, format: "%.1f", unit: " %", target: 90, atLeast: true, hasGoal: true},
 		{label: "start lag p99 at 2000 scheduled ops/s against mongosim",
-			xs: s("BenchmarkGenerator/lag-2000", "p99-lag-ms"), scale: 1, format: "%.2f", unit: " ms", target: 2, hasGoal: true},
+			xs: s("BenchmarkGenerator/lag-2000", "p99-lag-ms"), scale: 1, format: "%.2f", unit: " ms", target: 2, hasGoal: true, bench: "BenchmarkGenerator"},
 		{label: "collector, 3 out-of-process members sampled at 1 Hz: the sampler's CPU",
 			xs: s("BenchmarkCollectorCPU", "3-members-1Hz-cpu-ms/s"), scale: 1, format: "%.2f", unit: " ms per s of run"},
 		{label: "report of 3 arms x 5 trials x 1 h of 1 Hz samples",
-			xs: s("BenchmarkRender", "s/report"), scale: 1, format: "%.2f", unit: " s", target: 2, hasGoal: true},
+			xs: s("BenchmarkRender", "s/report"), scale: 1, format: "%.2f", unit: " s", target: 2, hasGoal: true, bench: "BenchmarkRender"},
 		{label: "report HTML size",
 			xs: scaled(s("BenchmarkRender", "MiB-html"), 1.048576), scale: 1, format: "%.2f", unit: " MB", target: 5, hasGoal: true},
 		{label: "history detect, E-Divisive over 20 series, 1000 nights",
-			xs: scaled(s("BenchmarkDetect/nights=1000/", "ns/op"), 1e-9), scale: 1, format: "%.2f", unit: " s", target: 2, hasGoal: true},
+			xs: scaled(s("BenchmarkDetect/nights=1000/", "ns/op"), 1e-9), scale: 1, format: "%.2f", unit: " s", target: 2, hasGoal: true, bench: "BenchmarkDetect"},
 		{label: "sweep (virtual time, host model), wall rate on the machine as shared",
 			xs: s("BenchmarkSweep", "trials/s"), scale: 1, format: "%.2f", unit: " trials/s"},
 		{label: "sweep CPU per trial", xs: s("BenchmarkSweep", "cpu-s/trial"), scale: 1, format: "%.3f", unit: " s"},
 		{label: "sweep, 900 trials (3 arms x 100 cells x 3 seeds) on its workers' CPUs of its own",
-			xs: s("BenchmarkSweep", "s/900-trials-own-cpus"), scale: 1, format: "%.0f", unit: " s", target: 60, hasGoal: true},
+			xs: s("BenchmarkSweep", "s/900-trials-own-cpus"), scale: 1, format: "%.0f", unit: " s", target: 60, hasGoal: true, bench: "BenchmarkSweep"},
 		{label: "FTDC decode throughput", xs: s("BenchmarkDecode", "MB/s"), scale: 1, format: "%.1f", unit: " MB/s"},
 		{label: "FTDC decode, samples x metrics", xs: scaled(s("BenchmarkDecode", "values/s"), 1e-6), scale: 1, format: "%.1f", unit: " million/s"},
 	}

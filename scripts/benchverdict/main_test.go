@@ -51,7 +51,7 @@ BenchmarkFindByID/mongosim-2      	   1000	   20 ns/op	   700 ops/s
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := ratios(series(rs, "BenchmarkFindByID/mongosim", "ops/s"), series(rs, "BenchmarkFindByID/fixed-reply", "ops/s"))
+	got := ratios(series(rs.lines, "BenchmarkFindByID/mongosim", "ops/s"), series(rs.lines, "BenchmarkFindByID/fixed-reply", "ops/s"))
 	if len(got) != 2 || got[0] != 0.6 || got[1] != 0.7 {
 		t.Fatalf("paired ratios %v, want [0.6 0.7] (each mongosim run against the fixed-reply run before it)", got)
 	}
@@ -65,5 +65,44 @@ func TestFormatSaysWhenThereIsNoInterval(t *testing.T) {
 	}
 	if got := summarize([]float64{3, 1, 6, 2, 5, 4}).format(1, "%.1f"); got != "3.5 [1.0–6.0, 6 runs]" {
 		t.Errorf("six runs: %q", got)
+	}
+}
+
+// A host-timed target that fails while the host stole more than the
+// threshold is withheld as "host busy"; a PASS, and any verdict on a quiet
+// host, stands; make bench's steal lines are read by benchmark name.
+func TestABusyHostWithholdsATimedFail(t *testing.T) {
+	out := `BenchmarkSweep-2   	 1	 900000000 ns/op	 0.15 cpu-s/trial	 70 s/900-trials-own-cpus
+steal BenchmarkSweep 14.0
+steal BenchmarkRender 0.4
+`
+	rs, err := parse(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rs.steal["BenchmarkSweep"]; got != 14 {
+		t.Fatalf("steal of BenchmarkSweep %v, want 14", got)
+	}
+	if len(rs.lines) != 1 {
+		t.Fatalf("%d benchmark lines, want 1 (a steal line is not a result)", len(rs.lines))
+	}
+	cases := []struct {
+		v     verdict
+		steal float64
+		want  verdict
+	}{
+		{fail, 14, busy},
+		{fail, 0.4, fail},
+		{fail, busyStealPercent, fail},
+		{pass, 14, pass},
+		{inconclusive, 14, inconclusive},
+	}
+	for _, c := range cases {
+		if got := onHost(c.v, c.steal); got != c.want {
+			t.Errorf("%v at %v %% steal: %v, want %v", c.v, c.steal, got, c.want)
+		}
+	}
+	if busy.String() != "inconclusive (host busy)" {
+		t.Errorf("busy prints %q", busy)
 	}
 }
