@@ -127,3 +127,43 @@ func TestClassify(t *testing.T) {
 		}
 	}
 }
+
+// A capped run keeps each operation's own slot and error: the workers
+// hold them in their own form until the run ends (schedule.go's record).
+func TestOpenLoopUnderACapKeepsEachSlotAndError(t *testing.T) {
+	start := time.Now().Add(5 * time.Millisecond)
+	every := 2 * time.Millisecond
+	failing := errors.New("odd slot")
+	op := func(ctx context.Context, scheduled time.Time) error {
+		if (scheduled.Sub(start)/every)%2 == 1 {
+			return fmt.Errorf("slot %v: %w", scheduled.Sub(start), failing)
+		}
+		return nil
+	}
+	for _, poisson := range []bool{false, true} {
+		res := OpenLoop{Rate: 500, MaxInFlight: 3, Poisson: poisson, Seed: 1}.Run(context.Background(), start, start.Add(100*time.Millisecond), op)
+		if len(res) == 0 {
+			t.Fatalf("poisson %v: no results", poisson)
+		}
+		seen := map[time.Time]bool{}
+		for _, r := range res {
+			if seen[r.Scheduled] {
+				t.Fatalf("poisson %v: slot %v twice", poisson, r.Scheduled.Sub(start))
+			}
+			seen[r.Scheduled] = true
+			odd := (r.Scheduled.Sub(start)/every)%2 == 1
+			if odd != (r.Err != nil) {
+				t.Fatalf("poisson %v: slot %v has error %v", poisson, r.Scheduled.Sub(start), r.Err)
+			}
+			if r.Err != nil && r.Err.Error() != fmt.Sprintf("slot %v: odd slot", r.Scheduled.Sub(start)) {
+				t.Fatalf("poisson %v: slot %v carries another op's error %q", poisson, r.Scheduled.Sub(start), r.Err)
+			}
+			if r.Scheduled.Before(start) || !r.Scheduled.Before(start.Add(100*time.Millisecond)) || r.Latency < r.Lag {
+				t.Fatalf("poisson %v: slot %v, lag %v, latency %v", poisson, r.Scheduled.Sub(start), r.Lag, r.Latency)
+			}
+		}
+		if !poisson && len(res) != 50 {
+			t.Fatalf("%d results at 500/s over 100 ms, want 50", len(res))
+		}
+	}
+}
