@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/qmlsab/qmlsab/internal/stormtest"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/store"
 )
@@ -39,12 +40,7 @@ func executeWhileTheHostKeepsUp(t *testing.T, cfg Config, dir string, pressured 
 		if err != nil {
 			t.Fatal(err)
 		}
-		reason := ""
-		for _, ts := range r.Manifest.Trials {
-			if ts.Status == store.Invalid && strings.HasPrefix(ts.Reason, "host saturated") {
-				reason = fmt.Sprintf("%s#%d: %s", ts.Arm, ts.Index, ts.Reason)
-			}
-		}
+		reason := stormtest.Starved(r.Manifest)
 		if reason == "" && pressured != nil {
 			reason = pressured(r)
 		}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/internal/stormtest"
 	"github.com/qmlsab/qmlsab/store"
 )
 
@@ -67,12 +67,7 @@ func runWhileTheHostKeepsUp(t *testing.T, args ...string) (string, *store.Run, s
 		if err != nil {
 			t.Fatalf("exit %d, no manifest (%v):\n%s", code, err, out)
 		}
-		starved := ""
-		for _, ts := range m.Trials {
-			if ts.Status == store.Invalid && strings.HasPrefix(ts.Reason, "host saturated") {
-				starved = fmt.Sprintf("%s#%d: %s", ts.Arm, ts.Index, ts.Reason)
-			}
-		}
+		starved := stormtest.Starved(m)
 		if starved == "" {
 			if code != 0 {
 				t.Fatalf("exit %d:\n%s", code, out)

@@ -214,3 +214,16 @@ func (a *Actor) Stop(t testing.TB) []store.Kill {
 	defer a.mu.Unlock()
 	return a.kills
 }
+
+// Starved names the first trial of m the harness marked "host saturated"
+// ("D#2: host saturated: …"), or is empty. Such a trial measured the busy
+// machine, not the server: a wall-clock test retries its run, and skips
+// when every attempt was starved.
+func Starved(m store.Manifest) string {
+	for _, ts := range m.Trials {
+		if ts.Status == store.Invalid && strings.HasPrefix(ts.Reason, "host saturated") {
+			return fmt.Sprintf("%s#%d: %s", ts.Arm, ts.Index, ts.Reason)
+		}
+	}
+	return ""
+}
