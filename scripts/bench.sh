@@ -32,7 +32,7 @@
 #
 # The CPU time the hypervisor gave to other tenants while each benchmark
 # ran (steal, from /proc/stat) is written after its results. A target
-# timed by the host's clock (a latency, seconds) cannot FAIL while more
+# timed by the host's clock (a latency, seconds, CPU seconds) cannot FAIL while more
 # than 3 % was stolen: its verdict is "inconclusive (host busy)" and the
 # line shows the steal (scripts/benchverdict says why); a paired ratio
 # is judged whatever the steal.
@@ -47,12 +47,12 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 steal() { awk '/^cpu /{print $9 + 0; exit}' /proc/stat 2>/dev/null || echo 0; }
 cpuall() { awk '/^cpu /{s=0; for (i=2; i<=9; i++) s+=$i; print s; exit}' /proc/stat 2>/dev/null || echo 0; }
-# bench NAME GO-TEST-ARGS…: runs the benchmark and writes, after its
-# results, the share of the machine's CPU time the host stole meanwhile
-# (scripts/benchverdict withholds a host-timed FAIL above 3 %).
+# bench PATTERN GO-TEST-ARGS…: runs the benchmarks PATTERN names and
+# writes, after their results, the share of the machine's CPU time the
+# host stole meanwhile as "steal NAME PERCENT", NAME being PATTERN without
+# its closing $ (scripts/benchverdict withholds a host-timed FAIL above 3 %).
 bench() {
-	local name=$1 s0 a0 s1 a1
-	shift
+	local name=${1%\$} s0 a0 s1 a1
 	s0=$(steal) a0=$(cpuall)
 	go test -run '^$' -bench "$@" | tee -a "$out"
 	s1=$(steal) a1=$(cpuall)
@@ -60,15 +60,15 @@ bench() {
 		awk -v n="$name" -v s=$((s1 - s0)) -v a=$((a1 - a0)) 'BEGIN{printf "steal %s %.1f\n", n, 100*s/a}' | tee -a "$out"
 	fi
 }
-bench BenchmarkFindByID 'BenchmarkFindByID' -benchtime "${BENCHTIME:-1s}" -count "$short" ./mongosim/
-BENCHWINDOW="${BENCHWINDOW:-2}" bench BenchmarkGenerator 'BenchmarkGenerator' -benchtime "${BENCHITER:-6}x" -count "$long" ./workload/
+bench 'BenchmarkFindByID' -benchtime "${BENCHTIME:-1s}" -count "$short" ./mongosim/
+BENCHWINDOW="${BENCHWINDOW:-2}" bench 'BenchmarkGenerator' -benchtime "${BENCHITER:-6}x" -count "$long" ./workload/
 # The sampler against an out-of-process cmd/mongosim set: this process's
 # CPU is the sampler's alone.
-bench BenchmarkCollectorCPU 'BenchmarkCollectorCPU' -benchtime 1x -count "$plain" ./collect/
-bench BenchmarkRender 'BenchmarkRender' -benchtime 1x -count "$short" ./report/
-bench BenchmarkSweep 'BenchmarkSweep' -benchtime 1x -count "$short" ./sweep/
-bench BenchmarkDetect 'BenchmarkDetect$' -benchtime 1x -count "$short" ./changepoint/
-bench BenchmarkTonightCheck 'BenchmarkTonightCheck' -benchtime 1x ./nightly/ # docs/nightly.md's detection table
+bench 'BenchmarkCollectorCPU' -benchtime 1x -count "$plain" ./collect/
+bench 'BenchmarkRender' -benchtime 1x -count "$short" ./report/
+bench 'BenchmarkSweep' -benchtime 1x -count "$short" ./sweep/
+bench 'BenchmarkDetect$' -benchtime 1x -count "$short" ./changepoint/
+bench 'BenchmarkTonightCheck' -benchtime 1x ./nightly/ # docs/nightly.md's detection table
 # An hour of 1 Hz diagnostic samples by default; QMLSAB_FTDC_BENCH_SAMPLES=86400 for a day.
-bench BenchmarkDecode 'BenchmarkDecode$' -benchtime "${FTDC_BENCHTIME:-3x}" ./ftdc/
+bench 'BenchmarkDecode$' -benchtime "${FTDC_BENCHTIME:-3x}" ./ftdc/
 go run ./scripts/benchverdict "$out"

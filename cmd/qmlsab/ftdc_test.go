@@ -197,22 +197,19 @@ func TestFTDCOfARunRoundTripsAndImportsToTheSameReport(t *testing.T) {
 					// tickets moved 99 → 104 in one CI run).
 					limit := 2*tol[arm][name] + 0.06*math.Abs(want) + 1e-9*math.Abs(want)
 					switch name {
-					case metric.LowQueueGrowth:
-						// A 0/1 verdict of a significance test (slope > 0 at
-						// p < 0.01): a trial on the border flips with the
-						// sample timing, which moves the median of n trials
-						// by 1/n, not by what one sample changes.
-						limit = max(limit, 1/float64(len(r.Trials[arm])))
-					case metric.Failovers, metric.Restarts:
-						// Counts of events: one that falls in the second
-						// between the two samplings' trial windows (E's crash
-						// loop fails over at any moment) is in one count and
-						// not the other, and the run has a witness the
-						// diagnostic data lacks (the driver's topology
-						// events). One event in one trial moves the median of
-						// this run's two trials by 1/2 (the median of two is
-						// their mean); dropping a sample moves neither count,
-						// so the one-sample bound is 0.
+					case metric.LowQueueGrowth, metric.Failovers, metric.Restarts:
+						// Whole-trial steps, not sums of samples: one trial's
+						// figure moves the median of n trials by 1/n, not by
+						// what one sample changes. LowQueueGrowth is a 0/1
+						// verdict of a significance test (slope > 0 at
+						// p < 0.01), which a trial on the border flips with
+						// the sample timing. Failovers and restarts count
+						// events: one that falls in the second between the two
+						// samplings' trial windows (E's crash loop fails over
+						// at any moment) is in one count and not the other,
+						// and the run has a witness the diagnostic data lacks
+						// (the driver's topology events); dropping a sample
+						// moves neither count, so their one-sample bound is 0.
 						limit = max(limit, 1/float64(len(r.Trials[arm])))
 					}
 					t.Logf("%s %-26s run %12.4f  import %12.4f  |Δ| %10.4f  one sample %10.4f", arm, name, want, got, math.Abs(got-want), tol[arm][name])
