@@ -27,7 +27,10 @@ type FTDC struct {
 	// (myState 1); a member with neither (a standalone) is writable.
 	// ProcessID is the chunk's serverStatus.repl.topologyVersion.processId
 	// (a chunk never spans two processes), so a restart shows as a new
-	// process, as well as by uptimeMillis going backwards.
+	// process, as well as by uptimeMillis going backwards. SeenPrimary is
+	// the member replSetGetStatus showed in state PRIMARY: a secondary's
+	// record of a primary that was killed before its own diagnostic data
+	// reached the disk.
 	Samples []store.Sample
 	// Simulated: mongosim wrote it (its buildInfo or serverStatus says so).
 	Simulated bool
@@ -81,6 +84,7 @@ func ReadFTDC(member string, keep func(time.Time) bool, sources ...string) (*FTD
 			return nil, err
 		}
 		name, named, pid, sim := chunkIdentity(c.Reference)
+		states := memberStates(c)
 		out.Simulated = out.Simulated || sim
 		if member == "" && (out.Member == "" || named && !setName) {
 			out.Member, setName = name, named
@@ -99,7 +103,9 @@ func ReadFTDC(member string, keep func(time.Time) bool, sources ...string) (*FTD
 			if keep != nil && !keep(at) {
 				continue
 			}
-			out.Samples = append(out.Samples, ftdcSample(c, s, at, pid))
+			smp := ftdcSample(c, s, at, pid)
+			smp.SeenPrimary = states.primary(s)
+			out.Samples = append(out.Samples, smp)
 		}
 	}
 	if out.Member == "" && len(sources) > 0 {
@@ -156,6 +162,53 @@ func chunkIdentity(ref bson.Raw) (name string, named bool, pid string, simulated
 	}
 	simulated, _ = ref.Lookup(ServerStatus, "mongosim", "simulated").BooleanOK()
 	return name, named, pid, simulated
+}
+
+// memberStateColumns are the columns of a chunk's
+// replSetGetStatus.members.<i>.state with the members' names, which the
+// reference sample holds (the config, and so the names by index, never
+// changes within a chunk: a change of shape starts a new one).
+type memberStateColumns []struct {
+	name   string
+	column int
+}
+
+func memberStates(c *ftdc.Chunk) memberStateColumns {
+	members, ok := readable(c.Reference).Lookup(ReplSetGetStatus, "members").ArrayOK()
+	if !ok {
+		return nil
+	}
+	vals, _ := members.Values()
+	var out memberStateColumns
+	for i, v := range vals {
+		m, ok := v.DocumentOK()
+		if !ok {
+			continue
+		}
+		name, _ := m.Lookup("name").StringValueOK()
+		col, ok := c.Lookup(fmt.Sprintf("%s.members.%d.state", ReplSetGetStatus, i))
+		if name != "" && ok {
+			out = append(out, struct {
+				name   string
+				column int
+			}{name, col})
+		}
+	}
+	return out
+}
+
+// statePrimary is replSetGetStatus's member state of a primary.
+const statePrimary = 1
+
+// primary is the member a sample shows in state PRIMARY (the first, when
+// a stale view shows two), "" for none.
+func (m memberStateColumns) primary(s ftdc.Sample) string {
+	for _, c := range m {
+		if s.At(c.column) == statePrimary {
+			return c.name
+		}
+	}
+	return ""
 }
 
 // Window is a ReadFTDC filter keeping the times in [from, to).

@@ -80,8 +80,9 @@ func TestFTDCSamplesReadThroughTheSameTable(t *testing.T) {
 				at := t0.Add(time.Duration(i) * time.Second)
 				rs := bson.D{{Key: "start", Value: at}, {Key: "set", Value: "rs0"}, {Key: "myState", Value: int32(map[bool]int32{true: 1, false: 2}[i < 6])},
 					{Key: "term", Value: int64(3 + i/6)},
-					{Key: "members", Value: bson.A{bson.D{{Key: "name", Value: "h1:27017"}, {Key: "self", Value: false}},
-						bson.D{{Key: "name", Value: "h2:27017"}, {Key: "self", Value: true}}}}}
+					// h2 (this member) is primary until it steps down at 6 s, h1 after.
+					{Key: "members", Value: bson.A{bson.D{{Key: "name", Value: "h1:27017"}, {Key: "state", Value: map[bool]int32{true: 2, false: 1}[i < 6]}, {Key: "self", Value: false}},
+						bson.D{{Key: "name", Value: "h2:27017"}, {Key: "state", Value: map[bool]int32{true: 1, false: 2}[i < 6]}, {Key: "self", Value: true}}}}}
 				if err := w.Add(bson.D{{Key: "start", Value: at}, {Key: "serverStatus", Value: append(bson.D{{Key: "start", Value: at}}, ss...)},
 					{Key: "replSetGetStatus", Value: rs}, {Key: "end", Value: at.Add(5 * time.Millisecond)}}); err != nil {
 					t.Fatal(err)
@@ -102,7 +103,8 @@ func TestFTDCSamplesReadThroughTheSameTable(t *testing.T) {
 			}
 			for k, s := range got.Samples {
 				i := k + 1
-				if !s.FromFTDC || !s.Up || s.Member != "h2:27017" || s.Primary != (i < 6) || s.ProcessID != pids[i/8].Hex() {
+				if !s.FromFTDC || !s.Up || s.Member != "h2:27017" || s.Primary != (i < 6) || s.ProcessID != pids[i/8].Hex() ||
+					s.SeenPrimary != map[bool]string{true: "h2:27017", false: "h1:27017"}[i < 6] {
 					t.Errorf("sample %d: %+v", i, s)
 				}
 				for name, want := range live[i] {
@@ -122,8 +124,13 @@ func TestFTDCSamplesReadThroughTheSameTable(t *testing.T) {
 			if n := metric.RestartCount(got.Samples); n != 1 {
 				t.Errorf("%d restarts, want the one new process", n)
 			}
-			if n := metric.PrimaryChanges(got.Samples); n != 0 {
-				t.Errorf("%d primary changes from one member, want 0", n)
+			// The member never saw another process of itself as primary,
+			// but its replica-set view saw the primary move to h1.
+			if n := len(metric.NewPrimaries(got.Samples)); n != 0 {
+				t.Errorf("%d new primaries in one member's reports of itself, want 0", n)
+			}
+			if n := metric.PrimaryChanges(got.Samples); n != 1 {
+				t.Errorf("%d primary changes, want the one its view of the set shows", n)
 			}
 			if version == "master" || version == "7.0" {
 				if _, ok := got.Samples[0].Values["read.low.removedFromQueue"]; !ok {

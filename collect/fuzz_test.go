@@ -68,7 +68,7 @@ func FuzzServerReplies(f *testing.F) {
 			}
 			AddCensus(values, []CensusOp{o})
 		}
-		if _, pid := helloFacts(hello); pid != "" {
+		if _, pid, _ := helloFacts(hello); pid != "" {
 			if _, err := hex.DecodeString(pid); err != nil || len(pid) != 24 {
 				t.Fatalf("process id %q", pid)
 			}

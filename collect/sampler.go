@@ -100,15 +100,17 @@ func (s *Sampler) Samples() []store.Sample {
 }
 
 // helloFacts reads a hello reply: whether the member is the writable
-// primary (a missing or non-boolean answer is not), and its process id
-// (empty when topologyVersion.processId is missing or not an ObjectId).
-func helloFacts(hello bson.Raw) (primary bool, processID string) {
+// primary (a missing or non-boolean answer is not), its process id (empty
+// when topologyVersion.processId is missing or not an ObjectId) and the
+// member it names as its set's primary (empty when it names none).
+func helloFacts(hello bson.Raw) (primary bool, processID, seenPrimary string) {
 	hello = readable(hello)
 	primary, _ = hello.Lookup("isWritablePrimary").BooleanOK()
 	if pid, ok := hello.Lookup("topologyVersion", "processId").ObjectIDOK(); ok {
 		processID = pid.Hex()
 	}
-	return primary, processID
+	seenPrimary, _ = hello.Lookup("primary").StringValueOK()
+	return primary, processID, seenPrimary
 }
 
 func sampleMember(ctx context.Context, c *mongo.Client, member string, timeout time.Duration, census bool) store.Sample {
@@ -128,7 +130,7 @@ func sampleMember(ctx context.Context, c *mongo.Client, member string, timeout t
 		return smp
 	}
 	smp.Up = true
-	smp.Primary, smp.ProcessID = helloFacts(hello)
+	smp.Primary, smp.ProcessID, smp.SeenPrimary = helloFacts(hello)
 	smp.Values = Extract(ss)
 	if census {
 		if ops, err := censusOps(sctx, c); err == nil {

@@ -114,7 +114,7 @@ var Registry = []Metric{
 		compute:    storm(func(t *trial) (float64, string) { return availability(t.Results) }),
 		Needs:      []string{store.CanaryRecords}},
 	{Name: Failovers, Title: "failovers", Better: -1, Count: true, Key: true,
-		Definition: "primary changes observed in the samples (a new member, or a restarted process, as primary)",
+		Definition: "primary changes observed in the samples (a new member, or a restarted process, as primary): the more of those the primaries reported of themselves and those one member saw in whom it named its primary",
 		compute:    func(t *trial) (float64, string) { return float64(PrimaryChanges(t.Samples)), "" }},
 	{Name: Restarts, Title: "restarts", Better: -1, Count: true, Key: true,
 		Definition: "member process restarts (crash or OOM kill), from processId changes or uptime going backwards",

@@ -140,3 +140,50 @@ func TestPrimaryChangesPerShard(t *testing.T) {
 		t.Fatalf("changes %+v, want one: h1:2 at 7 s", ch)
 	}
 }
+
+// TestAPrimaryKilledBeforeItReportedItselfIsAFailover: a member elected and
+// killed between two of its own samples never reports itself as primary;
+// the other members' views of the set still saw it, and a view a heartbeat
+// behind another's counts the change once, not back and forth.
+func TestAPrimaryKilledBeforeItReportedItselfIsAFailover(t *testing.T) {
+	var s []store.Sample
+	view := func(member string, sec float64, primary string) {
+		s = append(s, store.Sample{At: at(sec), Member: member, Up: true, ProcessID: "p" + member, Primary: primary == member, SeenPrimary: primary})
+	}
+	for i := range 10 {
+		sec := float64(i)
+		// a is primary until it crashes at 3.5 s; b is elected at 6.5 s
+		// and killed at 6.9 s, before its own sample at 7 s.
+		if i < 4 {
+			view("a", sec, "a")
+		}
+		if i < 7 {
+			view("b", sec+0.1, map[bool]string{true: "a", false: ""}[i < 4])
+		}
+		// c hears of b's election at once; d a heartbeat later, so at
+		// 7.3 s d still names a, which c no longer does.
+		switch {
+		case i < 4:
+			view("c", sec+0.2, "a")
+			view("d", sec+0.3, "a")
+		case i < 7:
+			view("c", sec+0.2, "")
+			view("d", sec+0.3, "")
+		case i == 7:
+			view("c", sec+0.2, "b")
+			view("d", sec+0.3, "a")
+		default:
+			view("c", sec+0.2, "b")
+			view("d", sec+0.3, "b")
+		}
+	}
+	if n := len(NewPrimaries(s)); n != 0 {
+		t.Fatalf("%d new primaries in the primaries' own reports, want 0 (b never reported itself)", n)
+	}
+	if n := ViewedPrimaryChanges(s); n != 1 {
+		t.Fatalf("%d changes in the members' views, want 1 (a → b; c and d each saw it once)", n)
+	}
+	if n := PrimaryChanges(s); n != 1 {
+		t.Fatalf("%d failovers, want 1", n)
+	}
+}

@@ -14,8 +14,42 @@ type Change struct {
 }
 
 // PrimaryChanges counts the times the primary became a different member
-// (or a restarted process) between consecutive observations of a primary.
-func PrimaryChanges(samples []store.Sample) int { return len(NewPrimaries(samples)) }
+// (or a restarted process). It has two witnesses in the samples: each
+// primary's report of itself (NewPrimaries, which also sees a primary
+// restarted in place), and each member's view of who its primary is
+// (ViewedPrimaryChanges, which sees a primary that was killed before it
+// was sampled as one, or before its own diagnostic data reached the disk).
+// Both count the same changes, each may miss one, so the larger count is
+// the better one.
+func PrimaryChanges(samples []store.Sample) int {
+	return max(len(NewPrimaries(samples)), ViewedPrimaryChanges(samples))
+}
+
+// ViewedPrimaryChanges is the most primary changes one member saw: the
+// times the member it named as primary (Sample.SeenPrimary) became a
+// different one, seconds that named none left out. One member's view,
+// not all members' merged: two members' views are each a heartbeat apart,
+// and interleaving them would count a change back and forth.
+func ViewedPrimaryChanges(samples []store.Sample) int {
+	type viewer struct{ shard, member string }
+	last := map[viewer]string{}
+	changes := map[viewer]int{}
+	sorted := append([]store.Sample(nil), samples...)
+	sortByTime(sorted)
+	most := 0
+	for _, s := range sorted {
+		if !s.Up || s.SeenPrimary == "" {
+			continue
+		}
+		v := viewer{s.Shard, s.Member}
+		if prev, ok := last[v]; ok && prev != s.SeenPrimary {
+			changes[v]++
+			most = max(most, changes[v])
+		}
+		last[v] = s.SeenPrimary
+	}
+	return most
+}
 
 // NewPrimaries are the primary changes, each at the first sample that saw
 // the new primary. On a sharded cluster each shard has its own primary

@@ -769,10 +769,8 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 		Phases: map[string]float64{"warmup": 0, "storm": res.PhaseStarts["storm"].Sub(start).Seconds(), "recovery": res.PhaseStarts["recovery"].Sub(start).Seconds()},
 	}
 	rec := store.Records{Results: res, Samples: samples, Kills: kills, KillOpActor: arm.KillOp() != nil}
-	// Failovers have two witnesses: the samples' hello (which also sees a
-	// primary restarted in place) and the driver's topology monitoring
-	// (which sees a flip between two samples). Both count the same
-	// changes, so the larger count is the better one.
+	// The driver's topology changes are failovers' third witness
+	// (writeTrial).
 	for _, c := range watcher.Changes() {
 		extra = append(extra, store.Event{At: c.At, Kind: "topology", Member: c.Member})
 	}
@@ -877,10 +875,10 @@ func writeTrial(dir string, trial store.Trial, start time.Time, rec store.Record
 		if start.IsZero() || !end.After(start) {
 			return store.Invalid, fmt.Sprintf("harness: the trial's window is unknown (start %s, end %s)", start.Format(time.RFC3339), end.Format(time.RFC3339))
 		}
-		// Failovers have two witnesses: the samples' hello (which also
-		// sees a primary restarted in place) and the driver's topology
-		// monitoring (which sees a flip between two samples). Both count
-		// the same changes, so the larger count is the better one.
+		// Failovers have a third witness beside the samples' two
+		// (metric.PrimaryChanges): the driver's topology monitoring, which
+		// sees a flip between two samples. All count the same changes, so
+		// the largest count is the best one.
 		topology := 0
 		for _, ev := range extra {
 			if ev.Kind == "topology" {

@@ -60,6 +60,11 @@ type Sample struct {
 	Up        bool      `json:"up"`
 	Primary   bool      `json:"primary"`
 	ProcessID string    `json:"process_id"` // topologyVersion.processId: changes on every start
+	// SeenPrimary is the member this member named as its set's primary
+	// when sampled: hello's primary over the wire; in diagnostic data, the
+	// member its replSetGetStatus showed in state PRIMARY. Empty when it
+	// named none (no primary known, a standalone, a router).
+	SeenPrimary string `json:"seen_primary,omitempty"`
 	// Shard is, on a sharded cluster, the id of the shard the member
 	// belongs to ("sh0"), or "mongos" for a router; empty on a replica set.
 	Shard string `json:"shard,omitempty"`
