@@ -2,11 +2,7 @@ package collect
 
 import (
 	"context"
-	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -15,6 +11,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/qmlsab/qmlsab/internal/stormtest"
 )
 
 // processCPU is this process's user + system CPU so far: a running total
@@ -48,54 +46,13 @@ func TestCollectorCostCannotBeNegative(t *testing.T) {
 // it, each member its own process, so that nothing the set does runs in
 // this process.
 func outOfProcessSet(b *testing.B) []string {
-	dir := b.TempDir()
-	bin := filepath.Join(dir, "mongosim")
-	build := exec.Command("go", "build", "-o", bin, "github.com/qmlsab/qmlsab/cmd/mongosim")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("building cmd/mongosim: %v\n%s", err, out)
+	bin, err := stormtest.BuildMongosim(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
 	}
 	var hosts []string
-	for i := range 3 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		log, err := os.Create(filepath.Join(dir, fmt.Sprintf("member%d.log", i)))
-		if err != nil {
-			b.Fatal(err)
-		}
-		cmd := exec.Command(bin, "--replSet", "rs0", "--port", strconv.Itoa(port), "--bind_ip", "127.0.0.1")
-		cmd.Stdout, cmd.Stderr = log, log
-		if err := cmd.Start(); err != nil {
-			b.Fatalf("starting member %d: %v", i, err)
-		}
-		b.Cleanup(func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			done := make(chan struct{})
-			go func() { _ = cmd.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				_ = cmd.Process.Kill()
-				<-done
-			}
-			log.Close()
-		})
-		host := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			if c, err := net.DialTimeout("tcp", host, 200*time.Millisecond); err == nil {
-				c.Close()
-				break
-			}
-			if time.Now().After(deadline) {
-				b.Fatalf("member %s did not listen within 60 s (log %s)", host, log.Name())
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		hosts = append(hosts, host)
+	for range 3 {
+		hosts = append(hosts, stormtest.Launch(b, bin, "--replSet", "rs0"))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
