@@ -55,20 +55,28 @@ func (o OpenLoop) Run(ctx context.Context, start, end time.Time, op Op) []Result
 		return Result{Scheduled: scheduled, Lag: started.Sub(scheduled), Latency: time.Since(scheduled), Err: err}
 	}
 	// sleepUntil waits for a slot; false when ctx ended first. Go's
-	// timers wake up to ~1 ms late here (a 100 µs sleep took 1.0 ms at
-	// p50), so start lag has a p50 near 0.4 ms at 2,000 ops/s. Sleeping to
-	// 1.2 ms before the slot and spinning (yielding) the rest cut that p50
-	// to 4 µs but burnt 0.75 of a core at 2,000 ops/s, CPU a mongod on the
-	// same host would lose; the timer alone keeps p99 within 2 ms (make
-	// bench), and every latency counts from the slot anyway.
+	// timers wake up to ~1 ms late here (a 300 µs wait woke 0.82 ms late
+	// at p50, 1.14 ms at p99), which was most of the start lag at 2,000
+	// ops/s; the kernel's nanosleep woke 0.10 ms late at p50 and 0.24 ms
+	// at p99. So the timer takes a wait down to the last few milliseconds
+	// (it ends early when ctx does) and nanosleep the rest (fineSleep,
+	// schedule_linux.go): a thread blocked in the kernel. That cut the
+	// p99 from 1.2 to 0.24 ms at 2,000 ops/s for 0.18 of a core more
+	// (BenchmarkGenerator/lag-2000: 460 against 275 ms of process CPU a
+	// second; the runtime hands a blocked thread's processor to another).
+	// Spinning the rest (yielding) cut the p50 to 4 µs but burnt 0.75 of
+	// a core, CPU a mongod on the same host would lose.
 	sleepUntil := func(timer *time.Timer, at time.Time) bool {
-		if d := time.Until(at); d > 0 {
+		if d := time.Until(at) - fineWait; d > 0 {
 			timer.Reset(d)
 			select {
 			case <-ctx.Done():
 				return false
 			case <-timer.C:
 			}
+		}
+		if d := time.Until(at); d > 0 {
+			fineSleep(d)
 		}
 		return ctx.Err() == nil
 	}

@@ -167,3 +167,23 @@ func TestOpenLoopUnderACapKeepsEachSlotAndError(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenLoopNeverStartsBeforeItsSlot: the last stretch of each wait is
+// the fine sleep (a few ms), so an operation that started before its slot
+// means the fine sleep returned early — a negative start lag that would
+// flatter every latency. Late is allowed: load makes it so.
+func TestOpenLoopNeverStartsBeforeItsSlot(t *testing.T) {
+	op := func(ctx context.Context, scheduled time.Time) error { return nil }
+	for _, o := range []OpenLoop{{Rate: 2000}, {Rate: 200, MaxInFlight: 4}} {
+		start := time.Now().Add(5 * time.Millisecond)
+		res := o.Run(context.Background(), start, start.Add(100*time.Millisecond), op)
+		if len(res) == 0 {
+			t.Fatalf("%+v: no operations in 100 ms", o)
+		}
+		for _, r := range res {
+			if r.Lag < 0 {
+				t.Fatalf("%+v: an operation started %v before its slot", o, -r.Lag)
+			}
+		}
+	}
+}
