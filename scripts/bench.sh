@@ -7,7 +7,11 @@
 # test -count, which runs a benchmark's sub-benchmarks back to back each
 # time: A, B, A, B … So a ratio (mongosim against the fixed-reply server,
 # the generator against the bare driver loop) is taken per pair, and drift
-# hits both sides of a pair alike. A verdict is the median of the
+# hits both sides of a pair alike. The sweep engine's speed is a ratio
+# too: this engine's BenchmarkSweep against the engine before issue 24's
+# speed-up, built from git history and run in alternation (sweep_pairs
+# below), so the verdict does not hang on how fast the host is today. A
+# verdict is the median of the
 # repetitions with its 95 % distribution-free confidence interval (order
 # statistics, as benchstat): PASS when the whole interval clears the
 # target, FAIL when it lies wholly on the wrong side, "inconclusive
@@ -28,7 +32,10 @@
 #
 # BENCHCOUNT sets every count at once (for a quick look: BENCHCOUNT=6).
 # Within a repetition the generator's figure is already the median over
-# its windows (workload/bench_test.go says how).
+# its windows (workload/bench_test.go says how). The generator's start lag
+# and the collector's CPU are taken against cmd/mongosim started as a
+# process, so the benchmark process's CPU and scheduler are the measured
+# code's alone.
 #
 # The CPU time the hypervisor gave to other tenants while each benchmark
 # ran (steal, from /proc/stat) is written after its results. A target
@@ -60,13 +67,49 @@ bench() {
 		awk -v n="$name" -v s=$((s1 - s0)) -v a=$((a1 - a0)) 'BEGIN{printf "steal %s %.1f\n", n, 100*s/a}' | tee -a "$out"
 	fi
 }
+# sweep_pairs: the sweep engine's speed as a paired ratio. The engine as
+# it was before issue 24's speed-up (commit $sweep_base, whose trials
+# run/virtual's golden file pins: the same trials, figure for figure) is
+# built from git history, and the two BenchmarkSweep test binaries run in
+# alternating order (new, old, old, new …) $short times: a slow stretch
+# of the host slows both sides of a pair. Without the history (a shallow
+# clone) only the new engine runs and the ratio has no results.
+sweep_base=2b8b155
+sweep_pairs() {
+	local dir s0 a0 s1 a1 i
+	dir=$(mktemp -d)
+	go test -c -o "$dir/new.test" ./sweep/
+	if git cat-file -e "$sweep_base^{commit}" 2>/dev/null; then
+		mkdir "$dir/base"
+		git archive "$sweep_base" | tar -x -C "$dir/base"
+		(cd "$dir/base" && go test -c -o "$dir/base.test" ./sweep/)
+	else
+		echo "sweep: commit $sweep_base is not in this clone's history; the paired ratio needs it" >&2
+	fi
+	one() { (cd sweep && "$dir/$1.test" -test.run '^$' -test.bench 'BenchmarkSweep$' -test.benchtime 1x) | sed -n "s/^BenchmarkSweep/BenchmarkSweep\/$1/p" | tee -a "$out"; }
+	s0=$(steal) a0=$(cpuall)
+	for i in $(seq "$short"); do
+		if [ ! -x "$dir/base.test" ]; then
+			one new
+		elif [ $((i % 2)) -eq 1 ]; then
+			one new; one base
+		else
+			one base; one new
+		fi
+	done
+	s1=$(steal) a1=$(cpuall)
+	if [ "$((a1 - a0))" -gt 0 ]; then
+		awk -v s=$((s1 - s0)) -v a=$((a1 - a0)) 'BEGIN{printf "steal BenchmarkSweep %.1f\n", 100*s/a}' | tee -a "$out"
+	fi
+	rm -rf "$dir"
+}
 bench 'BenchmarkFindByID' -benchtime "${BENCHTIME:-1s}" -count "$short" ./mongosim/
 BENCHWINDOW="${BENCHWINDOW:-2}" bench 'BenchmarkGenerator' -benchtime "${BENCHITER:-6}x" -count "$long" ./workload/
 # The sampler against an out-of-process cmd/mongosim set: this process's
 # CPU is the sampler's alone.
 bench 'BenchmarkCollectorCPU' -benchtime 1x -count "$plain" ./collect/
 bench 'BenchmarkRender' -benchtime 1x -count "$short" ./report/
-bench 'BenchmarkSweep' -benchtime 1x -count "$short" ./sweep/
+sweep_pairs
 bench 'BenchmarkDetect$' -benchtime 1x -count "$short" ./changepoint/
 bench 'BenchmarkTonightCheck' -benchtime 1x ./nightly/ # docs/nightly.md's detection table
 # An hour of 1 Hz diagnostic samples by default; QMLSAB_FTDC_BENCH_SAMPLES=86400 for a day.

@@ -106,3 +106,42 @@ steal BenchmarkRender 0.4
 		t.Errorf("busy prints %q", busy)
 	}
 }
+
+// make bench names the two sweep test binaries' lines new and base, in
+// alternating order; the sweep's target is their paired CPU-per-trial
+// ratio, and the host-clock figures are the new engine's alone.
+func TestTheSweepIsJudgedAgainstTheOldEngineSideBySide(t *testing.T) {
+	out := `BenchmarkSweep/new-2    	 1	 1 ns/op	 0.10 cpu-s/trial	 45 s/900-trials-own-cpus
+BenchmarkSweep/base-2   	 1	 1 ns/op	 0.30 cpu-s/trial	 135 s/900-trials-own-cpus
+BenchmarkSweep/base-2   	 1	 1 ns/op	 0.40 cpu-s/trial	 180 s/900-trials-own-cpus
+BenchmarkSweep/new-2    	 1	 1 ns/op	 0.16 cpu-s/trial	 72 s/900-trials-own-cpus
+`
+	rs, err := parse(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string][]float64{}
+	for _, tg := range targets(rs) {
+		if strings.HasPrefix(tg.label, "sweep") {
+			found[tg.label] = tg.xs
+			if strings.Contains(tg.label, "paired") != tg.hasGoal {
+				t.Errorf("%q: has a goal %v; only the paired ratio is judged", tg.label, tg.hasGoal)
+			}
+		}
+	}
+	var speed, own []float64
+	for label, xs := range found {
+		switch {
+		case strings.Contains(label, "engine speed"):
+			speed = xs
+		case strings.Contains(label, "900 trials"):
+			own = xs
+		}
+	}
+	if len(speed) != 2 || math.Abs(speed[0]-3) > 1e-9 || math.Abs(speed[1]-2.5) > 1e-9 {
+		t.Errorf("speed-up %v, want [3 2.5] (each new run against the base run beside it)", speed)
+	}
+	if len(own) != 2 || own[0] != 45 || own[1] != 72 {
+		t.Errorf("900-trial seconds %v, want the new engine's [45 72]", own)
+	}
+}
