@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/qmlsab/qmlsab/internal/benchhost"
 )
 
 // benchSeries returns count series of n nights, normal noise with two level
@@ -59,6 +61,7 @@ func BenchmarkDetect(b *testing.B) {
 		series := benchSeries(20, n)
 		b.Run(fmt.Sprintf("nights=%d/series=20", n), func(b *testing.B) {
 			found := 0
+			steal := benchhost.ReadSteal()
 			for b.Loop() {
 				found = 0
 				for _, s := range series {
@@ -70,6 +73,7 @@ func BenchmarkDetect(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(found)/20, "changepoints/series")
+			steal.Report(b)
 		})
 	}
 }

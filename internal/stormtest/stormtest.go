@@ -1,5 +1,6 @@
 // Package stormtest holds what several packages' tests share: building
-// cmd/mongosim as a binary to launch like mongod; the small real
+// cmd/mongosim as a binary to launch like mongod, and launching it as a
+// process of its own for a benchmark that measures its own; the small real
 // spill_to_disk data and query the wire tests drive, their clients, and
 // an actor run beside them with the kills it reports; the checks of a run
 // folder that a run interrupted and resumed must pass; and small helpers

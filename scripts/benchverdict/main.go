@@ -17,6 +17,11 @@
 // one): a slow figure then says more about the host than about the code,
 // so the verdict is "inconclusive (host busy)", followed by "[host steal
 // N %]". A PASS stands: a busy host only makes such a figure worse.
+// Where a host-timed benchmark reports its own steal share per
+// repetition (unit "steal-%", internal/benchhost), the repetitions above
+// busyStealPercent are set aside first and the verdict is taken on the
+// rest, "[k of n set aside: …]" saying how many; with too few left for an
+// interval it is "inconclusive (host busy)".
 //
 // It exits 1 only when some verdict is FAIL (2 when results are missing).
 //
@@ -35,6 +40,8 @@ import (
 	"strings"
 
 	ms "github.com/aclements/go-moremath/stats"
+
+	"github.com/qmlsab/qmlsab/internal/benchhost"
 )
 
 // confidence is the interval's level; with 6 repetitions the widest
@@ -200,6 +207,25 @@ type target struct {
 	// bench names the benchmark whose steal share counts for a target
 	// timed by the host's clock; empty for paired ratios and sizes.
 	bench string
+	// steal is each repetition's own steal share, beside xs (NaN where a
+	// line did not report one); nil where the benchmark reports none.
+	steal []float64
+}
+
+// quiet is t's figures from the repetitions the host did not steal more
+// than busyStealPercent from, and how many were set aside.
+func (t target) quiet() (xs []float64, setAside int) {
+	if t.steal == nil {
+		return t.xs, 0
+	}
+	for i, x := range t.xs {
+		if i < len(t.steal) && t.steal[i] > busyStealPercent {
+			setAside++
+			continue
+		}
+		xs = append(xs, x)
+	}
+	return xs, setAside
 }
 
 func main() {
@@ -227,24 +253,8 @@ func main() {
 			missing = true
 			continue
 		}
-		s := summarize(t.xs)
-		line := fmt.Sprintf("%s: median %s%s", t.label, s.format(t.scale, t.format), t.unit)
-		if t.hasGoal {
-			op := "<="
-			if t.atLeast {
-				op = ">="
-			}
-			v := judge(s, t.target/t.scale, t.atLeast)
-			steal := rs.steal[t.bench] // 0 for a paired ratio (no bench)
-			if t.bench != "" {
-				v = onHost(v, steal)
-			}
-			line += fmt.Sprintf(" (target %s "+t.format+"%s): %s", op, t.target, t.unit, v)
-			if t.bench != "" && steal > busyStealPercent {
-				line += fmt.Sprintf(" [host steal %.1f %%]", steal)
-			}
-			failed = failed || v == fail
-		}
+		line, v := t.assess(rs.steal[t.bench]) // 0 for a paired ratio (no bench)
+		failed = failed || v == fail
 		fmt.Println(line)
 	}
 	switch {
@@ -255,8 +265,62 @@ func main() {
 	}
 }
 
+// assess is t's line and verdict; steal is the host's share stolen
+// during t's whole benchmark (0 where t is not timed by the host's clock).
+func (t target) assess(steal float64) (string, verdict) {
+	v := pass
+	xs, setAside := t.quiet()
+	s := summarize(xs)
+	if len(xs) == 0 {
+		s = summarize(t.xs) // every repetition stolen from: still print the figures
+	}
+	line := fmt.Sprintf("%s: median %s%s", t.label, s.format(t.scale, t.format), t.unit)
+	if t.hasGoal {
+		op := "<="
+		if t.atLeast {
+			op = ">="
+		}
+		v = judge(s, t.target/t.scale, t.atLeast)
+		if t.bench != "" {
+			v = onHost(v, steal)
+		}
+		if setAside > 0 && (len(xs) == 0 || math.IsInf(s.lo, 0)) {
+			v = busy // too few quiet repetitions for an interval
+		}
+		line += fmt.Sprintf(" (target %s "+t.format+"%s): %s", op, t.target, t.unit, v)
+		if t.bench != "" && steal > busyStealPercent {
+			line += fmt.Sprintf(" [host steal %.1f %%]", steal)
+		}
+	}
+	if setAside > 0 {
+		line += fmt.Sprintf(" [%d of %d repetitions set aside: host steal above %d %% in each]", setAside, len(t.xs), busyStealPercent)
+	}
+	return line, v
+}
+
 func targets(rs results) []target {
 	s := func(prefix, unit string) []float64 { return series(rs.lines, prefix, unit) }
+	// stolen is each repetition's own steal share beside the unit's
+	// figure; nil when no line of the benchmark reports one.
+	stolen := func(prefix, unit string) []float64 {
+		var xs []float64
+		reported := false
+		for _, r := range rs.lines {
+			if _, ok := r.metrics[unit]; !ok || !strings.HasPrefix(r.name, prefix) {
+				continue
+			}
+			v, ok := r.metrics[benchhost.Unit]
+			if !ok {
+				v = math.NaN()
+			}
+			reported = reported || ok
+			xs = append(xs, v)
+		}
+		if !reported {
+			return nil
+		}
+		return xs
+	}
 	scaled := func(xs []float64, k float64) []float64 {
 		out := make([]float64, len(xs))
 		for i, x := range xs {
@@ -271,15 +335,18 @@ func targets(rs results) []target {
 		{label: "generator throughput, open loop ÷ bare driver loop side by side",
 			xs: s("BenchmarkGenerator/throughput", "generator-%-of-bare"), scale: 1, format: "%.1f", unit: " %", target: 90, atLeast: true, hasGoal: true},
 		{label: "start lag p99 at 2000 scheduled ops/s against mongosim",
-			xs: s("BenchmarkGenerator/lag-2000", "p99-lag-ms"), scale: 1, format: "%.2f", unit: " ms", target: 2, hasGoal: true, bench: "BenchmarkGenerator"},
+			xs: s("BenchmarkGenerator/lag-2000", "p99-lag-ms"), scale: 1, format: "%.2f", unit: " ms", target: 2, hasGoal: true, bench: "BenchmarkGenerator",
+			steal: stolen("BenchmarkGenerator/lag-2000", "p99-lag-ms")},
 		{label: "collector, 3 out-of-process members sampled at 1 Hz: the sampler's CPU",
 			xs: s("BenchmarkCollectorCPU", "3-members-1Hz-cpu-ms/s"), scale: 1, format: "%.2f", unit: " ms per s of run"},
 		{label: "report of 3 arms x 5 trials x 1 h of 1 Hz samples",
-			xs: s("BenchmarkRender", "s/report"), scale: 1, format: "%.2f", unit: " s", target: 2, hasGoal: true, bench: "BenchmarkRender"},
+			xs: s("BenchmarkRender", "s/report"), scale: 1, format: "%.2f", unit: " s", target: 2, hasGoal: true, bench: "BenchmarkRender",
+			steal: stolen("BenchmarkRender", "s/report")},
 		{label: "report HTML size",
 			xs: scaled(s("BenchmarkRender", "MiB-html"), 1.048576), scale: 1, format: "%.2f", unit: " MB", target: 5, hasGoal: true},
 		{label: "history detect, E-Divisive over 20 series, 1000 nights",
-			xs: scaled(s("BenchmarkDetect/nights=1000/", "ns/op"), 1e-9), scale: 1, format: "%.2f", unit: " s", target: 2, hasGoal: true, bench: "BenchmarkDetect"},
+			xs: scaled(s("BenchmarkDetect/nights=1000/", "ns/op"), 1e-9), scale: 1, format: "%.2f", unit: " s", target: 2, hasGoal: true, bench: "BenchmarkDetect",
+			steal: stolen("BenchmarkDetect/nights=1000/", "ns/op")},
 		{label: "sweep engine speed, CPU per trial of the engine before issue 24 ÷ this one's (paired)",
 			xs:    ratios(s("BenchmarkSweep/base", "cpu-s/trial"), s("BenchmarkSweep/new", "cpu-s/trial")),
 			scale: 1, format: "%.2f", unit: "x", target: 2, atLeast: true, hasGoal: true},
