@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -12,16 +11,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/qmlsab/qmlsab/internal/benchhost"
 	"github.com/qmlsab/qmlsab/internal/stormtest"
 )
-
-// processCPU is this process's user + system CPU so far: a running total
-// that never decreases.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // cpuMillisPerSecond is the CPU a window used per second of it: one
 // reading of the running total after the window minus one before, never
@@ -31,9 +23,9 @@ func cpuMillisPerSecond(before, after time.Duration, window time.Duration) float
 }
 
 func TestCollectorCostCannotBeNegative(t *testing.T) {
-	c0 := processCPU()
+	c0 := benchhost.ProcessCPU()
 	time.Sleep(20 * time.Millisecond)
-	c1 := processCPU()
+	c1 := benchhost.ProcessCPU()
 	if c1 < c0 {
 		t.Fatalf("process CPU went backwards: %v then %v", c0, c1)
 	}
@@ -90,9 +82,9 @@ func BenchmarkCollectorCPU(b *testing.B) {
 	for b.Loop() {
 		s := &Sampler{Members: hosts, Interval: time.Second, Census: true}
 		ctx, stop := context.WithTimeout(context.Background(), window)
-		c0 := processCPU()
+		c0 := benchhost.ProcessCPU()
 		s.Run(ctx)
-		cpu += processCPU() - c0
+		cpu += benchhost.ProcessCPU() - c0
 		stop()
 		samples += len(s.Samples())
 		windows++

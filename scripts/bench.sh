@@ -37,15 +37,12 @@
 # process, so the benchmark process's CPU and scheduler are the measured
 # code's alone.
 #
-# The CPU time the hypervisor gave to other tenants while each benchmark
-# ran (steal, from /proc/stat) is written after its results. A target
-# timed by the host's clock (a latency, seconds, CPU seconds) cannot FAIL while more
-# than 3 % was stolen: its verdict is "inconclusive (host busy)" and the
-# line shows the steal (scripts/benchverdict says why); a paired ratio
-# is judged whatever the steal. The host-timed benchmarks also report the
-# steal of each repetition (steal-%, internal/benchhost): a repetition
-# above 3 % is set aside, and with fewer than 6 left the verdict is
-# "inconclusive (host busy)".
+# A benchmark timed by the host's clock (a latency, seconds) reports the
+# share of the machine's CPU time the hypervisor gave to other tenants
+# during each repetition (steal-%, internal/benchhost): a repetition above
+# 3 % is set aside, and with fewer than 6 left the verdict is
+# "inconclusive (host busy)" (scripts/benchverdict says why). A paired
+# ratio is judged whatever the steal.
 #
 # Exit 1 only when a verdict is FAIL; inconclusive never fails the run.
 set -euo pipefail
@@ -55,20 +52,9 @@ long="${BENCHCOUNT:-9}"
 plain="${BENCHCOUNT:-6}"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-steal() { awk '/^cpu /{print $9 + 0; exit}' /proc/stat 2>/dev/null || echo 0; }
-cpuall() { awk '/^cpu /{s=0; for (i=2; i<=9; i++) s+=$i; print s; exit}' /proc/stat 2>/dev/null || echo 0; }
-# bench PATTERN GO-TEST-ARGS…: runs the benchmarks PATTERN names and
-# writes, after their results, the share of the machine's CPU time the
-# host stole meanwhile as "steal NAME PERCENT", NAME being PATTERN without
-# its closing $ (scripts/benchverdict withholds a host-timed FAIL above 3 %).
+# bench PATTERN GO-TEST-ARGS…: runs the benchmarks PATTERN names.
 bench() {
-	local name=${1%\$} s0 a0 s1 a1
-	s0=$(steal) a0=$(cpuall)
 	go test -run '^$' -bench "$@" | tee -a "$out"
-	s1=$(steal) a1=$(cpuall)
-	if [ "$((a1 - a0))" -gt 0 ]; then
-		awk -v n="$name" -v s=$((s1 - s0)) -v a=$((a1 - a0)) 'BEGIN{printf "steal %s %.1f\n", n, 100*s/a}' | tee -a "$out"
-	fi
 }
 # sweep_pairs: the sweep engine's speed as a paired ratio. The engine as
 # it was before issue 24's speed-up (commit $sweep_base, whose trials
@@ -82,7 +68,7 @@ bench() {
 # clone) only the new engine runs and the ratio has no results.
 sweep_base=2b8b155
 sweep_pairs() {
-	local dir s0 a0 s1 a1 i
+	local dir i
 	dir=$(mktemp -d)
 	go test -c -o "$dir/new.test" ./sweep/
 	if git cat-file -e "$sweep_base^{commit}" 2>/dev/null; then
@@ -93,7 +79,6 @@ sweep_pairs() {
 		echo "sweep: commit $sweep_base is not in this clone's history; the paired ratio needs it" >&2
 	fi
 	one() { (cd sweep && "$dir/$1.test" -test.run '^$' -test.bench 'BenchmarkSweep$' -test.benchtime 1x) | sed -n "s/^BenchmarkSweep/BenchmarkSweep\/$1/p" | tee -a "$out"; }
-	s0=$(steal) a0=$(cpuall)
 	for i in $(seq "$short"); do
 		if [ ! -x "$dir/base.test" ]; then
 			one new
@@ -103,10 +88,6 @@ sweep_pairs() {
 			one base; one new
 		fi
 	done
-	s1=$(steal) a1=$(cpuall)
-	if [ "$((a1 - a0))" -gt 0 ]; then
-		awk -v s=$((s1 - s0)) -v a=$((a1 - a0)) 'BEGIN{printf "steal BenchmarkSweep %.1f\n", 100*s/a}' | tee -a "$out"
-	fi
 	rm -rf "$dir"
 }
 bench 'BenchmarkFindByID' -benchtime "${BENCHTIME:-1s}" -count "$short" ./mongosim/

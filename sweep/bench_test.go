@@ -2,20 +2,13 @@ package sweep
 
 import (
 	"context"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/internal/benchhost"
 	"github.com/qmlsab/qmlsab/mongosim/model"
 	"github.com/qmlsab/qmlsab/run/virtual"
 )
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // BenchmarkSweep runs a 2×2 sweep of D, E and F at the default profile on
 // the host model (one seed: 12 trials of 4 model minutes, at 150 and 300
@@ -38,7 +31,7 @@ func BenchmarkSweep(b *testing.B) {
 	restore := TuneGC()
 	defer restore()
 	trials, secs, workers := 0, 0.0, 0
-	cpu0 := cpuTime()
+	cpu0 := benchhost.ProcessCPU()
 	for b.Loop() {
 		r, err := Run(context.Background(), cfg)
 		if err != nil {
@@ -48,7 +41,7 @@ func BenchmarkSweep(b *testing.B) {
 		secs += r.WallSeconds
 		workers = r.Parallel
 	}
-	cpuPerTrial := (cpuTime() - cpu0).Seconds() / float64(trials)
+	cpuPerTrial := (benchhost.ProcessCPU() - cpu0).Seconds() / float64(trials)
 	b.ReportMetric(float64(workers), "workers")
 	b.ReportMetric(float64(trials)/secs, "trials/s")
 	b.ReportMetric(cpuPerTrial, "cpu-s/trial")

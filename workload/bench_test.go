@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -173,9 +172,9 @@ func BenchmarkGenerator(b *testing.B) {
 		steal := benchhost.ReadSteal() // the host's share of the windows (make bench sets a stolen-from repetition aside)
 		for b.Loop() {
 			start := time.Now().Add(50 * time.Millisecond)
-			c0 := processCPU()
+			c0 := benchhost.ProcessCPU()
 			res := OpenLoop{Rate: 2000}.Run(context.Background(), start, start.Add(benchWindow()), op(coll))
-			cpu += processCPU() - c0
+			cpu += benchhost.ProcessCPU() - c0
 			secs += time.Since(start).Seconds()
 			lags := make([]float64, 0, len(res))
 			for _, r := range res {
@@ -196,10 +195,4 @@ func BenchmarkGenerator(b *testing.B) {
 		b.ReportMetric(float64(cpu)/float64(time.Millisecond)/secs, "process-cpu-ms/s")
 		steal.Report(b)
 	})
-}
-
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

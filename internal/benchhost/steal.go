@@ -3,7 +3,9 @@
 // ("steal") while the benchmark's timed code ran. A figure timed by the
 // host's clock (a latency, seconds) from a repetition the host stole from
 // says more about the host than about the code, and make bench's verdicts
-// set such repetitions aside (scripts/benchverdict says how).
+// set such repetitions aside (scripts/benchverdict says how). And the CPU
+// the benchmark's own process used (ProcessCPU), for a benchmark whose
+// figure is a cost.
 package benchhost
 
 import (

@@ -10,18 +10,13 @@
 //   - FAIL when the whole interval lies on the wrong side,
 //   - "inconclusive (noisy)" otherwise.
 //
-// A target timed by the host's clock (a latency, seconds or CPU seconds,
-// not a paired ratio) cannot FAIL while the hypervisor gave more than
-// busyStealPercent of the machine's CPU time to other tenants during its
-// benchmark (make bench writes a "steal BENCHMARK PERCENT" line after each
-// one): a slow figure then says more about the host than about the code,
-// so the verdict is "inconclusive (host busy)", followed by "[host steal
-// N %]". A PASS stands: a busy host only makes such a figure worse.
-// Where a host-timed benchmark reports its own steal share per
-// repetition (unit "steal-%", internal/benchhost), the repetitions above
-// busyStealPercent are set aside first and the verdict is taken on the
-// rest, "[k of n set aside: …]" saying how many; with too few left for an
-// interval it is "inconclusive (host busy)".
+// A benchmark timed by the host's clock (a latency, seconds, not a paired
+// ratio) reports each repetition's steal: the share of the machine's CPU
+// time the hypervisor gave to other tenants meanwhile (unit "steal-%",
+// internal/benchhost). A repetition above busyStealPercent says more
+// about the host than about the code and is set aside; the verdict is
+// taken on the rest, "[k of n repetitions set aside: …]" saying how many,
+// and with too few left for an interval it is "inconclusive (host busy)".
 //
 // It exits 1 only when some verdict is FAIL (2 when results are missing).
 //
@@ -49,8 +44,8 @@ import (
 // repetitions for which a 95 % interval for the median exists at all.
 const confidence = 0.95
 
-// busyStealPercent is the steal share above which a host-timed FAIL is
-// withheld. A quiet run of this project's 2-core machine steals 0–2.4 %
+// busyStealPercent is the steal share above which a host-timed repetition
+// is set aside. A quiet run of this project's 2-core machine steals 0–2.4 %
 // per benchmark; at 14 % steal the generator's start lag p99 went from
 // 1.2 ms to 2.2–8.6 ms.
 const busyStealPercent = 3
@@ -62,29 +57,14 @@ type result struct {
 	metrics map[string]float64
 }
 
-var (
-	lineRE  = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+(.+)$`)
-	stealRE = regexp.MustCompile(`^steal (Benchmark\S+) ([0-9.]+)$`)
-)
+var lineRE = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+(.+)$`)
 
-// results is what make bench's output holds: the benchmark lines and the
-// host's steal share (percent) while each benchmark ran, by name.
-type results struct {
-	lines []result
-	steal map[string]float64
-}
-
-func parse(r io.Reader) (results, error) {
-	out := results{steal: map[string]float64{}}
+// parse reads the benchmark lines of make bench's output, in order.
+func parse(r io.Reader) ([]result, error) {
+	var out []result
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		if m := stealRE.FindStringSubmatch(sc.Text()); m != nil {
-			if v, err := strconv.ParseFloat(m[2], 64); err == nil {
-				out.steal[m[1]] = v
-			}
-			continue
-		}
 		m := lineRE.FindStringSubmatch(sc.Text())
 		if m == nil {
 			continue
@@ -96,7 +76,7 @@ func parse(r io.Reader) (results, error) {
 				res.metrics[f[i+1]] = v
 			}
 		}
-		out.lines = append(out.lines, res)
+		out = append(out, res)
 	}
 	return out, sc.Err()
 }
@@ -104,15 +84,32 @@ func parse(r io.Reader) (results, error) {
 // series is the unit's figure from every line whose name starts with
 // prefix, in order (one per repetition).
 func series(rs []result, prefix, unit string) []float64 {
-	var xs []float64
-	for _, r := range rs {
-		if strings.HasPrefix(r.name, prefix) {
-			if v, ok := r.metrics[unit]; ok {
-				xs = append(xs, v)
-			}
-		}
-	}
+	xs, _ := seriesWithSteal(rs, prefix, unit)
 	return xs
+}
+
+// seriesWithSteal is series and, beside each figure, its repetition's
+// steal share (NaN where its line has none); steal is nil where no line
+// of the benchmark reports one.
+func seriesWithSteal(rs []result, prefix, unit string) (xs, steal []float64) {
+	reported := false
+	for _, r := range rs {
+		v, ok := r.metrics[unit]
+		if !ok || !strings.HasPrefix(r.name, prefix) {
+			continue
+		}
+		xs = append(xs, v)
+		st, ok := r.metrics[benchhost.Unit]
+		if !ok {
+			st = math.NaN()
+		}
+		reported = reported || ok
+		steal = append(steal, st)
+	}
+	if !reported {
+		steal = nil
+	}
+	return xs, steal
 }
 
 // summary is a figure's median and confidence interval over its
@@ -141,20 +138,11 @@ const (
 	pass verdict = iota
 	inconclusive
 	fail
-	busy // a host-timed FAIL while the host was busy
+	busy // too few host-timed repetitions the host did not steal from
 )
 
 func (v verdict) String() string {
 	return [...]string{"PASS", "inconclusive (noisy)", "FAIL", "inconclusive (host busy)"}[v]
-}
-
-// onHost is judge for a target timed by the host's clock, whose benchmark
-// ran while the hypervisor stole steal percent of the CPU time.
-func onHost(v verdict, steal float64) verdict {
-	if v == fail && steal > busyStealPercent {
-		return busy
-	}
-	return v
 }
 
 // judge: atLeast says the figure must be ≥ target (else ≤).
@@ -204,11 +192,8 @@ type target struct {
 	target  float64
 	atLeast bool
 	hasGoal bool // false: a figure printed without a verdict
-	// bench names the benchmark whose steal share counts for a target
-	// timed by the host's clock; empty for paired ratios and sizes.
-	bench string
 	// steal is each repetition's own steal share, beside xs (NaN where a
-	// line did not report one); nil where the benchmark reports none.
+	// line did not report one); nil for paired ratios and sizes.
 	steal []float64
 }
 
@@ -219,7 +204,7 @@ func (t target) quiet() (xs []float64, setAside int) {
 		return t.xs, 0
 	}
 	for i, x := range t.xs {
-		if i < len(t.steal) && t.steal[i] > busyStealPercent {
+		if t.steal[i] > busyStealPercent {
 			setAside++
 			continue
 		}
@@ -253,7 +238,7 @@ func main() {
 			missing = true
 			continue
 		}
-		line, v := t.assess(rs.steal[t.bench]) // 0 for a paired ratio (no bench)
+		line, v := t.assess()
 		failed = failed || v == fail
 		fmt.Println(line)
 	}
@@ -265,9 +250,8 @@ func main() {
 	}
 }
 
-// assess is t's line and verdict; steal is the host's share stolen
-// during t's whole benchmark (0 where t is not timed by the host's clock).
-func (t target) assess(steal float64) (string, verdict) {
+// assess is t's line and verdict.
+func (t target) assess() (string, verdict) {
 	v := pass
 	xs, setAside := t.quiet()
 	s := summarize(xs)
@@ -281,16 +265,10 @@ func (t target) assess(steal float64) (string, verdict) {
 			op = ">="
 		}
 		v = judge(s, t.target/t.scale, t.atLeast)
-		if t.bench != "" {
-			v = onHost(v, steal)
-		}
 		if setAside > 0 && (len(xs) == 0 || math.IsInf(s.lo, 0)) {
 			v = busy // too few quiet repetitions for an interval
 		}
 		line += fmt.Sprintf(" (target %s "+t.format+"%s): %s", op, t.target, t.unit, v)
-		if t.bench != "" && steal > busyStealPercent {
-			line += fmt.Sprintf(" [host steal %.1f %%]", steal)
-		}
 	}
 	if setAside > 0 {
 		line += fmt.Sprintf(" [%d of %d repetitions set aside: host steal above %d %% in each]", setAside, len(t.xs), busyStealPercent)
@@ -298,28 +276,12 @@ func (t target) assess(steal float64) (string, verdict) {
 	return line, v
 }
 
-func targets(rs results) []target {
-	s := func(prefix, unit string) []float64 { return series(rs.lines, prefix, unit) }
-	// stolen is each repetition's own steal share beside the unit's
-	// figure; nil when no line of the benchmark reports one.
-	stolen := func(prefix, unit string) []float64 {
-		var xs []float64
-		reported := false
-		for _, r := range rs.lines {
-			if _, ok := r.metrics[unit]; !ok || !strings.HasPrefix(r.name, prefix) {
-				continue
-			}
-			v, ok := r.metrics[benchhost.Unit]
-			if !ok {
-				v = math.NaN()
-			}
-			reported = reported || ok
-			xs = append(xs, v)
-		}
-		if !reported {
-			return nil
-		}
-		return xs
+func targets(rs []result) []target {
+	s := func(prefix, unit string) []float64 { return series(rs, prefix, unit) }
+	// hostTimed is t with its figures and their repetitions' steal.
+	hostTimed := func(prefix, unit string, t target) target {
+		t.xs, t.steal = seriesWithSteal(rs, prefix, unit)
+		return t
 	}
 	scaled := func(xs []float64, k float64) []float64 {
 		out := make([]float64, len(xs))
@@ -334,19 +296,16 @@ func targets(rs results) []target {
 			scale: 100, format: "%.1f", unit: " %", target: 50, atLeast: true, hasGoal: true},
 		{label: "generator throughput, open loop ÷ bare driver loop side by side",
 			xs: s("BenchmarkGenerator/throughput", "generator-%-of-bare"), scale: 1, format: "%.1f", unit: " %", target: 90, atLeast: true, hasGoal: true},
-		{label: "start lag p99 at 2000 scheduled ops/s against mongosim",
-			xs: s("BenchmarkGenerator/lag-2000", "p99-lag-ms"), scale: 1, format: "%.2f", unit: " ms", target: 2, hasGoal: true, bench: "BenchmarkGenerator",
-			steal: stolen("BenchmarkGenerator/lag-2000", "p99-lag-ms")},
+		hostTimed("BenchmarkGenerator/lag-2000", "p99-lag-ms", target{label: "start lag p99 at 2000 scheduled ops/s against mongosim",
+			scale: 1, format: "%.2f", unit: " ms", target: 2, hasGoal: true}),
 		{label: "collector, 3 out-of-process members sampled at 1 Hz: the sampler's CPU",
 			xs: s("BenchmarkCollectorCPU", "3-members-1Hz-cpu-ms/s"), scale: 1, format: "%.2f", unit: " ms per s of run"},
-		{label: "report of 3 arms x 5 trials x 1 h of 1 Hz samples",
-			xs: s("BenchmarkRender", "s/report"), scale: 1, format: "%.2f", unit: " s", target: 2, hasGoal: true, bench: "BenchmarkRender",
-			steal: stolen("BenchmarkRender", "s/report")},
+		hostTimed("BenchmarkRender", "s/report", target{label: "report of 3 arms x 5 trials x 1 h of 1 Hz samples",
+			scale: 1, format: "%.2f", unit: " s", target: 2, hasGoal: true}),
 		{label: "report HTML size",
 			xs: scaled(s("BenchmarkRender", "MiB-html"), 1.048576), scale: 1, format: "%.2f", unit: " MB", target: 5, hasGoal: true},
-		{label: "history detect, E-Divisive over 20 series, 1000 nights",
-			xs: scaled(s("BenchmarkDetect/nights=1000/", "ns/op"), 1e-9), scale: 1, format: "%.2f", unit: " s", target: 2, hasGoal: true, bench: "BenchmarkDetect",
-			steal: stolen("BenchmarkDetect/nights=1000/", "ns/op")},
+		hostTimed("BenchmarkDetect/nights=1000/", "ns/op", target{label: "history detect, E-Divisive over 20 series, 1000 nights",
+			scale: 1e-9, format: "%.2f", unit: " s", target: 2, hasGoal: true}),
 		{label: "sweep engine speed, CPU per trial of the engine before issue 24 ÷ this one's (paired)",
 			xs:    ratios(s("BenchmarkSweep/base", "cpu-s/trial"), s("BenchmarkSweep/new", "cpu-s/trial")),
 			scale: 1, format: "%.2f", unit: "x", target: 2, atLeast: true, hasGoal: true},
