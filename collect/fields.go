@@ -76,6 +76,15 @@ var Fields = []Field{
 	{Name: store.FieldSpillsGroupBytes, Counter: true, Paths: []string{"metrics.query.group.spilledBytes"}},
 	{Name: store.FieldSpillsSetWindowFields, Counter: true, Paths: []string{"metrics.query.setWindowFields.spills"}},
 	{Name: store.FieldSpillsSetWindowFieldsBytes, Counter: true, Paths: []string{"metrics.query.setWindowFields.spilledBytes"}},
+	// mongosim's simulated host: its spill I/O, for checking that the model
+	// conserves it (a real mongod has no such section).
+	{Name: store.FieldSimSpillWrittenBytes, Counter: true, Paths: []string{"mongosim.spillIO.writtenBytes"}},
+	{Name: store.FieldSimSpillReadBackBytes, Counter: true, Paths: []string{"mongosim.spillIO.readBackBytes"}},
+	{Name: store.FieldSimSpillDiskReadBytes, Counter: true, Paths: []string{"mongosim.spillIO.diskReadBytes"}},
+	{Name: store.FieldSimSpillWrittenBackBytes, Counter: true, Paths: []string{"mongosim.spillIO.writtenBackBytes"}},
+	{Name: store.FieldSimSpillUnreadFreedBytes, Counter: true, Paths: []string{"mongosim.spillIO.unreadFreedBytes"}},
+	{Name: store.FieldSimSpillLiveUnreadBytes, Paths: []string{"mongosim.spillIO.liveUnreadBytes"}},
+	{Name: store.FieldSimPageCacheDirtyBytes, Paths: []string{"mongosim.spillIO.dirtyBytes"}},
 	{Name: store.FieldConnectionsCurrent, Paths: []string{"connections.current"}},
 	{Name: store.FieldConnectionsAvailable, Paths: []string{"connections.available"}},
 	{Name: store.FieldConnectionsTotalCreated, Counter: true, Paths: []string{"connections.totalCreated"}},

@@ -24,7 +24,22 @@ func ModelStatus(n *model.Node, uptime time.Duration) bson.D {
 		{Key: "queues", Value: QueuesSection(n)},
 		{Key: "queryMemory", Value: QueryMemorySection(n)},
 		{Key: "tcmalloc", Value: TcmallocSection(n)},
-		{Key: "mongosim", Value: simulatedSection()},
+		{Key: "mongosim", Value: append(simulatedSection(), bson.E{Key: "spillIO", Value: SpillIOSection(n)})},
+	}
+}
+
+// SpillIOSection is the simulated host's spill I/O since the member
+// started (serverStatus.mongosim.spillIO; mongod has no such section):
+// bytes spills wrote into the page cache, read back (of which from the
+// disk), written back to the disk, freed unread with their files, held
+// unread by live files, and the page cache's dirty bytes now.
+func SpillIOSection(n *model.Node) bson.D {
+	io := n.SpillIO()
+	return bson.D{
+		{Key: "writtenBytes", Value: int64(io.Written)}, {Key: "readBackBytes", Value: int64(io.ReadBack)},
+		{Key: "diskReadBytes", Value: int64(io.DiskRead)}, {Key: "writtenBackBytes", Value: int64(io.WrittenBack)},
+		{Key: "unreadFreedBytes", Value: int64(io.Unread)}, {Key: "liveUnreadBytes", Value: int64(io.LiveUnread)},
+		{Key: "dirtyBytes", Value: int64(io.Dirty)},
 	}
 }
 
@@ -93,7 +108,7 @@ func QueryMemorySection(n *model.Node) bson.D {
 // a walk of its operations: it is read every second.
 func TcmallocSection(n *model.Node) bson.D {
 	return bson.D{{Key: "generic", Value: bson.D{
-		{Key: "current_allocated_bytes", Value: n.RSS() - n.Hardware().BaselineBytes/2},
+		{Key: "current_allocated_bytes", Value: n.HostStats().InUseBytes},
 		{Key: "heap_size", Value: n.RSS()},
 		{Key: "tracked_query_bytes", Value: n.TrackedTotal()}}}}
 }

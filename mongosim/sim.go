@@ -32,13 +32,21 @@ type simulation struct {
 // Hardware is the modelled machine of a member with these options and a
 // memory limit; zero values take the model's documented defaults (an M50).
 func (so SimOptions) Hardware(memLimitMB int64) model.Hardware {
-	return model.Hardware{CPUs: so.CPUs, MemLimitBytes: memLimitMB << 20, BaselineBytes: so.BaselineMB << 20,
-		DiskBytesPerSec: so.DiskMBps * (1 << 20)}.WithDefaults()
+	hw := model.Hardware{CPUs: so.CPUs, MemLimitBytes: memLimitMB << 20, DiskBytesPerSec: so.DiskMBps * (1 << 20)}.WithDefaults()
+	if so.BaselineMB > 0 {
+		h := *hw.Host
+		h.MongodBaseBytes = so.BaselineMB << 20
+		hw.Host = &h
+	}
+	return hw
 }
 
 // Simulation options of a member (mongosim-only flags, --sim...).
 type SimOptions struct {
-	CPUs         int
+	CPUs int
+	// BaselineMB is mongod's resident memory outside the WiredTiger
+	// cache and query memory (model.Host.MongodBaseBytes); 0: the host's
+	// default for the memory limit.
 	BaselineMB   int64
 	DiskMBps     float64
 	RestartDelay time.Duration

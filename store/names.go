@@ -69,6 +69,16 @@ const (
 	FieldSpillsSetWindowFields      SampleField = "spills.setWindowFields"
 	FieldSpillsSetWindowFieldsBytes SampleField = "spills.setWindowFieldsBytes"
 
+	// The simulated host's spill I/O (mongosim only: serverStatus.mongosim.spillIO),
+	// bytes since the member started; a real server reports none of them.
+	FieldSimSpillWrittenBytes     SampleField = "sim.spillWrittenBytes"
+	FieldSimSpillReadBackBytes    SampleField = "sim.spillReadBackBytes"
+	FieldSimSpillDiskReadBytes    SampleField = "sim.spillDiskReadBytes"
+	FieldSimSpillWrittenBackBytes SampleField = "sim.spillWrittenBackBytes"
+	FieldSimSpillUnreadFreedBytes SampleField = "sim.spillUnreadFreedBytes"
+	FieldSimSpillLiveUnreadBytes  SampleField = "sim.spillLiveUnreadBytes"
+	FieldSimPageCacheDirtyBytes   SampleField = "sim.pageCacheDirtyBytes"
+
 	FieldConnectionsCurrent      SampleField = "connections.current"
 	FieldConnectionsAvailable    SampleField = "connections.available"
 	FieldConnectionsTotalCreated SampleField = "connections.totalCreated"

@@ -19,7 +19,7 @@ import (
 // runs. make bench prints both.
 func BenchmarkSweep(b *testing.B) {
 	base := virtual.DefaultConfig(1)
-	base.Hardware = model.HostHardware()
+	base.Hardware = model.DefaultHardware()
 	x, _ := ParseVary("host.otherBytes=512MiB,2GiB")
 	y, _ := ParseVary("workload.stormRate=150,300")
 	var list []arms.Arm

@@ -233,9 +233,6 @@ func Fit(ctx context.Context, c FitConfig) (*FitResult, error) {
 	}
 	r := &FitResult{}
 	for _, d := range c.Space {
-		if d.Knob.NeedsHost && c.Base.Hardware.Host == nil {
-			return nil, fmt.Errorf("%s needs the host model", d.Knob.Name)
-		}
 		if d.Predict {
 			r.Predicted = append(r.Predicted, d)
 		} else {

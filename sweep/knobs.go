@@ -48,8 +48,6 @@ type Knob struct {
 	// Choices are a non-numeric knob's values (booleans, strings); nil
 	// for a number knob, empty for a string knob that takes any string.
 	Choices []string
-	// NeedsHost knobs only exist in the host model.
-	NeedsHost bool
 
 	// appliesTo reports whether the knob changes arm a (nil: every arm).
 	appliesTo func(a arms.Arm) bool
@@ -150,24 +148,26 @@ func (s Setting) clone() Setting {
 	return s
 }
 
+// host is the setting's host, its machine's default host when it names
+// none (model.Hardware.WithDefaults' rule), so a knob can set one field.
+func (s *Setting) host() *model.Host {
+	if s.Config.Hardware.Host == nil {
+		h := model.DefaultHostFor(s.Config.Hardware.WithDefaults().MemLimitBytes)
+		s.Config.Hardware.Host = &h
+	}
+	return s.Config.Hardware.Host
+}
+
 // Knobs is the namespace, sorted by name.
 var Knobs = func() []Knob {
 	var ks []Knob
 	host := func(name, doc, unit string, lo, hi float64, integer bool, f func(h *model.Host) any) {
-		ks = append(ks, Knob{Name: "host." + name, Doc: doc, Unit: unit, Min: lo, Max: hi, Integer: integer, NeedsHost: true,
+		ks = append(ks, Knob{Name: "host." + name, Doc: doc, Unit: unit, Min: lo, Max: hi, Integer: integer,
 			set: func(s *Setting, v Value) error {
-				if s.Config.Hardware.Host == nil {
-					return fmt.Errorf("host.%s needs the host model", name)
-				}
-				setField(f(s.Config.Hardware.Host), v)
+				setField(f(s.host()), v)
 				return nil
 			},
-			get: func(s *Setting) Value {
-				if s.Config.Hardware.Host == nil {
-					return Num(0)
-				}
-				return getField(f(s.Config.Hardware.Host))
-			}})
+			get: func(s *Setting) Value { return getField(f(s.host())) }})
 	}
 	const gib = 1 << 30
 	host("otherBytes", "resident memory of the other processes on the host (agents); only other + kernel matters", UnitBytes, 0, 1<<40, true, func(h *model.Host) any { return &h.OtherProcessBytes })
@@ -183,17 +183,12 @@ var Knobs = func() []Knob {
 	host("untrackedPerOpBytes", "resident bytes of a live operation no tracker counts", UnitBytes, 0, gib, true, func(h *model.Host) any { return &h.UntrackedPerOpBytes })
 	host("untrackedPerCursorBytes", "resident bytes of an idle cursor no tracker counts", UnitBytes, 0, gib, true, func(h *model.Host) any { return &h.UntrackedPerCursorBytes })
 	host("spillRunBufferBytes", "read buffer of one spilled run while a cursor merges its runs", UnitBytes, 0, gib, true, func(h *model.Host) any { return &h.SpillRunBufferBytes })
-	ks = append(ks, Knob{Name: "host.replyBufferUntracked", Doc: "a getMore's reply batch counts as untracked memory", Choices: []string{"true", "false"}, NeedsHost: true,
+	ks = append(ks, Knob{Name: "host.replyBufferUntracked", Doc: "a getMore's reply batch counts as untracked memory", Choices: []string{"true", "false"},
 		set: func(s *Setting, v Value) error {
-			if s.Config.Hardware.Host == nil {
-				return fmt.Errorf("host.replyBufferUntracked needs the host model")
-			}
-			s.Config.Hardware.Host.ReplyBufferUntracked = v.Str == "true"
+			s.host().ReplyBufferUntracked = v.Str == "true"
 			return nil
 		},
-		get: func(s *Setting) Value {
-			return Str(strconv.FormatBool(s.Config.Hardware.Host != nil && s.Config.Hardware.Host.ReplyBufferUntracked))
-		}})
+		get: func(s *Setting) Value { return Str(strconv.FormatBool(s.host().ReplyBufferUntracked)) }})
 
 	hw := func(name, doc, unit string, lo, hi float64, integer bool, f func(h *model.Hardware) any) {
 		ks = append(ks, Knob{Name: "hw." + name, Doc: doc, Unit: unit, Min: lo, Max: hi, Integer: integer,

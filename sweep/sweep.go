@@ -170,9 +170,6 @@ func (c Config) Validate() error {
 		if len(f.Values) != 1 {
 			return fmt.Errorf("Config.Fixed %s: one value", f.Spec)
 		}
-		if f.Knob.NeedsHost && c.Base.Hardware.Host == nil {
-			return fmt.Errorf("Config.Fixed %s: %s needs the host model (Config.Base.Hardware.Host)", f.Spec, f.Knob.Name)
-		}
 		for _, g := range c.Fixed[:i] {
 			if f.Knob.Name == g.Knob.Name {
 				return fmt.Errorf("Config.Fixed %s: %s is set twice", f.Spec, f.Knob.Name)
@@ -189,9 +186,6 @@ func (c Config) Validate() error {
 			if a.Knob.Name == b.Knob.Name {
 				return fmt.Errorf("Config.Axes %s: %s is varied twice", a.Spec, a.Knob.Name)
 			}
-		}
-		if a.Knob.NeedsHost && c.Base.Hardware.Host == nil {
-			return fmt.Errorf("Config.Axes %s: %s needs the host model (Config.Base.Hardware.Host)", a.Spec, a.Knob.Name)
 		}
 	}
 	for _, a := range c.Arms {

@@ -37,7 +37,7 @@ func builtins(t *testing.T, names ...string) []arms.Arm {
 // short is a small trial on the host model: a few seconds of storm.
 func short() virtual.Config {
 	c := virtual.DefaultConfig(1)
-	c.Hardware = model.HostHardware()
+	c.Hardware = model.DefaultHardware()
 	c.Workload.Phases.Warmup, c.Workload.Phases.Storm, c.Workload.Phases.Recovery = 2*time.Second, 8*time.Second, 2*time.Second
 	c.Start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	return c
@@ -107,8 +107,6 @@ func TestParseVaryRefusesBadInput(t *testing.T) {
 
 func TestValidateRefusesWhatATrialWould(t *testing.T) {
 	base := short()
-	noHost := base
-	noHost.Hardware = model.Hardware{}
 	for _, tc := range []struct {
 		name string
 		cfg  Config
@@ -118,7 +116,6 @@ func TestValidateRefusesWhatATrialWould(t *testing.T) {
 		{"no axis", Config{Arms: builtins(t, "D"), Base: base, Seeds: 1}, "Config.Axes"},
 		{"twice", Config{Arms: builtins(t, "D"), Base: base, Seeds: 1, Axes: []Axis{mustVary(t, "hw.cpus=4,8"), mustVary(t, "hw.cpus=2,3")}}, "varied twice"},
 		{"no seeds", Config{Arms: builtins(t, "D"), Base: base, Axes: []Axis{mustVary(t, "hw.cpus=4,8")}}, "Config.Seeds 0"},
-		{"host knob without host", Config{Arms: builtins(t, "D"), Base: noHost, Seeds: 1, Axes: []Axis{mustVary(t, "host.otherBytes=0,1GiB")}}, "needs the host model"},
 		{"high mark under E's low mark", Config{Arms: builtins(t, "D", "E"), Base: base, Seeds: 1, Axes: []Axis{mustVary(t, "param.queryMemoryLoadSheddingHighMarkPercent=20,80")}}, "must be above the low mark"},
 		{"workload bound", Config{Arms: builtins(t, "D"), Base: base, Seeds: 1, Axes: []Axis{mustVary(t, "workload.stormRate=100,5000")}}, "stormRate"},
 		{"host full", Config{Arms: builtins(t, "D"), Base: base, Seeds: 1, Axes: []Axis{mustVary(t, "host.otherBytes=1GiB,40GiB")}}, "fill the machine"},
@@ -314,7 +311,7 @@ func TestSweepIsDeterministic(t *testing.T) {
 
 func TestSweepStopsWhenCancelled(t *testing.T) {
 	base := virtual.DefaultConfig(1)
-	base.Hardware = model.HostHardware()
+	base.Hardware = model.DefaultHardware()
 	cfg := Config{Arms: builtins(t, "D", "E", "F"), Base: base, Seed: 1, Seeds: 3, Axes: []Axis{mustVary(t, "workload.stormRate=100:300:20")}}
 	ctx, cancel := context.WithCancel(context.Background())
 	var cancelled atomic.Int64

@@ -11,7 +11,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/qmlsab/qmlsab/arms"
-	"github.com/qmlsab/qmlsab/mongosim/model"
 	"github.com/qmlsab/qmlsab/run"
 	"github.com/qmlsab/qmlsab/run/virtual"
 	"github.com/qmlsab/qmlsab/sweep"
@@ -34,7 +33,7 @@ func calibrateCommand() *cli.Command {
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "first seed; a seed makes a trial deterministic"},
 			&cli.Float64Flag{Name: "storm-rate", Usage: "storm queries per second (default: the workload's; table mode)"},
 			&cli.DurationFlag{Name: "storm", Usage: "storm phase length (default: the workload's; table mode)"},
-			&cli.BoolFlag{Name: "host", Usage: "run on the host model (model.HostHardware) instead of the single-process model; with --fit, its unknowns join the space"},
+			&cli.BoolFlag{Name: "host", Hidden: true, Usage: "deprecated: the host model (page cache, OOM killer on host memory) is the only model"},
 			&cli.BoolFlag{Name: "fit", Usage: "estimate the storm, the unreported admission settings, D's actor policy and E's build from the investigation's observations of D and E jointly, then predict D, E, M and F"},
 			&cli.GenericFlag{Name: "space", Value: &repeated{}, Usage: "with --fit: search only these unknowns, each `NAME=LO:HI[:log]` or NAME=V1,V2,... (repeatable; default: the documented space)"},
 			&cli.IntFlag{Name: "samples", Value: 48, Usage: "with --fit: Latin hypercube points"},
@@ -70,9 +69,7 @@ func calibrateCommand() *cli.Command {
 				list = append(list, a)
 			}
 			cfg := virtual.DefaultConfig(c.Uint64("seed"))
-			if c.Bool("host") {
-				cfg.Hardware = model.HostHardware()
-			}
+			warnHostFlag(c)
 			if c.IsSet("storm-rate") {
 				cfg.Workload.StormRate = c.Float64("storm-rate")
 			}
@@ -171,9 +168,7 @@ func fitAction(c *cli.Context) error {
 		space = dims
 	}
 	base := virtual.DefaultConfig(c.Uint64("seed"))
-	if c.Bool("host") {
-		base.Hardware = model.HostHardware()
-	}
+	warnHostFlag(c)
 	base.Workload = scaled(base.Workload, scale)
 	role := func(name string) arms.Arm { a, _ := arms.Lookup(name); return a }
 	cfg := sweep.FitConfig{Base: base, D: role("D"), E: role("E"), F: role("F"), M: role("M"), Space: space, Seed: c.Uint64("seed"),

@@ -16,7 +16,6 @@ import (
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/internal/texttable"
 	"github.com/qmlsab/qmlsab/metric"
-	"github.com/qmlsab/qmlsab/mongosim/model"
 	"github.com/qmlsab/qmlsab/run"
 	"github.com/qmlsab/qmlsab/run/virtual"
 	"github.com/qmlsab/qmlsab/store"
@@ -39,7 +38,7 @@ func sweepCommand() *cli.Command {
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "first seed; cells run seeds --seed … --seed+n−1"},
 			&cli.StringFlag{Name: "profile", Value: "default", Usage: "phase lengths: quick, default or long"},
 			&cli.StringFlag{Name: "workload", Value: workload.KindSpillToDisk, Usage: "a spill_to_disk workload: the built-in or a workload YAML `FILE`"},
-			&cli.BoolFlag{Name: "host", Usage: "run on the host model (model.HostHardware) instead of the embedded default's single-process model (host.* knobs need it)"},
+			&cli.BoolFlag{Name: "host", Hidden: true, Usage: "deprecated: the host model (page cache, OOM killer on host memory) is the only model"},
 			&cli.StringFlag{Name: "out", Usage: "folder for sweep.json and sweep.html (default: results/sweep-<timestamp>-<id>)"},
 			&cli.IntFlag{Name: "parallel", Usage: "trials at once (default: every CPU)"},
 			&cli.BoolFlag{Name: "list", Usage: "list the names --vary takes, with their defaults, and exit"},
@@ -68,9 +67,7 @@ func sweepAction(c *cli.Context) error {
 	}
 	base := virtual.DefaultConfig(c.Uint64("seed"))
 	base.Workload = *spec.Scaled(scale).SpillToDisk
-	if c.Bool("host") {
-		base.Hardware = model.HostHardware()
-	}
+	warnHostFlag(c)
 	if c.Bool("list") {
 		var list []arms.Arm
 		for _, n := range []string{"D", "E", "F"} {
@@ -257,9 +254,6 @@ func writeKnobs(w io.Writer, base virtual.Config, list []arms.Arm, format textta
 	}
 	t.Columns = append(t.Columns, texttable.Column{Title: "VALUES", Key: "values"}, texttable.Column{Title: "MEANING", Key: "meaning", Wrap: true})
 	for _, k := range sweep.Knobs {
-		if k.NeedsHost && base.Hardware.Host == nil {
-			continue
-		}
 		vals := "numbers"
 		switch {
 		case len(k.Choices) > 0:

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"math"
 	"time"
 
 	"github.com/qmlsab/qmlsab/internal/queryshape"
@@ -61,13 +62,26 @@ func (p Params) GetMoreWorks(q QueryShape) []Work {
 // bytes of q's output (Exhausts unset; the caller knows whether it is the
 // last), for a caller that makes them one at a time.
 func (p Params) GetMoreWork(q QueryShape, bytes int64) Work {
-	w := Work{HoldBytes: q.HoldBytes, LoadBytes: q.LoadBytes, Stage: q.Stage, BufferBytesPerDoc: q.DocBytes}
+	w := Work{HoldBytes: q.HoldBytes, LoadBytes: q.LoadBytes, Stage: q.Stage, BufferBytesPerDoc: q.DocBytes, ReplyBytes: bytes}
 	if p.Spills(q) {
-		w.ReadSpillBytes = bytes
+		// Merging sorted runs reads every spilled byte back, whatever
+		// share of it the pipeline returns: a batch reads its share of
+		// the spill.
+		w.ReadSpillBytes = SpillReadShare(q.ScanDocs*q.DocBytes, bytes, q.OutputBytes)
 	} else {
 		w.ScanDocs, w.CPUPerDoc = bytes/max(q.DocBytes, 1), ScanCPUPerDoc
 	}
 	return w
+}
+
+// SpillReadShare is what a batch returning bytes of a cursor's output
+// reads of its query's spilled bytes: spilled in proportion, so that the
+// batches of a cursor read back exactly what it spilled.
+func SpillReadShare(spilled, bytes, output int64) int64 {
+	if output <= 0 {
+		return 0
+	}
+	return int64(math.Ceil(float64(spilled) * float64(bytes) / float64(output)))
 }
 
 // Combine is one op doing the works one after another: what a getMore
@@ -80,6 +94,7 @@ func Combine(ws []Work) Work {
 	for _, x := range ws[1:] {
 		w.ScanDocs += x.ScanDocs
 		w.ReadSpillBytes += x.ReadSpillBytes
+		w.ReplyBytes += x.ReplyBytes
 		w.Exhausts = x.Exhausts
 	}
 	return w

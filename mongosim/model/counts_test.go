@@ -111,7 +111,7 @@ func TestCountsMatchAWalkThroughAStorm(t *testing.T) {
 	for _, host := range []bool{false, true} {
 		hw := DefaultHardware()
 		if host {
-			hw = HostHardware()
+			hw = DefaultHardware()
 			hw.MemLimitBytes = 6 << 30 // a small host, so the storm fills it
 		}
 		// The single-process model sheds (inline and queued); the host

@@ -79,16 +79,24 @@ func DefaultHost() Host {
 	}
 }
 
-// HostHardware is DefaultHardware on an M50 host: the model calibration
-// runs on. BaselineBytes is unused with a host (the baseline is the
-// WiredTiger cache's fill plus MongodBaseBytes), and AllocOverhead stands
-// for allocator fragmentation of tracked bytes only.
-func HostHardware() Hardware {
-	hw := DefaultHardware()
+// m50Memory is the memory of the machine DefaultHost describes.
+const m50Memory = 32 << 30
+
+// DefaultHostFor is DefaultHost for a machine of memLimit bytes: the
+// memory outside mongod (other processes, the kernel) and mongod's own
+// base are an M50's shares of its memory, so that a small simulated
+// member (a test's 2 GiB, say) keeps an M50's proportions instead of
+// spending its whole memory on an M50's fixed sizes.
+func DefaultHostFor(memLimit int64) Host {
 	h := DefaultHost()
-	hw.Host = &h
-	hw.AllocOverhead = 1.1
-	return hw
+	if memLimit <= 0 || memLimit == m50Memory {
+		return h
+	}
+	scale := func(b int64) int64 { return int64(float64(b) * float64(memLimit) / m50Memory) }
+	h.OtherProcessBytes = scale(h.OtherProcessBytes)
+	h.KernelBytes = scale(h.KernelBytes)
+	h.MongodBaseBytes = scale(h.MongodBaseBytes)
+	return h
 }
 
 // WTCacheSize is the WiredTiger cache size mongod picks for this memory.
@@ -115,6 +123,7 @@ type hostState struct {
 	// memory in use and the same dirty pages then changes nothing.
 	rss       int64
 	usedDirty float64
+	usedClean float64
 	settled   bool
 }
 
@@ -138,7 +147,7 @@ func (s *hostState) dirtyable(rss int64) int64 {
 // exceeds the machine's).
 func (s *hostState) update(tracked int64, overhead float64, dt time.Duration) (rss int64, oom bool) {
 	inUse := s.inUseWith(tracked, overhead)
-	if s.settled && inUse == s.inUse && s.pc.dirty == s.usedDirty {
+	if s.settled && inUse == s.inUse && s.pc.dirty == s.usedDirty && s.pc.clean == s.usedClean {
 		// Nothing moved since the last update, and the allocator holds no
 		// free pages: every step below would give what it gave then (an
 		// idle member's ticks, thousands a second of model time).
@@ -146,9 +155,14 @@ func (s *hostState) update(tracked int64, overhead float64, dt time.Duration) (r
 	}
 	s.inUse = inUse
 	rss = s.alloc.update(s.inUse, dt)
-	s.pc.setDirtyable(s.dirtyable(rss))
+	free := s.dirtyable(rss)
+	s.pc.setDirtyable(free)
+	// The page cache lives in what the processes and the kernel leave:
+	// reclaim evicts clean pages to make room (dirty ones wait for
+	// writeback).
+	s.pc.reclaim(float64(free))
 	s.used = rss + s.h.OtherProcessBytes + s.h.KernelBytes + int64(s.pc.dirty)
-	s.rss, s.usedDirty, s.settled = rss, s.pc.dirty, s.alloc.held == 0
+	s.rss, s.usedDirty, s.usedClean, s.settled = rss, s.pc.dirty, s.pc.clean, s.alloc.held == 0
 	return rss, s.used > s.ram
 }
 
@@ -159,7 +173,7 @@ func (s *hostState) inUseWith(tracked int64, overhead float64) int64 {
 // unchanged reports whether an update with tracked bytes would return
 // what the last one did and change nothing.
 func (s *hostState) unchanged(tracked int64, overhead float64) bool {
-	return s.settled && s.inUseWith(tracked, overhead) == s.inUse && s.pc.dirty == s.usedDirty
+	return s.settled && s.inUseWith(tracked, overhead) == s.inUse && s.pc.dirty == s.usedDirty && s.pc.clean == s.usedClean
 }
 
 // HostStats is a member's host memory, for tests and observers.
@@ -173,12 +187,9 @@ type HostStats struct {
 	WrittenBackBytes, DroppedDirtyBytes  int64
 }
 
-// HostStats returns the host's memory (zero without a host).
+// HostStats returns the host's memory.
 func (n *Node) HostStats() HostStats {
 	s := n.host
-	if s == nil {
-		return HostStats{RSSBytes: n.rss}
-	}
 	return HostStats{InUseBytes: s.inUse, HeldFreeBytes: int64(s.alloc.held), RSSBytes: n.rss,
 		WTCacheBytes: s.wt.fill, WTCacheSize: s.wt.size, UntrackedBytes: s.untracked,
 		DirtyBytes: int64(s.pc.dirty), DirtyLimit: int64(s.pc.limit), DirtyBgLimit: int64(s.pc.bgLimit),

@@ -8,7 +8,7 @@ import (
 
 func hostNode(t *testing.T, mod func(*Hardware), kv map[string]string) *Node {
 	t.Helper()
-	hw := HostHardware()
+	hw := DefaultHardware()
 	h := *hw.Host
 	hw.Host = &h
 	if mod != nil {
@@ -215,6 +215,10 @@ func TestShedClockScopeChangesOnlyAGetMoresFirstCheck(t *testing.T) {
 		if kind == KindGetMore {
 			n.cursors[7] = cursor{bytes: 8 << 20, primed: true, lastEval: 0}
 			n.trackedTotal += 8 << 20
+			// Its query spilled 64 MiB long ago: written back and evicted,
+			// so every block comes from the disk.
+			f := n.host.pc.file(7)
+			f.written, f.cold = 64<<20, 64<<20
 		}
 		n.AdvanceTo(10 * time.Millisecond)
 		op := &Op{Kind: kind, Eligible: true, CursorID: 7, Work: Work{ReadSpillBytes: 64 << 20, HoldBytes: 8 << 20}}

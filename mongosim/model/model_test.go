@@ -85,7 +85,7 @@ func TestQueuedOpHoldsItsBytesAndInlineShedderNeverTouchesIt(t *testing.T) {
 	if !gm.Queued() || n.Op(gm.ID) == nil {
 		t.Fatal("the inline shedder touched an op that never held a ticket")
 	}
-	if n.RSS() < n.hw.BaselineBytes+50<<20 {
+	if base := NewNode(n.hw, n.p, 1).RSS(); n.RSS() < base+50<<20 {
 		t.Fatalf("RSS %d does not include the queued op's bytes", n.RSS())
 	}
 	if n.OperationsShed != 0 {
@@ -200,7 +200,7 @@ func TestDeprioritizationAfterThreeAdmissionsAndFewestAdmissionsFirst(t *testing
 
 func TestOOMKillsEverythingAboveTheLimit(t *testing.T) {
 	hw := DefaultHardware()
-	hw.MemLimitBytes = hw.BaselineBytes + 200<<20
+	hw.MemLimitBytes, hw.Host = 2<<30, nil // a small machine: its host in an M50's proportions
 	crashed := false
 	n := NewNode(hw, params(t, nil), 1)
 	n.OnCrash = func() { crashed = true }

@@ -48,7 +48,7 @@ type Node struct {
 	lastMonitor time.Duration
 	dead        bool
 
-	host    *hostState // nil: no host model
+	host    *hostState
 	stalled int        // writers paused in balance_dirty_pages this tick
 
 	// Counters.
@@ -101,11 +101,10 @@ func NewNode(hw Hardware, p Params, seed uint64) *Node {
 	n.pools[1][1] = newPool("write.lowPriority", true, low, &n.holders)
 	n.yieldSeconds = p.YieldPeriod.Seconds()
 	n.probe.stable = float64(read + write)
-	n.rss = hw.BaselineBytes
-	if hw.Host != nil {
-		n.host = newHostState(hw)
-		n.rss, _ = n.host.update(0, hw.AllocOverhead, 0)
-	}
+	hw = hw.WithDefaults()
+	n.hw = hw
+	n.host = newHostState(hw)
+	n.rss, _ = n.host.update(0, hw.AllocOverhead, 0)
 	n.rssSample = n.rss
 	n.rssPeak = n.rss
 	return n
@@ -442,9 +441,6 @@ func ticksUntil(now, last, every time.Duration) int64 {
 // memorySettled reports whether a tick with no operation running or
 // queued would leave resident memory as the last one computed it.
 func (n *Node) memorySettled() bool {
-	if n.host == nil {
-		return n.rss == n.hw.BaselineBytes+int64(float64(n.trackedTotal)*n.hw.AllocOverhead)
-	}
 	return !n.host.pc.flushing() && n.host.unchanged(n.trackedTotal, n.hw.AllocOverhead)
 }
 
@@ -457,6 +453,9 @@ func (n *Node) step() {
 	cpuN, diskN := 0, 0
 	n.stalled = 0
 	for _, op := range n.running {
+		if op.inReadPhase() && op.blockHit <= 0 && op.blockMiss <= 0 {
+			n.startBlock(op)
+		}
 		switch {
 		case n.writerStalls(op):
 			op.stalled, op.onDisk = true, false
@@ -475,7 +474,7 @@ func (n *Node) step() {
 	}
 	diskRate := 0.0
 	users := diskN
-	if n.host != nil && n.host.pc.flushing() {
+	if n.host.pc.flushing() {
 		users++ // background writeback shares the device
 		n.host.pc.writeback(n.hw.DiskBytesPerSec / float64(users) * dt)
 	}
@@ -506,7 +505,7 @@ func (n *Node) step() {
 		// check while running, which the model's processor sharing would
 		// otherwise smear into slices that end on wall time alone.
 		due := op.sliceRun >= n.yieldSeconds || (n.p.YieldIterations > 0 && op.sliceIters >= float64(n.p.YieldIterations))
-		if due && op.blockLeft <= 0 && op.pendingSpill <= 0 {
+		if due && op.blockHit <= 0 && op.blockMiss <= 0 && op.spillLeft <= 0 {
 			// Yield: release the ticket and queue for another one.
 			n.release(op)
 			n.request(op)
@@ -521,13 +520,8 @@ func (n *Node) step() {
 	if n.now-n.probe.last >= n.p.ProbeInterval {
 		n.runProbe()
 	}
-	oom := false
-	if n.host != nil {
-		n.rss, oom = n.host.update(n.trackedTotal, n.hw.AllocOverhead, Tick)
-	} else {
-		n.rss = n.hw.BaselineBytes + int64(float64(n.trackedTotal)*n.hw.AllocOverhead)
-		oom = n.rss > n.hw.MemLimitBytes
-	}
+	var oom bool
+	n.rss, oom = n.host.update(n.trackedTotal, n.hw.AllocOverhead, Tick)
 	n.rssPeak = max(n.rssPeak, n.rss)
 	if oom {
 		n.crash()
@@ -547,15 +541,14 @@ func (n *Node) progress(op *Op, dt, cpuShare, diskRate float64) bool {
 	switch {
 	case op.stalled:
 		return false // paused in balance_dirty_pages, holding its ticket
-	case op.pendingSpill > 0:
+	case op.spillLeft > 0:
 		n.writeSpill(op, cpuShare*dt)
-		op.pendingSpill -= cpuShare * dt
 	case op.scanned < float64(w.ScanDocs):
 		docs := min(cpuShare*dt/op.cpuPerDoc, float64(w.ScanDocs)-op.scanned)
 		op.scanned += docs
 		op.sinceCheck += docs
 		op.sliceIters += docs
-		if n.host != nil && op.Kind == KindAggregate {
+		if op.Kind == KindAggregate {
 			n.host.wt.read(docs * float64(w.BufferBytesPerDoc))
 		}
 		if w.BufferBytesPerDoc > 0 {
@@ -573,17 +566,28 @@ func (n *Node) progress(op *Op, dt, cpuShare, diskRate float64) bool {
 			n.setTracked(op, w.HoldBytes)
 		}
 	case op.readLeft > 0:
-		// Reading spilled runs: the op waits for a block, then emits its
-		// documents in a CPU burst far shorter than the shedder's 1 ms
-		// minimum evaluation spacing, so a block yields one checkpoint.
-		if op.blockLeft <= 0 {
-			op.blockLeft = min(float64(n.hw.SpillBlockBytes), op.readLeft)
+		// Reading spilled runs back block by block: the part of a block the
+		// page cache holds is copied on CPU, the evicted part waits for the
+		// disk; then the block's documents are emitted in a CPU burst far
+		// shorter than the shedder's 1 ms minimum evaluation spacing, so a
+		// block yields one checkpoint.
+		f := n.queryFileOf(op)
+		if op.blockHit > 0 {
+			b := min(cpuShare*dt*n.hw.SpillReadBytesPerSec, op.blockHit)
+			op.blockHit -= b
+			op.readLeft -= b
+			n.host.pc.read(f, b, false)
+		} else {
+			b := min(diskRate*dt, op.blockMiss)
+			op.blockMiss -= b
+			op.readLeft -= b
+			n.host.pc.read(f, b, true)
 		}
-		b := min(diskRate*dt, op.blockLeft)
-		op.readLeft -= b
-		op.blockLeft -= b
-		if op.blockLeft <= 1e-9 {
-			op.blockLeft = 0
+		if op.blockHit <= 1e-9 && op.blockMiss <= 1e-9 {
+			op.blockHit, op.blockMiss = 0, 0
+			if op.readLeft < 1e-6 {
+				op.readLeft = 0
+			}
 			n.opUntracked(op) // the reply batch grew by a block
 			if !op.loaded && w.LoadBytes > 0 {
 				op.loaded = true
@@ -616,6 +620,15 @@ func (n *Node) progress(op *Op, dt, cpuShare, diskRate float64) bool {
 	return false
 }
 
+// startBlock sets up the next block op reads back: how much of it the
+// page cache still holds (the file's resident share) and how much must
+// come from the disk.
+func (n *Node) startBlock(op *Op) {
+	b := min(float64(n.hw.SpillBlockBytes), op.readLeft)
+	h := n.queryFileOf(op).hitShare()
+	op.blockHit, op.blockMiss = b*h, b*(1-h)
+}
+
 func (o *Op) spilled() bool { return o.peak >= o.Work.StageLimitBytes }
 
 func spillKey(stage string) string {
@@ -636,12 +649,9 @@ func (n *Node) spill(op *Op) {
 	if op.Work.BufferBytesPerDoc > 0 {
 		st.SpilledRecords += op.tracked / op.Work.BufferBytesPerDoc
 	}
-	op.pendingSpill += float64(op.tracked) / n.hw.SpillWriteBytesPerSec
-	if n.host != nil {
-		op.spillLeft += float64(op.tracked)
-		op.runs++
-		n.opUntracked(op)
-	}
+	op.spillLeft += float64(op.tracked)
+	op.runs++
+	n.opUntracked(op)
 	n.setTracked(op, 0)
 }
 
@@ -667,6 +677,7 @@ func (n *Node) crash() {
 	n.running = nil
 	n.cursors = map[int64]cursor{}
 	n.trackedTotal = 0 // the process's memory died with it
+	n.host.pc.clear()   // and its spill files
 	n.live = liveCounts{}
 	if n.OnCrash != nil {
 		n.OnCrash()
@@ -803,3 +814,4 @@ func (n *Node) RunNow(write bool) bool {
 
 // Idle reports whether no operation is queued or running.
 func (n *Node) Idle() bool { return n.ops.len() == 0 }
+

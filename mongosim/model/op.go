@@ -28,8 +28,11 @@ type Work struct {
 	// LoadBytes is a buffer a getMore loads in its first iteration (a
 	// $setWindowFields partition read back from the spilled sort); it is
 	// released at the end of the batch, leaving HoldBytes to the cursor.
-	LoadBytes      int64
-	ReadSpillBytes int64  // spilled bytes read back (merge of spilled runs)
+	LoadBytes int64
+	// ReadSpillBytes are spilled bytes the op reads back (its share of the
+	// merge of its query's spilled runs); ReplyBytes what its batch returns.
+	ReadSpillBytes int64
+	ReplyBytes     int64
 	WriteDocs      int64  // documents a write stage writes
 	Stage          string // the pipeline stage that holds memory ($setWindowFields, ...)
 	// StartTracked is tracked memory the op holds from the start (the
@@ -97,15 +100,15 @@ type Op struct {
 	killCode      int32
 	tracked, peak int64
 	scanned       float64
-	pendingSpill  float64 // CPU seconds of spill serialisation still to do
 	readLeft      float64
 	writesLeft    float64
-	blockLeft     float64
+	blockHit      float64 // bytes of the current spill block the page cache holds, still to read
+	blockMiss     float64 // bytes of the current spill block to read from the disk
 	sinceCheck    float64
 	sliceIters    float64 // documents processed in the current slice
 	sliceRun      float64 // seconds the op ran (on CPU or blocked on I/O) in this slice
 	cpuPerDoc     float64 // Work.CPUPerDoc in seconds, converted once at Submit
-	spillLeft     float64 // bytes of the run being written still to write (host.go)
+	spillLeft     float64 // bytes of spilled runs still to write into the page cache
 	lastEval      time.Duration
 
 	AppName string
@@ -145,12 +148,19 @@ func (o *Op) Queued() bool { return o.state == stateQueued }
 // Admissions is how many tickets the op has taken.
 func (o *Op) Admissions() int { return o.admissions }
 
+// inReadPhase reports whether the op reads spilled runs back.
+func (o *Op) inReadPhase() bool {
+	return o.spillLeft <= 0 && o.scanned >= float64(o.Work.ScanDocs) && o.readLeft > 0
+}
+
+// inDiskPhase reports whether the op waits for the disk: it reads the
+// part of a spill block the page cache evicted.
 func (o *Op) inDiskPhase() bool {
-	return o.pendingSpill <= 0 && o.scanned >= float64(o.Work.ScanDocs) && o.readLeft > 0
+	return o.inReadPhase() && o.blockHit <= 0 && o.blockMiss > 0
 }
 
 func (o *Op) finished() bool {
-	return o.scanned >= float64(o.Work.ScanDocs) && o.pendingSpill <= 0 && o.readLeft <= 0 && o.writesLeft <= 0
+	return o.scanned >= float64(o.Work.ScanDocs) && o.spillLeft <= 0 && o.readLeft <= 0 && o.writesLeft <= 0
 }
 
 // PeakTracked is the op's highest tracked memory.

@@ -16,58 +16,65 @@ import (
 // Hardware describes one member's machine. Defaults are an Atlas M50.
 type Hardware struct {
 	CPUs int `json:"cpus"`
-	// MemLimitBytes is the memory limit: above it the member is OOM-killed.
+	// MemLimitBytes is the machine's memory (MemTotal, or the cgroup's
+	// limit): what mongod reads as its memory limit, and what the kernel's
+	// OOM killer weighs the host's unreclaimable memory against.
 	MemLimitBytes int64 `json:"mem_limit_bytes"`
-	// BaselineBytes is resident memory with no query buffers (storage
-	// engine cache in use, connections, code).
-	BaselineBytes int64 `json:"baseline_bytes"`
-	// AllocOverhead multiplies tracked bytes into resident bytes (allocator
-	// fragmentation and untracked per-op memory).
+	// AllocOverhead multiplies tracked bytes into the resident bytes the
+	// allocator needs for them (fragmentation).
 	AllocOverhead float64 `json:"alloc_overhead"`
-	// DiskBytesPerSec is the spill disk's bandwidth, shared by every running
-	// operation that reads or writes spill files.
+	// DiskBytesPerSec is the spill disk's bandwidth, shared by the page
+	// cache's writeback and every read of a spilled run that misses the
+	// page cache.
 	DiskBytesPerSec float64 `json:"disk_bytes_per_sec"`
 	// SpillBlockBytes is what one spill-read iteration reads; a yield can
-	// only happen between iterations, so disk-bound slices last at least
-	// one block's read.
+	// only happen between iterations, so a read slice lasts at least one
+	// block.
 	SpillBlockBytes int64 `json:"spill_block_bytes"`
-	// SpillWriteBytesPerSec is how fast one CPU serialises a spilled run.
-	// Spill writes land in the page cache, so they cost CPU, not disk
-	// time; reading runs back goes to the device.
+	// SpillWriteBytesPerSec is how fast one CPU serialises a spilled run
+	// into the page cache (the write dirties pages; the disk sees them
+	// only when the page cache writes them back).
 	SpillWriteBytesPerSec float64 `json:"spill_write_bytes_per_sec"`
-	// Host, when set, models the machine around mongod (host.go): the OOM
-	// killer on host memory, the WiredTiger cache, the allocator, untracked
-	// memory and the page cache. Nil keeps the single-process model.
+	// SpillReadBytesPerSec is how fast one CPU reads a spilled run back
+	// from pages the page cache still holds (copy and deserialise); the
+	// part of a run the page cache evicted is read from the disk.
+	SpillReadBytesPerSec float64 `json:"spill_read_bytes_per_sec"`
+	// Host is the machine around mongod (host.go): the OOM killer on host
+	// memory, the WiredTiger cache, the allocator, untracked memory and
+	// the page cache's memory. Nil takes DefaultHostFor(MemLimitBytes).
 	Host *Host `json:"host,omitempty"`
 }
 
-// DefaultHardware is an Atlas M50: 8 vCPUs and 32 GiB.
+// DefaultHardware is an Atlas M50: 8 vCPUs, 32 GiB and a gp3 volume,
+// with its host (DefaultHost).
 func DefaultHardware() Hardware {
+	h := DefaultHost()
 	return Hardware{
 		CPUs:            8,
 		MemLimitBytes:   32 << 30,
-		BaselineBytes:   6 << 30,
-		AllocOverhead:   1.15,
+		AllocOverhead:   1.1,
 		DiskBytesPerSec: 125 << 20, // gp3 baseline throughput
-		SpillBlockBytes: 1 << 20, SpillWriteBytesPerSec: 2e9,
+		SpillBlockBytes: 1 << 20, SpillWriteBytesPerSec: 2e9, SpillReadBytesPerSec: 2e9,
+		Host: &h,
 	}
 }
 
 // WithDefaults fills every zero field with DefaultHardware's value, so a
-// zero Hardware is the documented M50; a baseline at or above the memory
-// limit becomes a fifth of it.
+// zero Hardware is the documented M50; a machine with other memory gets
+// an M50's host in proportion to its memory (DefaultHostFor).
 func (h Hardware) WithDefaults() Hardware {
 	d := DefaultHardware()
 	zero.Default(&h.CPUs, d.CPUs)
 	zero.Default(&h.MemLimitBytes, d.MemLimitBytes)
-	zero.Default(&h.BaselineBytes, d.BaselineBytes)
-	if h.BaselineBytes >= h.MemLimitBytes {
-		h.BaselineBytes = h.MemLimitBytes / 5
-	}
 	zero.Default(&h.AllocOverhead, d.AllocOverhead)
 	zero.Default(&h.DiskBytesPerSec, d.DiskBytesPerSec)
 	zero.Default(&h.SpillBlockBytes, d.SpillBlockBytes)
 	zero.Default(&h.SpillWriteBytesPerSec, d.SpillWriteBytesPerSec)
+	zero.Default(&h.SpillReadBytesPerSec, d.SpillReadBytesPerSec)
+	if h.Host == nil {
+		host := DefaultHostFor(h.MemLimitBytes)
+		h.Host = &host
+	}
 	return h
 }
 

@@ -37,7 +37,7 @@ func TestQuietTicksChangeNothingButTheClock(t *testing.T) {
 	for _, host := range []bool{false, true} {
 		hw := DefaultHardware()
 		if host {
-			hw = HostHardware()
+			hw = DefaultHardware()
 			hw.Host.ReleaseBytesPerSec = 32 << 20 // freed memory takes seconds to leave
 			hw.Host.DirtyBackgroundRatio = 0.1    // a spill's pages are written back in the background
 		}

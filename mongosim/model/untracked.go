@@ -29,13 +29,13 @@ func queryFile(op *Op) int64 {
 
 // opUntracked recomputes a live op's untracked bytes.
 func (n *Node) opUntracked(op *Op) {
-	if n.host == nil {
-		return
-	}
 	h := n.host.h
 	b := h.UntrackedPerOpBytes + int64(op.runs)*h.SpillRunBufferBytes
 	if h.ReplyBufferUntracked && op.Kind == KindGetMore {
-		b += int64(float64(op.Work.ReadSpillBytes) - op.readLeft)
+		if r := op.Work.ReadSpillBytes; r > 0 {
+			// The reply grows with the share of the batch's reads done.
+			b += int64(float64(op.Work.ReplyBytes) * (float64(r) - op.readLeft) / float64(r))
+		}
 		if op.Work.BufferBytesPerDoc > 0 && op.Work.ReadSpillBytes == 0 {
 			b += int64(op.scanned) * op.Work.BufferBytesPerDoc
 		}
@@ -44,9 +44,6 @@ func (n *Node) opUntracked(op *Op) {
 }
 
 func (n *Node) setUntracked(op *Op, b int64) {
-	if n.host == nil {
-		return
-	}
 	n.host.untracked += b - op.untracked
 	op.untracked = b
 }
@@ -54,16 +51,11 @@ func (n *Node) setUntracked(op *Op, b int64) {
 // cursorUntracked adds (sign 1) or removes (sign -1) an idle cursor's
 // untracked bytes.
 func (n *Node) cursorUntracked(c cursor, sign int64) {
-	if n.host == nil {
-		return
-	}
 	h := n.host.h
 	n.host.untracked += sign * (h.UntrackedPerCursorBytes + int64(c.runs)*h.SpillRunBufferBytes)
 }
 
 // dropQueryFile deletes a finished query's spill file.
 func (n *Node) dropQueryFile(id int64) {
-	if n.host != nil {
-		n.host.pc.remove(id)
-	}
+	n.host.pc.remove(id)
 }

@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qmlsab/qmlsab/mongosim/model"
 	"github.com/qmlsab/qmlsab/store"
 )
 
@@ -62,10 +61,7 @@ func TestTrialFiguresPinned(t *testing.T) {
 	}
 	var jobs []job
 	for _, a := range []string{"D", "E"} {
-		for seed := uint64(1); seed <= 3; seed++ {
-			jobs = append(jobs, job{a, seed, false})
-		}
-		for seed := uint64(1); seed <= 2; seed++ {
+		for seed := uint64(1); seed <= 5; seed++ {
 			jobs = append(jobs, job{a, seed, true})
 		}
 	}
@@ -73,9 +69,6 @@ func TestTrialFiguresPinned(t *testing.T) {
 	for _, j := range jobs {
 		cfg := DefaultConfig(j.seed)
 		cfg.Start = goldenStart
-		if j.host {
-			cfg.Hardware = model.HostHardware()
-		}
 		tr, err := Run(context.Background(), cfg, builtins(t, j.arm)[0])
 		if err != nil {
 			t.Fatal(err)
