@@ -373,7 +373,8 @@ func (s *sim) report(rec *opRecord) {
 		if ok {
 			s.tally.CanaryOK++
 		}
-		s.rec.Canaries = append(s.rec.Canaries, store.CanaryOp{Scheduled: s.at(rec.scheduled), Latency: rec.latency, Write: rec.write, OK: ok, Code: rec.code})
+		s.rec.Canaries = append(s.rec.Canaries, store.CanaryOp{Scheduled: s.at(rec.scheduled), Latency: rec.latency, Write: rec.write, OK: ok, Code: rec.code,
+			Censored: rec.code == store.ClientTimeout})
 		return
 	}
 	o := store.ClassifyCode(rec.code)
