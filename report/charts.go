@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"math"
@@ -80,7 +81,9 @@ func chartSections(a *Analysis, options map[string]chart.Option) ([]section, err
 		if err != nil {
 			return nil, err
 		}
-		note := "An unsafe shed is a $merge op that failed shed or killed after it had written documents to its target."
+		note := "An unsafe shed is a $merge/$out op that failed shed or killed after it had written documents into its target (a partial write). " +
+			"A $out writes into a temporary collection and replaces its target only when it finishes, so a shed $out never half-modifies its target: " +
+			"what it leaves in the temporary collection (which mongod drops best-effort) is counted apart, as $out temp leftovers, never as an unsafe shed. " + forcedNote(a)
 		if len(rows) > 0 {
 			note += " On the sharded cluster each op's pipeline ran on the source's shard, whose $merge/$out wrote through the router; the table gives each case's ops per arm and the nodes whose shed counter rose."
 		}
@@ -166,7 +169,11 @@ func chartSections(a *Analysis, options map[string]chart.Option) ([]section, err
 		}
 		line, none := trialLines(def.title, def.yName, trials, def.series, color, true)
 		if len(none) > 0 {
-			empty = append(empty, fmt.Sprintf("%s: no data for %s (the server reported none of it%s)", def.title, strings.Join(none, ", "), noDataWhy(def.id)))
+			who := "the server reported none of it"
+			if def.id == "ts-actor-kills" {
+				who = "a client actor's kills, not the server's"
+			}
+			empty = append(empty, fmt.Sprintf("%s: no data for %s (%s%s)", def.title, strings.Join(none, ", "), who, noDataWhy(def.id)))
 		}
 		if len(line.Series) == 0 {
 			continue // no trial has data: no chart, and the note says so
@@ -301,6 +308,45 @@ func chartSections(a *Analysis, options map[string]chart.Option) ([]section, err
 	secs = append(secs, section{ID: "victims", Title: "Victims: what was shed or killed in the storm",
 		Note: vnote, Charts: vcharts, Table: template.HTML(vt.String())})
 	return secs, nil
+}
+
+// forcedNote says how the merge workload's sheds came about: forced by
+// the shed failpoint after the first write batches on every trial that
+// could arm it (so the workload tests the write-started latch, not the
+// odds of a shed), and which trials ran unforced and why (their
+// metadata's forced and forced_note).
+func forcedNote(a *Analysis) string {
+	var wl struct {
+		ShedAfter int64 `json:"shed_after_batches"`
+	}
+	_ = json.Unmarshal(a.In.Workload.Merge, &wl)
+	forced, unforced := 0, map[string][]string{}
+	var notes []string
+	for _, arm := range a.In.Arms {
+		for _, t := range a.In.Valid(arm) {
+			var meta struct {
+				Forced *bool  `json:"forced"`
+				Note   string `json:"forced_note"`
+			}
+			if json.Unmarshal(t.Metadata, &meta) != nil || meta.Forced == nil || *meta.Forced {
+				forced++ // a trial written before forced was recorded armed it or failed
+				continue
+			}
+			if unforced[meta.Note] == nil {
+				notes = append(notes, meta.Note)
+			}
+			unforced[meta.Note] = append(unforced[meta.Note], fmt.Sprintf("%s#%d", arm, t.Index))
+		}
+	}
+	var b strings.Builder
+	if forced > 0 {
+		fmt.Fprintf(&b, "The shed is forced: the failpoint queryMemoryLoadSheddingAlwaysShed sheds each op after its first %d write batch(es), whatever the memory pressure, "+
+			"so the workload tests the write-started latch (whether an op that has written can still be shed), not the odds of a shed.", max(wl.ShedAfter, 1))
+	}
+	for _, n := range notes {
+		fmt.Fprintf(&b, " %s ran unforced (%s): their sheds, if any, came from memory pressure.", strings.Join(unforced[n], ", "), n)
+	}
+	return strings.TrimSpace(b.String())
 }
 
 // trialLines is a time-series chart with one line per trial of series
