@@ -136,7 +136,8 @@ func TestFTDCOfARunRoundTripsAndImportsToTheSameReport(t *testing.T) {
 		}
 		for _, e := range events {
 			if k := e.Kill; k != nil {
-				enc.Encode(map[string]any{"kind": "kill", "time": k.At, "opid": k.OpID, "trackedBytes": k.TrackedBytes, "queued": k.Queued, "stage": k.Stage, "err": k.Err})
+				enc.Encode(map[string]any{"kind": "kill", "time": k.At, "opid": k.OpID, "trackedBytes": k.TrackedBytes, "queued": k.Queued, "queue": k.Queue,
+					"stage": k.Stage, "err": k.Err})
 			}
 		}
 	}
@@ -153,8 +154,10 @@ func TestFTDCOfARunRoundTripsAndImportsToTheSameReport(t *testing.T) {
 		absent     map[string][]string // arm → metrics the import must lack
 	}{
 		{"diagnostic data only", bare, map[string][]string{
-			"D": {"availability", "sheds_per_s", "sheds_minus_admissions_per_s", "storm_completed", "storm_shed", "storm_killed", "storm_failed", "storm_unsupported", "storm_unfinished", "canary_p50_ms", "canary_p99_ms", "victim_tracked_bytes_p50"},
-			"E": {"availability", "storm_completed", "storm_shed", "storm_killed", "storm_failed", "storm_unsupported", "storm_unfinished", "canary_p50_ms", "canary_p99_ms", "victim_tracked_bytes_p50"}}},
+			"D": {"availability", "availability_warmup", "availability_storm", "availability_recovery", "actor_kills_per_s", "actor_kills_lowpri_queue_per_s",
+				"actor_kills_normal_queue_per_s", "actor_kills_running_per_s", "storm_completed", "storm_shed", "storm_killed", "storm_failed",
+				"storm_unsupported", "storm_unfinished", "canary_p50_ms", "canary_p99_ms", "victim_tracked_bytes_p50"},
+			"E": {"availability", "availability_warmup", "availability_storm", "availability_recovery", "storm_completed", "storm_shed", "storm_killed", "storm_failed", "storm_unsupported", "storm_unfinished", "canary_p50_ms", "canary_p99_ms", "victim_tracked_bytes_p50"}}},
 		{"with client outcomes", withOutcomes, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
