@@ -185,7 +185,7 @@ var Registry = []Metric{
 		Definition: "member process restarts (crash or OOM kill), from processId changes or uptime going backwards",
 		compute:    func(t *trial) (float64, string) { return float64(RestartCount(t.Samples)), "" }},
 	{Name: ServerShedsPerS, Title: "server sheds/s", Unit: "/s", Key: true,
-		Definition: "the server's own sheds (Δ queryMemory.loadShedding.operationsShed on the primary, inline and sweeper alike; never a killOp actor's kills) " + perPrimarySecond + ". 0 when the primary answered in the storm without a loadShedding section: mongod leaves it out when its shedder is off, and a server without one sheds nothing",
+		Definition: "the server's own sheds (Δ queryMemory.loadShedding.operationsShed on the primary, inline and sweeper alike; never a killOp actor's kills) " + perPrimarySecond + " — only a primary sheds, and the sweeper's signature compares them with admissions/s on the same denominator. 0 when the primary answered in the storm without a loadShedding section: mongod leaves it out when its shedder is off, and a server without one sheds nothing",
 		compute:    storm(func(t *trial) (float64, string) { return t.serverSheds(serverShedsAll) })},
 	{Name: ServerShedsInlinePerS, Title: "inline sheds/s", Unit: "/s",
 		Definition: "the sheds the inline checkpoint decided, of ops holding a ticket (Δ operationsShed − Δ operationsShedQueued) " + perPrimarySecond + "; 0 without a loadShedding section, absent when the server reports operationsShed without operationsShedQueued (its sheds cannot be split)",
