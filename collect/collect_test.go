@@ -11,6 +11,7 @@ import (
 
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/mongosim"
+	"github.com/qmlsab/qmlsab/store"
 )
 
 func doc(t *testing.T, d bson.D) bson.Raw {
@@ -155,5 +156,63 @@ func TestSamplerSeesAGapAFailoverAndARestart(t *testing.T) {
 	}
 	if len(metric.PrimaryGauge(samples, "read.totalTickets")) == 0 {
 		t.Error("no primary series")
+	}
+}
+
+// The census counts each op's tracked bytes where $currentOp shows it: a
+// queued op in the low-priority queue when it was deprioritized, in the
+// normal-priority queue otherwise, a running op as running, and an idle
+// cursor (listed with idleCursors: true) apart from the operations.
+func TestCensusCountsTrackedBytesByQueue(t *testing.T) {
+	queue := bson.D{{Key: "name", Value: "execution"}, {Key: "timeQueuedMicros", Value: int64(0)}}
+	docs := []bson.D{
+		{{Key: "op", Value: "command"}, {Key: "active", Value: true}, {Key: "inUseTrackedMemBytes", Value: int64(30 << 20)}, {Key: "currentQueue", Value: queue}, {Key: "priorityLowered", Value: true}, {Key: "stage", Value: "$setWindowFields"}},
+		{{Key: "op", Value: "getmore"}, {Key: "active", Value: true}, {Key: "inUseTrackedMemBytes", Value: int64(20 << 20)}, {Key: "currentQueue", Value: queue}, {Key: "priorityLowered", Value: true}},
+		{{Key: "op", Value: "command"}, {Key: "active", Value: true}, {Key: "inUseTrackedMemBytes", Value: int32(5 << 20)}, {Key: "currentQueue", Value: queue}},
+		{{Key: "op", Value: "command"}, {Key: "active", Value: true}, {Key: "inUseTrackedMemBytes", Value: int64(7 << 20)}, {Key: "currentQueue", Value: nil}},
+		{{Key: "type", Value: "idleCursor"}, {Key: "inUseTrackedMemBytes", Value: int64(11 << 20)}, {Key: "cursor", Value: bson.D{{Key: "cursorId", Value: int64(9)}}}},
+	}
+	var ops []CensusOp
+	for _, d := range docs {
+		o, ok := censusOp(doc(t, d))
+		if !ok {
+			t.Fatalf("%v: not counted", d)
+		}
+		ops = append(ops, o)
+	}
+	values := map[string]float64{}
+	AddCensus(values, ops)
+	want := map[string]float64{CensusQueued: 3, CensusRunning: 1, CensusTrackedBytes: 62 << 20,
+		store.CensusTrackedField(store.QueueLowPriority): 50 << 20, store.CensusTrackedField(store.QueueNormalPriority): 5 << 20,
+		store.CensusTrackedField(store.QueueRunning): 7 << 20, store.CensusTrackedField(store.QueueIdleCursors): 11 << 20,
+		CensusStagePrefix + "$setWindowFields": 1}
+	for k, v := range want {
+		if values[k] != v {
+			t.Errorf("%s = %v, want %v", k, values[k], v)
+		}
+	}
+}
+
+// The census's $currentOp (idle cursors included, its $match an $or) is
+// one mongosim answers: the sampler's census is never silently empty.
+func TestCensusPipelineRunsOnMongosim(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rs, err := mongosim.StartReplicaSet(ctx, mongosim.ReplicaSetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	p, err := rs.WaitForPrimary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + rs.Hosts()[p] + "/?directConnection=true"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Disconnect(context.Background())
+	if _, err := censusOps(ctx, c); err != nil {
+		t.Fatalf("census: %v", err)
 	}
 }

@@ -209,7 +209,7 @@ func Import(spec *Spec, dir string, opts Options) (*Result, error) {
 		t := store.Trial{Schema: store.TrialSchema, Arm: tr.Arm, Index: indexes[tr.Arm], Started: start, Clock: "wall", Simulated: simulated,
 			Phases:   map[string]float64{"warmup": 0, "storm": ph.Warmup.Seconds(), "recovery": (ph.Warmup + ph.Storm).Seconds()},
 			Metadata: meta}
-		t.Metrics, t.Absent = metric.Explain(rec)
+		metric.Fill(&t, rec)
 		if !slices.Contains(rec.Missing, store.StormRecords) {
 			t.Victims = metric.VictimSummary(rec.Results, rec.Kills)
 		}

@@ -104,12 +104,18 @@ func TestImportBuildsARunWithAbsentClientMetrics(t *testing.T) {
 			t.Errorf("D %s present (%v): without client outcomes it is absent, not zero", name, d.Metrics[name])
 		}
 	}
-	if _, ok := d.Metrics["sheds_per_s"]; ok {
-		t.Error("D sheds_per_s present although the killOp actor's kills are unknown")
+	if _, ok := d.Metrics["actor_kills_per_s"]; ok || d.Absent["actor_kills_per_s"] == "" {
+		t.Error("D actor_kills_per_s present although the killOp actor's kills are unknown")
 	}
-	// The shedder sheds 2/s and the queue admits 10/s on the primary.
-	if e.Metrics["sheds_per_s"] != 2 || e.Metrics["admissions_per_s"] != 10 || d.Metrics["admissions_per_s"] != 10 || e.Metrics["read_tickets_median"] != 64 {
+	// The shedder sheds 2/s and the queue admits 10/s on the primary: the
+	// server's sheds are in the diagnostic data whatever a client saw.
+	if e.Metrics["server_sheds_per_s"] != 2 || d.Metrics["server_sheds_per_s"] != 2 || e.Metrics["admissions_per_s"] != 10 ||
+		d.Metrics["admissions_per_s"] != 10 || e.Metrics["read_tickets_median"] != 64 {
 		t.Errorf("E metrics %v, D %v", e.Metrics, d.Metrics)
+	}
+	// Diagnostic data has no census: the primary's life names no queue.
+	if lives := e.PrimaryLives; len(lives) != 1 || lives[0].Cause != store.LifeTrialEnded || lives[0].HeaviestQueue != "" {
+		t.Errorf("E's primary lives %+v: want one, to the trial's end, naming no queue", lives)
 	}
 	if d.Metrics["failovers"] != 0 || d.Metrics["restarts"] != 0 {
 		t.Errorf("D failovers %v restarts %v", d.Metrics["failovers"], d.Metrics["restarts"])
@@ -157,9 +163,10 @@ func TestImportTakesClientOutcomes(t *testing.T) {
 	r, _ := store.Open(filepath.Join(dir, "out"))
 	d := r.Trials["D"][0].Metrics
 	// One canary within the 1 s SLO of two; one storm op shed, one
-	// completed; sheds/s: 2/s from the server plus one kill in 30 s.
+	// completed; 2/s sheds from the server and, apart, one actor kill (of
+	// an op not waiting for a ticket: running) in the 30 s storm.
 	if d["availability"] != 0.5 || d["storm_shed"] != 1 || d["storm_completed"] != 1 || d["victim_tracked_bytes_p50"] != 33554432 ||
-		d["sheds_per_s"] != 2+1.0/30 {
+		d["server_sheds_per_s"] != 2 || d["actor_kills_per_s"] != 1.0/30 || d["actor_kills_running_per_s"] != 1.0/30 {
 		t.Errorf("D metrics %v", d)
 	}
 	if v, ok := r.Trials["E"][0].Metrics["availability"]; ok {

@@ -41,6 +41,7 @@ type record struct {
 	OK           *bool    `json:"ok"`
 	OpID         *int64   `json:"opid"`
 	Queued       *bool    `json:"queued"`
+	Queue        string   `json:"queue"`
 	Err          string   `json:"err"`
 }
 
@@ -255,7 +256,18 @@ func (o *Outcomes) add(r record, canarySLO time.Duration) error {
 		}
 		o.Canaries = append(o.Canaries, store.CanaryOp{Scheduled: at, Latency: lat, Write: is(r.Write), OK: ok, Code: r.Code})
 	case "kill":
-		o.Kills = append(o.Kills, store.Kill{At: at, OpID: val(r.OpID), TrackedBytes: val(r.TrackedBytes), Queued: is(r.Queued), Stage: r.Stage, Err: r.Err})
+		k := store.Kill{At: at, OpID: val(r.OpID), TrackedBytes: val(r.TrackedBytes), Queued: is(r.Queued), Queue: r.Queue, Stage: r.Stage, Err: r.Err}
+		if r.Queue != "" {
+			if !slices.Contains(store.Queues[:3], r.Queue) {
+				return fmt.Errorf("queue %q: want one of %v", r.Queue, store.Queues[:3])
+			}
+			running := r.Queue == store.QueueRunning
+			if r.Queued != nil && *r.Queued == running {
+				return fmt.Errorf("queue %q contradicts queued %v", r.Queue, *r.Queued)
+			}
+			k.Queued = !running
+		}
+		o.Kills = append(o.Kills, k)
 	default:
 		return fmt.Errorf("kind %q: want storm, canary or kill", r.Kind)
 	}

@@ -58,13 +58,13 @@ func TestOutcomesAcceptAByteOrderMark(t *testing.T) {
 func TestOutcomesCSVReadsEveryColumnAsJSONLinesDo(t *testing.T) {
 	dir := t.TempDir()
 	csv := writeFile(t, filepath.Join(dir, "o.csv"), strings.Join(columns, ",")+"\n"+
-		"storm,2025-06-01T10:00:10Z,120.5,shed,QueryMemoryLimitExceeded,$setWindowFields,1048576,,,,,\n"+
-		"canary,2025-06-01T10:00:12Z,3,,,,,true,false,,,\n"+
-		"kill,2025-06-01T10:00:13Z,,,,,2097152,,,42,true,no such op\n")
+		"storm,2025-06-01T10:00:10Z,120.5,shed,QueryMemoryLimitExceeded,$setWindowFields,1048576,,,,,,\n"+
+		"canary,2025-06-01T10:00:12Z,3,,,,,true,false,,,,\n"+
+		"kill,2025-06-01T10:00:13Z,,,,,2097152,,,42,true,low_priority_queue,no such op\n")
 	jsonl := writeFile(t, filepath.Join(dir, "o.jsonl"),
 		`{"kind":"storm","time":"2025-06-01T10:00:10Z","latencyMs":120.5,"outcome":"shed","code":"QueryMemoryLimitExceeded","stage":"$setWindowFields","trackedBytes":1048576}`+"\n"+
 			`{"kind":"canary","time":"2025-06-01T10:00:12Z","latencyMs":3,"write":true,"ok":false}`+"\n"+
-			`{"kind":"kill","time":"2025-06-01T10:00:13Z","trackedBytes":2097152,"opid":42,"queued":true,"err":"no such op"}`+"\n")
+			`{"kind":"kill","time":"2025-06-01T10:00:13Z","trackedBytes":2097152,"opid":42,"queued":true,"queue":"low_priority_queue","err":"no such op"}`+"\n")
 	fromCSV, err := LoadOutcomes(context.Background(), csv, time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -85,6 +85,30 @@ func TestOutcomesCSVReadsEveryColumnAsJSONLinesDo(t *testing.T) {
 		_, err := LoadOutcomes(context.Background(), path, time.Second)
 		if want := path + ":2: " + col + `: "` + bad + `": invalid syntax`; err == nil || err.Error() != want {
 			t.Errorf("%s %q: %v, want %s", col, bad, err, want)
+		}
+	}
+}
+
+// A kill's queue is one of the places a killOp actor kills from, and
+// agrees with queued; a kill that says neither has an unknown queue.
+func TestOutcomesKillQueue(t *testing.T) {
+	dir := t.TempDir()
+	for line, want := range map[string]string{
+		`{"kind":"kill","time":"2025-06-01T10:00:13Z","queue":"idle_cursors"}`:                     `queue "idle_cursors": want one of`,
+		`{"kind":"kill","time":"2025-06-01T10:00:13Z","queued":true,"queue":"running"}`:            `queue "running" contradicts queued true`,
+		`{"kind":"kill","time":"2025-06-01T10:00:13Z","queue":"normal_priority_queue"}`:            "",
+		`{"kind":"kill","time":"2025-06-01T10:00:13Z","queued":false,"queue":"running"}`:           "",
+		`{"kind":"kill","time":"2025-06-01T10:00:13Z","queued":true,"queue":"low_priority_queue"}`: "",
+	} {
+		path := writeFile(t, filepath.Join(dir, "o.jsonl"), line+"\n")
+		o, err := LoadOutcomes(context.Background(), path, time.Second)
+		switch {
+		case want != "" && (err == nil || !strings.Contains(err.Error(), path+":1: "+want)):
+			t.Errorf("%s: %v, want %s:1: %s…", line, err, path, want)
+		case want == "" && err != nil:
+			t.Errorf("%s: %v", line, err)
+		case want == "" && (o.Kills[0].Queue == "" || o.Kills[0].Queued != (o.Kills[0].Queue != "running")):
+			t.Errorf("%s: read %+v", line, o.Kills[0])
 		}
 	}
 }

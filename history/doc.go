@@ -27,6 +27,15 @@
 // in [Checked], reads refuse a workload, label, arm or metric that matches
 // nothing ([ErrUnknown], naming the value and what the history holds).
 //
+// # Metric names across definition changes
+//
+// Trials keep their metrics by name, as the run that measured them named
+// them. A metric's name keeps one meaning (package metric retires a name
+// whose definition changed, metric.Retired), so a series is one quantity
+// from its first night to its last: nights stored before a change hold
+// the old name, nights after it the new one, and nothing here compares
+// the two.
+//
 // # Adding is idempotent
 //
 // A run is identified by its id. Adding an id that is already stored

@@ -56,7 +56,7 @@ func TestObservationValuesAndResiduals(t *testing.T) {
 }
 
 func TestFAcceptanceSaysWhatItCompared(t *testing.T) {
-	f := []Trial{{metric.Availability: 1, metric.Failovers: 0, metric.LowQueueGrowth: 1, metric.ShedsPerS: 169, metric.AdmissionsPerS: 147}}
+	f := []Trial{{metric.Availability: 1, metric.Failovers: 0, metric.LowQueueGrowth: 1, metric.ServerShedsPerS: 169, metric.AdmissionsPerS: 147}}
 	want := []bool{true, true, false, true}
 	for i, c := range FAcceptance {
 		met, what := c.Met(f)

@@ -32,15 +32,15 @@ func records(fields func(i int) map[string]float64) store.Records {
 
 // serverMetrics are the metrics that rest on serverStatus sections a
 // 7.0 mongod or another implementation may not have.
-var serverMetrics = []string{ShedsPerS, AdmissionsPerS, KillsPerS, DeparturesPerS, ReadTicketsMed, ReadTicketsMin,
+var serverMetrics = []string{AdmissionsPerS, AdmissionsPerStormS, KillsPerS, DeparturesPerS, ReadTicketsMed, ReadTicketsMin,
 	LowQueueP95, LowQueueMax, LowQueueSlope, LowQueueGrowth, RSSPeakBytes}
 
 func TestFieldsReportedAtZeroGiveZero(t *testing.T) {
 	values, absent := Explain(records(func(int) map[string]float64 {
-		return map[string]float64{"queryMemory.operationsShed": 0, "read.low.removedFromQueue": 0, "read.low.canceled": 0,
-			"read.totalTickets": 0, "read.low.queueLength": 0, "residentMB": 0, "uptimeMillis": 1}
+		return map[string]float64{"queryMemory.operationsShed": 0, "queryMemory.operationsShedQueued": 0, "read.low.removedFromQueue": 0,
+			"read.low.canceled": 0, "read.totalTickets": 0, "read.low.queueLength": 0, "residentMB": 0, "uptimeMillis": 1}
 	}))
-	for _, m := range serverMetrics {
+	for _, m := range append(serverMetrics, ServerShedsPerS, ServerShedsInlinePerS, ServerShedsQueuedPerS, ServerShedsMinusAdmissions) {
 		v, ok := values[m]
 		if !ok {
 			t.Errorf("%s absent (%q) though every sample reported its field, at 0", m, absent[m])
@@ -60,7 +60,6 @@ func TestFieldsNeverReportedAreAbsentWithTheReason(t *testing.T) {
 		return map[string]float64{"uptimeMillis": float64(1000 * (i + 1))}
 	}))
 	want := map[string]string{
-		ShedsPerS:      "queryMemory.loadShedding",
 		AdmissionsPerS: "queues.execution.read.lowPriority",
 		KillsPerS:      "queues.execution.read.lowPriority",
 		ReadTicketsMed: "queues.execution.read.totalTickets",
@@ -244,20 +243,59 @@ func TestClassifyCodeOutcomes(t *testing.T) {
 	}
 }
 
-func TestActorKillsAreShedsOnAServerWithoutShedding(t *testing.T) {
+// A server without a loadShedding section sheds nothing: its server
+// sheds are 0 (mongod leaves the section out when its shedder is off),
+// and the killOp actor's kills are counted apart, never as the server's.
+func TestActorKillsAreNeverServerSheds(t *testing.T) {
 	r := records(func(int) map[string]float64 { return map[string]float64{"residentMB": 1} })
 	storm := r.PhaseStarts["storm"]
 	r.KillOpActor = true
 	for i := range 20 {
-		r.Kills = append(r.Kills, store.Kill{At: storm.Add(time.Duration(i) * 400 * time.Millisecond), OpID: int64(i)})
+		q := store.QueueLowPriority
+		if i%4 == 0 {
+			q = store.QueueNormalPriority
+		}
+		r.Kills = append(r.Kills, store.Kill{At: storm.Add(time.Duration(i) * 400 * time.Millisecond), OpID: int64(i), Queued: true, Queue: q})
 	}
 	values, absent := Explain(r)
-	if v, ok := values[ShedsPerS]; !ok || v != 2 {
-		t.Errorf("sheds/s = %v (present %v, %q): want the actor's 20 kills over the 10 s storm, 2/s", v, ok, absent[ShedsPerS])
+	for m, want := range map[string]float64{ServerShedsPerS: 0, ServerShedsInlinePerS: 0, ServerShedsQueuedPerS: 0,
+		ActorKillsPerS: 2, ActorKillsLowQueuePerS: 1.5, ActorKillsNormalQueuePerS: 0.5, ActorKillsRunningPerS: 0} {
+		if v, ok := values[m]; !ok || v != want {
+			t.Errorf("%s = %v (present %v, %q), want %v", m, v, ok, absent[m], want)
+		}
 	}
+	// The same with a shedding server: its sheds are its own counter's.
+	r.Samples = records(func(i int) map[string]float64 {
+		return map[string]float64{"residentMB": 1, "queryMemory.operationsShed": float64(3 * i), "queryMemory.operationsShedQueued": float64(i)}
+	}).Samples
+	values, _ = Explain(r)
+	if values[ServerShedsPerS] != 3 || values[ServerShedsQueuedPerS] != 1 || values[ServerShedsInlinePerS] != 2 || values[ActorKillsPerS] != 2 {
+		t.Errorf("server sheds %v (inline %v, sweeper %v), actor kills %v: want 3 (2, 1) and 2, apart", values[ServerShedsPerS],
+			values[ServerShedsInlinePerS], values[ServerShedsQueuedPerS], values[ActorKillsPerS])
+	}
+	// A server that counts its sheds but not the sweeper's: the total
+	// stands, the split is absent with why.
+	r.Samples = records(func(i int) map[string]float64 {
+		return map[string]float64{"queryMemory.operationsShed": float64(3 * i)}
+	}).Samples
+	values, absent = Explain(r)
+	if values[ServerShedsPerS] != 3 || !strings.Contains(absent[ServerShedsQueuedPerS], "operationsShedQueued") || !strings.Contains(absent[ServerShedsInlinePerS], "operationsShedQueued") {
+		t.Errorf("without operationsShedQueued: server sheds %v, inline absent %q, sweeper absent %q", values[ServerShedsPerS], absent[ServerShedsInlinePerS], absent[ServerShedsQueuedPerS])
+	}
+	// Kills recorded before kills named their queue: a queued kill's
+	// queue is unknown, so the split is absent, the running count known.
+	for i := range r.Kills {
+		r.Kills[i].Queue = ""
+	}
+	values, absent = Explain(r)
+	if values[ActorKillsPerS] != 2 || values[ActorKillsRunningPerS] != 0 || absent[ActorKillsLowQueuePerS] == "" || absent[ActorKillsNormalQueuePerS] == "" {
+		t.Errorf("kills without a queue: total %v, running %v, low absent %q, normal absent %q", values[ActorKillsPerS], values[ActorKillsRunningPerS],
+			absent[ActorKillsLowQueuePerS], absent[ActorKillsNormalQueuePerS])
+	}
+	// No actor, no kills: 0, not absent.
 	r.KillOpActor, r.Kills = false, nil
-	if _, absent := Explain(r); absent[ShedsPerS] != "the server reported no queryMemory.loadShedding" {
-		t.Errorf("no actor, no server counter: sheds/s reason %q", absent[ShedsPerS])
+	if values, absent := Explain(r); values[ActorKillsPerS] != 0 || absent[ActorKillsPerS] != "" {
+		t.Errorf("no actor: actor kills/s %v, absent %q; want 0", values[ActorKillsPerS], absent[ActorKillsPerS])
 	}
 }
 
@@ -285,23 +323,28 @@ func handMadeStorm() store.Records {
 			primary := (m == "a" && i < 25) || (m == "b" && i >= 25)
 			r.Samples = append(r.Samples, store.Sample{At: at(float64(i)), Member: m, Up: true, Primary: primary, ProcessID: pid,
 				Values: map[string]float64{
-					store.FieldUptimeMillis:              uptime,
-					store.FieldResidentMB:                resident,
-					store.FieldReadTotalTickets:          float64(i),
-					store.FieldReadLowQueueLength:        float64(2 * max(i-10, 0)),
-					store.FieldReadLowRemovedFromQueue:   float64(5 * i),
-					store.FieldReadLowCanceled:           float64(i),
-					store.FieldQueryMemoryOperationsShed: float64(3 * i),
+					store.FieldUptimeMillis:                    uptime,
+					store.FieldResidentMB:                      resident,
+					store.FieldReadTotalTickets:                float64(i),
+					store.FieldReadLowQueueLength:              float64(2 * max(i-10, 0)),
+					store.FieldReadLowRemovedFromQueue:         float64(5 * i),
+					store.FieldReadLowCanceled:                 float64(i),
+					store.FieldQueryMemoryOperationsShed:       float64(3 * i),
+					store.FieldQueryMemoryOperationsShedQueued: float64(i),
 				}})
 		}
 	}
-	// Nine answered canaries, 1 … 9 ms, one of them failed; one the
-	// server does not implement counts in neither.
+	// Nine answered canaries in the warmup, 1 … 9 ms, one of them failed;
+	// one the server does not implement counts in neither. One in the
+	// storm (4 ms), and one in the recovery the client gave up on after
+	// 5 s: its latency is only a lower bound.
 	for i := range 9 {
 		r.Canaries = append(r.Canaries, store.CanaryOp{Scheduled: at(float64(i)), Latency: time.Duration(i+1) * time.Millisecond,
 			OK: i != 4, Code: map[bool]string{true: "", false: "NetworkError"}[i != 4]})
 	}
-	r.Canaries = append(r.Canaries, store.CanaryOp{Scheduled: at(9), Latency: 50 * time.Millisecond, Code: "CommandNotFound"})
+	r.Canaries = append(r.Canaries, store.CanaryOp{Scheduled: at(9), Latency: 50 * time.Millisecond, Code: "CommandNotFound"},
+		store.CanaryOp{Scheduled: at(12), Latency: 4 * time.Millisecond, OK: true},
+		store.CanaryOp{Scheduled: at(25), Latency: 5 * time.Second, Code: store.ClientTimeout, Censored: true})
 	op := func(s float64, o store.Outcome, code string, bytes int64) store.StormOp {
 		return store.StormOp{Scheduled: at(s), Latency: time.Second, Stage: "$sort", Outcome: o, Code: code, TrackedBytes: bytes}
 	}
@@ -315,9 +358,11 @@ func handMadeStorm() store.Records {
 		op(17, store.Unsupported, "NotImplemented", 0), op(18, store.Unfinished, store.TrialEnded, 0),
 		// A victim scheduled after the storm is not the storm's.
 		op(21, store.Shed, "QueryMemoryLimitExceeded", 9000))
-	// Two actor kills in the storm, one outside it, one that failed.
+	// Two actor kills in the storm (a queued op of the low-priority queue
+	// and a running op), one outside it, one that failed.
 	r.KillOpActor = true
-	r.Kills = []store.Kill{{At: at(12)}, {At: at(18)}, {At: at(22)}, {At: at(13), Err: "not found"}}
+	r.Kills = []store.Kill{{At: at(12), Queued: true, Queue: store.QueueLowPriority}, {At: at(18), Queue: store.QueueRunning},
+		{At: at(22), Queued: true, Queue: store.QueueNormalPriority}, {At: at(13), Err: "not found"}}
 	return r
 }
 
@@ -333,6 +378,9 @@ func handMadeMerge() store.Records {
 		{Op: 4, ReadPreference: ReadPrefPrimary, Outcome: store.Completed},
 		{Op: 5, ReadPreference: ReadPrefSecondary, Outcome: store.Completed},
 		{Op: 6, ReadPreference: ReadPrefPrimary, Outcome: store.Failed, Code: "Timeout"},
+		// A shed $out: its documents are in $out's temporary collection,
+		// not its target — a leftover, not an unsafe shed.
+		{Op: 7, ReadPreference: ReadPrefPrimary, Case: store.MergeCaseOut, Outcome: store.Shed, OutTempDocs: 100},
 	}}
 	return r
 }
@@ -341,45 +389,69 @@ func handMadeMerge() store.Records {
 // (the comments show the working). An entry without a case fails.
 func TestEveryRegistryMetricOnHandMadeRecords(t *testing.T) {
 	stormWant := map[string]float64{
-		Availability:     8.0 / 9,          // 8 of the 9 answered canaries succeeded
-		Failovers:        1,                // a → b at 25
-		Restarts:         1,                // c's new process at 15
-		ShedsPerS:        3 + 2.0/10,       // 3/s from the counter, 2 actor kills in the 10 s storm
-		AdmissionsPerS:   5 - 1,            // Δremoved − Δcanceled
-		KillsPerS:        1,                // Δcanceled
-		DeparturesPerS:   5,                // Δremoved
-		SheddingGap:      3 + 2.0/10 - 4,   // sheds/s − admissions/s
-		ReadTicketsMed:   14.5,             // median of 10 … 19
-		ReadTicketsMin:   10,               //
-		LowQueueP95:      16 + 0.55*2,      // 0, 2 … 18: position 0.95·9 = 8.55
-		LowQueueMax:      18,               //
-		LowQueueSlope:    2,                // exactly 2 a second
-		LowQueueGrowth:   1,                // a perfect fit (p = 0), 2·10 s = 20 ≥ 10 ops
-		RSSPeakBytes:     2000 * (1 << 20), // b's 2000 MB at second 5
-		StormCompleted:   6,                //
-		StormShed:        4,                // three in the storm, one after it (still a storm op)
-		StormKilled:      2,                //
-		StormFailed:      1,                //
-		StormUnsupported: 1,                //
-		StormUnfinished:  1,                //
-		CanaryP50Ms:      5,                // 1 … 9 ms
-		CanaryP99Ms:      8 + 0.92,         // position 0.99·8 = 7.92
-		VictimTrackedP50: 300,              // 100, 200, 300, 400, 500 in the storm
+		Availability:               9.0 / 11,         // 9 of the 11 answered canaries succeeded
+		AvailabilityWarmup:         8.0 / 9,          // 8 of the warmup's 9
+		AvailabilityStorm:          1,                // the storm's one
+		AvailabilityRecovery:       0,                // the recovery's one timed out
+		Failovers:                  1,                // a → b at 25
+		Restarts:                   1,                // c's new process at 15
+		ServerShedsPerS:            3,                // Δ operationsShed, a primary throughout the storm
+		ServerShedsInlinePerS:      2,                // 3 − 1
+		ServerShedsQueuedPerS:      1,                // Δ operationsShedQueued
+		ActorKillsPerS:             2.0 / 10,         // 2 actor kills in the 10 s of storm with a primary
+		ActorKillsLowQueuePerS:     1.0 / 10,         // the one at 12 s
+		ActorKillsNormalQueuePerS:  0,                // the one at 22 s is after the storm
+		ActorKillsRunningPerS:      1.0 / 10,         // the one at 18 s
+		AdmissionsPerS:             5 - 1,            // Δremoved − Δcanceled
+		AdmissionsPerStormS:        5 - 1,            // a primary the whole storm: the same
+		KillsPerS:                  1,                // Δcanceled
+		DeparturesPerS:             5,                // Δremoved
+		ServerShedsMinusAdmissions: 3 - 4,            // server sheds/s − admissions/s; the actor's kills never count
+		ReadTicketsMed:             14.5,             // median of 10 … 19
+		ReadTicketsMin:             10,               //
+		LowQueueP95:                16 + 0.55*2,      // 0, 2 … 18: position 0.95·9 = 8.55
+		LowQueueMax:                18,               //
+		LowQueueSlope:              2,                // exactly 2 a second
+		LowQueueGrowth:             1,                // a perfect fit (p = 0), 2·10 s = 20 ≥ 10 ops
+		RSSPeakBytes:               2000 * (1 << 20), // b's 2000 MB at second 5
+		StormCompleted:             6,                //
+		StormShed:                  4,                // three in the storm, one after it (still a storm op)
+		StormKilled:                2,                //
+		StormFailed:                1,                //
+		StormUnsupported:           1,                //
+		StormUnfinished:            1,                //
+		CanaryP50Ms:                5,                // 1 … 9, 4 ms and one ≥ 5000 ms: the bound cannot move the median
+		VictimTrackedP50:           300,              // 100, 200, 300, 400, 500 in the storm
 	}
+	// The p99 falls between 9 ms and the canary cut short at 5000 ms
+	// (position 0.99·10 = 9.9): at least 9 + 0.9·(5000 − 9) ms.
+	stormAtLeast := map[string]float64{CanaryP99Ms: 9 + 0.9*(5000-9)}
 	mergeWant := map[string]float64{
 		Failovers:            1,
 		Restarts:             1,
 		UnsafeSheds:          3,
 		UnsafeShedsPrimary:   2,
 		UnsafeShedsSecondary: 1,
-		MergeOps:             7,
+		MergeOps:             8,
 		MergeCompleted:       2,
-		MergeShed:            3,
+		MergeShed:            4,
 		MergeKilled:          1,
 		MergeFailed:          1,
+		OutTempLeftovers:     1,
 	}
-	check := func(kind string, r store.Records, want map[string]float64) {
-		values, absent := Explain(r)
+	check := func(kind string, r store.Records, want, wantAtLeast map[string]float64) {
+		e := Evaluate(r)
+		values, absent := e.Values, e.Absent
+		for name, w := range wantAtLeast {
+			if got, ok := e.AtLeast[name]; !ok || math.Abs(got-w) > 1e-9*math.Max(1, math.Abs(w)) {
+				t.Errorf("%s trial: %s at least %v (a bound: %v), want at least %v", kind, name, got, ok, w)
+			}
+		}
+		for name := range e.AtLeast {
+			if _, ok := wantAtLeast[name]; !ok {
+				t.Errorf("%s trial: %s is a lower bound, want a measurement", kind, name)
+			}
+		}
 		for name, w := range want {
 			got, ok := values[name]
 			switch {
@@ -398,12 +470,13 @@ func TestEveryRegistryMetricOnHandMadeRecords(t *testing.T) {
 			t.Errorf("%s trial: absent %v, want every metric present", kind, absent)
 		}
 	}
-	check("storm", handMadeStorm(), stormWant)
-	check("merge", handMadeMerge(), mergeWant)
+	check("storm", handMadeStorm(), stormWant, stormAtLeast)
+	check("merge", handMadeMerge(), mergeWant, nil)
 	for _, m := range Registry {
 		_, inStorm := stormWant[m.Name]
 		_, inMerge := mergeWant[m.Name]
-		if !inStorm && !inMerge {
+		_, bound := stormAtLeast[m.Name]
+		if !inStorm && !inMerge && !bound {
 			t.Errorf("registry metric %s has no hand-computed case", m.Name)
 		}
 	}
@@ -414,7 +487,7 @@ func TestEveryRegistryMetricOnHandMadeRecords(t *testing.T) {
 func TestRegistryEntriesAreComplete(t *testing.T) {
 	seen := map[string]bool{}
 	for _, m := range Registry {
-		if m.Name == "" || m.Title == "" || m.Definition == "" || m.compute == nil {
+		if m.Name == "" || m.Title == "" || m.Definition == "" || (m.compute == nil) == (m.bound == nil) {
 			t.Errorf("registry entry %+v lacks a name, title, definition or compute", m)
 		}
 		if seen[m.Name] {

@@ -169,3 +169,52 @@ func Unreachable(samples []store.Sample) time.Duration {
 	}
 	return total
 }
+
+// PrimaryIntervals are the sampling intervals that closed on a sample of
+// a primary: each member's consecutive readable samples whose second is
+// primary (the intervals PrimaryRates credits a counter's rate over,
+// whatever the counter). A point's From and At are the interval's ends;
+// its Value is unused.
+func PrimaryIntervals(samples []store.Sample) []Point {
+	var out []Point
+	for _, ss := range ByMember(samples) {
+		var prev *store.Sample
+		for i := range ss {
+			s := &ss[i]
+			if !s.Up {
+				continue
+			}
+			if prev != nil && s.Primary && s.At.After(prev.At) {
+				out = append(out, Point{At: s.At, From: prev.At})
+			}
+			prev = s
+		}
+	}
+	slices.SortFunc(out, func(a, b Point) int { return a.At.Compare(b.At) })
+	return out
+}
+
+// covered is how many seconds the intervals [From, At] of ps cover, each
+// instant once (two members that both claim to be primary for a moment
+// do not make it count twice).
+func covered(ps []Point) float64 {
+	spans := slices.Clone(ps)
+	slices.SortFunc(spans, func(a, b Point) int { return a.From.Compare(b.From) })
+	var total time.Duration
+	var from, to time.Time
+	for i, p := range spans {
+		switch {
+		case i == 0:
+			from, to = p.From, p.At
+		case p.From.After(to):
+			total += to.Sub(from)
+			from, to = p.From, p.At
+		case p.At.After(to):
+			to = p.At
+		}
+	}
+	if len(spans) > 0 {
+		total += to.Sub(from)
+	}
+	return total.Seconds()
+}

@@ -1,6 +1,7 @@
 package metric
 
 import (
+	"cmp"
 	"math"
 	"slices"
 
@@ -80,4 +81,42 @@ func SlopeTest(pts [][2]float64) (slope, p float64, ok bool) {
 	}
 	t := slope / se
 	return slope, 1 - ms.TDist{V: n - 2}.CDF(t), true
+}
+
+// CensoredQuantile is the q quantile (Quantile's) of values some of which
+// are only lower bounds (atLeast[i]: the true value is at least
+// values[i], such as a latency a client timeout cut short). The quantile
+// is exact when no bound can move it — it is the same with every bound at
+// its value and with every bound unbounded — and is then returned with
+// lowerBound false. Otherwise the true quantile is at least the one with
+// the bounds at their values, which is returned with lowerBound true.
+// Written here because neither statistics library handles censored data.
+func CensoredQuantile(values []float64, atLeast []bool, q float64) (v float64, lowerBound bool) {
+	low := Quantile(values, q)
+	type value struct {
+		v     float64
+		bound bool
+	}
+	high := make([]value, len(values))
+	for i, x := range values {
+		high[i] = value{x, atLeast[i]}
+		if atLeast[i] {
+			high[i].v = math.Inf(1)
+		}
+	}
+	slices.SortFunc(high, func(a, b value) int { return cmp.Compare(a.v, b.v) })
+	pos := q * float64(len(high)-1)
+	i := int(math.Floor(pos))
+	frac := pos - float64(i)
+	if i+1 >= len(high) {
+		i, frac = len(high)-1, 0
+	}
+	if high[i].bound || frac > 0 && high[i+1].bound {
+		return low, true // the quantile rests on a value known only from below
+	}
+	hv := high[i].v
+	if frac > 0 {
+		hv += frac * (high[i+1].v - high[i].v)
+	}
+	return low, hv != low
 }

@@ -9,16 +9,15 @@ import (
 )
 
 // absentInput is two arms of three trials: Old's server reports neither
-// shedding nor the low-priority queue, New's does.
+// shedding (so sheds nothing) nor the low-priority queue, New's does.
 func absentInput() *Input {
 	in := &Input{Dirs: []string{"run"}, Arms: []string{"New", "Old"}, Trials: map[string][]Trial{}}
 	for i := range 3 {
 		in.Trials["New"] = append(in.Trials["New"], Trial{Status: store.Valid, Trial: store.Trial{Arm: "New", Index: i + 1,
-			Metrics: map[string]float64{"availability": 0.99, "failovers": 0, "sheds_per_s": 40, "admissions_per_s": 20, "lowpri_queue_growth": 0}}})
+			Metrics: map[string]float64{"availability": 0.99, "failovers": 0, "server_sheds_per_s": 40, "admissions_per_s": 20, "lowpri_queue_growth": 0}}})
 		in.Trials["Old"] = append(in.Trials["Old"], Trial{Status: store.Valid, Trial: store.Trial{Arm: "Old", Index: i + 1,
-			Metrics: map[string]float64{"availability": 0.97, "failovers": 0},
-			Absent: map[string]string{"sheds_per_s": "the server reported no queryMemory.loadShedding",
-				"admissions_per_s":    "the server reported no queues.execution.read.lowPriority",
+			Metrics: map[string]float64{"availability": 0.97, "failovers": 0, "server_sheds_per_s": 0},
+			Absent: map[string]string{"admissions_per_s": "the server reported no queues.execution.read.lowPriority",
 				"lowpri_queue_growth": "the server reported no queues.execution.read.lowPriority.queueLength"}}})
 	}
 	return in
@@ -66,15 +65,15 @@ func TestAbsentMetricsAreDashWithTheReasonInEveryTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	note, why := a.AbsentNote("Old", "sheds_per_s")
-	if note == 0 || why != "the server reported no queryMemory.loadShedding" {
+	note, why := a.AbsentNote("Old", "admissions_per_s")
+	if note == 0 || why != "the server reported no queues.execution.read.lowPriority" {
 		t.Fatalf("AbsentNote = %d %q", note, why)
 	}
-	if w := a.Warnings[note-1]; w.Arm != "Old" || !strings.Contains(w.Text, "sheds/s") || !strings.Contains(w.Text, why) {
+	if w := a.Warnings[note-1]; w.Arm != "Old" || !strings.Contains(w.Text, "admissions/s") || !strings.Contains(w.Text, why) {
 		t.Errorf("note %d is %+v", note, w)
 	}
-	if n, _ := a.AbsentNote("New", "sheds_per_s"); n != 0 {
-		t.Errorf("New has sheds/s but a note %d", n)
+	if n, _ := a.AbsentNote("New", "admissions_per_s"); n != 0 {
+		t.Errorf("New has admissions/s but a note %d", n)
 	}
 	md := string(Markdown(a))
 	for _, want := range []string{"| – (note ", why, "no data, neither pass nor fail"} {
@@ -105,7 +104,7 @@ func TestAbsentMetricsAreDashWithTheReasonInEveryTable(t *testing.T) {
 		if arm.Name != "Old" {
 			continue
 		}
-		if _, ok := arm.Metrics["sheds_per_s"]; ok || arm.Absent["sheds_per_s"] != why {
+		if _, ok := arm.Metrics["admissions_per_s"]; ok || arm.Absent["admissions_per_s"] != why {
 			t.Errorf("summary.json Old: metrics %v absent %v", arm.Metrics, arm.Absent)
 		}
 		for _, g := range arm.Gates {
@@ -115,11 +114,11 @@ func TestAbsentMetricsAreDashWithTheReasonInEveryTable(t *testing.T) {
 		}
 	}
 	perf, _ := PerfJSON(a)
-	if strings.Count(string(perf), `"sheds_per_s"`) != 1 {
-		t.Errorf("perf.json should have sheds_per_s for New only:\n%s", perf)
+	if strings.Count(string(perf), `"admissions_per_s"`) != 1 {
+		t.Errorf("perf.json should have admissions_per_s for New only:\n%s", perf)
 	}
-	if bench := string(BenchTxt(a)); strings.Contains(bench, "arm=Old/metric=sheds_per_s ") || strings.Count(bench, "/metric=sheds_per_s ") != 3 {
-		t.Errorf("bench.txt should have New's three sheds_per_s lines only:\n%s", bench)
+	if bench := string(BenchTxt(a)); strings.Contains(bench, "arm=Old/metric=admissions_per_s ") || strings.Count(bench, "/metric=admissions_per_s ") != 3 {
+		t.Errorf("bench.txt should have New's three admissions_per_s lines only:\n%s", bench)
 	}
 }
 

@@ -27,7 +27,38 @@ type Arm struct {
 	// report shows (its trials' reasons, metric.Explain): shown as "–"
 	// with the reason, never as zero.
 	Absent map[string]string
-	Gates  []GateResult
+	// Censored are the metrics some of whose valid trials hold only a
+	// lower bound (store.Trial.AtLeast: a latency a client timeout cut
+	// short): summarized apart, never in Metrics, so no mean, test or
+	// gate reads a bound as a measurement.
+	Censored map[string]Censored
+	Gates    []GateResult
+}
+
+// Censored is an arm's summary of a metric whose trial values are partly
+// lower bounds: the median, minimum and maximum over the trials, each
+// marked when it is itself only a lower bound (metric.CensoredQuantile's
+// rule), and how many of the values are bounds.
+type Censored struct {
+	Values                                []float64
+	AtLeast                               []bool
+	Bounds                                int
+	Median, Min, Max                      float64
+	MedianAtLeast, MinAtLeast, MaxAtLeast bool
+}
+
+// censoredSummary summarizes values of which those marked are bounds.
+func censoredSummary(values []float64, atLeast []bool) Censored {
+	c := Censored{Values: values, AtLeast: atLeast}
+	for _, b := range atLeast {
+		if b {
+			c.Bounds++
+		}
+	}
+	c.Median, c.MedianAtLeast = metric.CensoredQuantile(values, atLeast, 0.5)
+	c.Min, c.MinAtLeast = metric.CensoredQuantile(values, atLeast, 0)
+	c.Max, c.MaxAtLeast = metric.CensoredQuantile(values, atLeast, 1)
+	return c
 }
 
 // Analysis is a report's content, before rendering.
@@ -124,11 +155,34 @@ func Analyze(in *Input, opts Options) (*Analysis, error) {
 		}
 		return v
 	}
+	// bounds are an arm's trial values of a metric with, for each,
+	// whether it is only a lower bound; none when no trial's is.
+	bounds := func(arm, metric string) (v []float64, atLeast []bool) {
+		censored := false
+		for _, t := range in.Valid(arm) {
+			if x, ok := t.Metrics[metric]; ok {
+				v, atLeast = append(v, x), append(atLeast, false)
+			} else if x, ok := t.AtLeast[metric]; ok {
+				v, atLeast, censored = append(v, x), append(atLeast, true), true
+			}
+		}
+		if !censored {
+			return nil, nil
+		}
+		return v, atLeast
+	}
+	censoredIn := map[string]bool{} // "arm\x00metric"
 	for _, name := range in.Arms {
 		arm := Arm{Name: name, N: len(in.Valid(name)), Invalid: len(in.Trials[name]) - len(in.Valid(name)), Metrics: map[string]Summary{}}
-		arm.Absent = map[string]string{}
+		arm.Absent, arm.Censored = map[string]string{}, map[string]Censored{}
 		for _, m := range a.MetricNames {
-			if v := values(name, m); len(v) > 0 {
+			if v, atLeast := bounds(name, m); v != nil {
+				c := censoredSummary(v, atLeast)
+				arm.Censored[m] = c
+				censoredIn[name+"\x00"+m] = true
+				a.Warnings = append(a.Warnings, Warning{Arm: name, Metric: m, Text: fmt.Sprintf("%s: %d of %d trials give only a lower bound (a canary the client's timeout cut short): summarized as \"≥ …\", never averaged, tested or gated as a measurement",
+					metric.Lookup(m).Title, c.Bounds, len(v))})
+			} else if v := values(name, m); len(v) > 0 {
 				arm.Metrics[m] = Summarize(v, 0.95)
 			} else {
 				arm.Absent[m] = absentReason(in.Valid(name), m)
@@ -173,8 +227,8 @@ func Analyze(in *Input, opts Options) (*Analysis, error) {
 		}
 		for _, m := range a.MetricNames {
 			base, v := values(a.Baseline, m), values(name, m)
-			if len(base) == 0 || len(v) == 0 {
-				continue
+			if len(base) == 0 || len(v) == 0 || censoredIn[a.Baseline+"\x00"+m] || censoredIn[name+"\x00"+m] {
+				continue // a lower bound is no value to compare
 			}
 			c := Compare(m, a.Baseline, name, base, v, a.Alpha)
 			a.Comparisons = append(a.Comparisons, c)
@@ -214,6 +268,9 @@ func metricNames(in *Input) []string {
 			for k := range t.Absent {
 				present[k] = true
 			}
+			for k := range t.AtLeast {
+				present[k] = true
+			}
 		}
 	}
 	return metric.Ordered(present)
@@ -232,6 +289,9 @@ func absentReason(trials []Trial, m string) string {
 		}
 	}
 	if len(reasons) == 0 {
+		if metric.IsRetired(m) {
+			return "retired: " + metric.Lookup(m).Definition
+		}
 		return "no trial recorded it"
 	}
 	return strings.Join(reasons, "; ")
@@ -275,6 +335,12 @@ func noDataReason(g Gate, arm Arm) string {
 			continue
 		}
 		if _, ok := arm.Metrics[m]; !ok {
+			if c, ok := arm.Censored[m]; ok {
+				return fmt.Sprintf("%s: %d of %d trials give only a lower bound (a client timeout), which no gate reads as a measurement", m, c.Bounds, len(c.Values))
+			}
+			if metric.IsRetired(m) {
+				return m + ": retired, no longer computed (" + metric.Lookup(m).Definition + ")"
+			}
 			if why := arm.Absent[m]; why != "" {
 				return m + ": " + why
 			}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"math"
@@ -80,7 +81,9 @@ func chartSections(a *Analysis, options map[string]chart.Option) ([]section, err
 		if err != nil {
 			return nil, err
 		}
-		note := "An unsafe shed is a $merge op that failed shed or killed after it had written documents to its target."
+		note := "An unsafe shed is a $merge/$out op that failed shed or killed after it had written documents into its target (a partial write). " +
+			"A $out writes into a temporary collection and replaces its target only when it finishes, so a shed $out never half-modifies its target: " +
+			"what it leaves in the temporary collection (which mongod drops best-effort) is counted apart, as $out temp leftovers, never as an unsafe shed. " + forcedNote(a)
 		if len(rows) > 0 {
 			note += " On the sharded cluster each op's pipeline ran on the source's shard, whose $merge/$out wrote through the router; the table gives each case's ops per arm and the nodes whose shed counter rose."
 		}
@@ -91,8 +94,8 @@ func chartSections(a *Analysis, options map[string]chart.Option) ([]section, err
 
 	// The sweeper investigation's central picture: where the low-priority queue's
 	// departures went.
-	dep := barChart("Low-priority queue departures per second of storm (median)", unitOpsPerS, a.In.Arms)
-	for _, s := range []struct{ metric, name string }{{"admissions_per_s", "admitted (got a ticket)"}, {"kills_per_s", "killed while queued"}} {
+	dep := barChart("Low-priority queue departures per second with a primary (median)", unitOpsPerS, a.In.Arms)
+	for _, s := range []struct{ metric, name string }{{metric.AdmissionsPerS, "admitted (got a ticket)"}, {metric.KillsPerS, "killed while queued"}} {
 		var data []chart.Datum
 		for i := range a.Arms {
 			data = append(data, medianBar(&a.Arms[i], s.metric))
@@ -102,22 +105,31 @@ func chartSections(a *Analysis, options map[string]chart.Option) ([]section, err
 	options["departures"] = dep
 	options["sheds-vs-admissions"] = shedsVsAdmissions(a, color)
 	var tbl strings.Builder
-	tbl.WriteString(`<table class="data"><tr><th>arm</th><th>admissions/s</th><th>queue kills/s</th><th>kills share of departures</th><th>sheds/s</th></tr>`)
+	tbl.WriteString(`<table class="data"><tr><th>arm</th><th>admissions/s (with a primary)</th><th>admissions/s (of storm)</th><th>queue kills/s</th><th>kills share of departures</th>` +
+		`<th>server sheds/s</th><th>inline</th><th>sweeper</th><th>actor kills/s</th><th>low-pri queue</th><th>normal queue</th><th>running</th></tr>`)
 	for i := range a.Arms {
 		arm := &a.Arms[i]
-		ad, adCell := median(arm, "admissions_per_s")
-		ki, kiCell := median(arm, "kills_per_s")
-		_, shCell := median(arm, "sheds_per_s")
+		ad, adCell := median(arm, metric.AdmissionsPerS)
+		_, adStormCell := median(arm, metric.AdmissionsPerStormS)
+		ki, kiCell := median(arm, metric.KillsPerS)
 		share := "–"
 		if ad+ki > 0 { // false for NaN too: no share of what was not reported
 			share = fmt.Sprintf("%.2f", ki/(ad+ki))
 		}
-		fmt.Fprintf(&tbl, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>", template.HTMLEscapeString(arm.Name), adCell, kiCell, share, shCell)
+		fmt.Fprintf(&tbl, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>", template.HTMLEscapeString(arm.Name), adCell, adStormCell, kiCell, share)
+		for _, m := range []string{metric.ServerShedsPerS, metric.ServerShedsInlinePerS, metric.ServerShedsQueuedPerS,
+			metric.ActorKillsPerS, metric.ActorKillsLowQueuePerS, metric.ActorKillsNormalQueuePerS, metric.ActorKillsRunningPerS} {
+			_, cell := median(arm, m)
+			fmt.Fprintf(&tbl, "<td>%s</td>", cell)
+		}
+		tbl.WriteString("</tr>")
 	}
 	tbl.WriteString("</table>")
-	secs = append(secs, section{ID: "departures", Title: "Why: queue departures and sheds",
+	secs = append(secs, section{ID: "departures", Title: "Why: queue departures, the server's sheds and the actor's kills",
 		Note: "Every op that leaves the low-priority read queue either got a ticket (admitted) or was killed while it waited. " +
-			"An op admitted with its memory still held keeps the memory in the server; shedding works when it outpaces admissions.",
+			"An op admitted with its memory still held keeps the memory in the server; shedding works when it outpaces admissions. " +
+			"The server's sheds (split by who decided: the inline checkpoint of a ticket holder, or the queued-op sweeper) and a killOp actor's kills (split by where the op was) are counted apart and never added. " +
+			"Rates are per second with a primary unless a column says \"of storm\" (the storm's whole length, seconds without a primary counting with no flow).",
 		Charts: []chartRef{{"departures"}, {"sheds-vs-admissions"}}, Table: template.HTML(tbl.String())})
 
 	// Time series, one line per valid trial.
@@ -141,7 +153,8 @@ func chartSections(a *Analysis, options map[string]chart.Option) ([]section, err
 			return d.gauge(func(s store.Second) *float64 { return s.ResidentMB }, 1.0/1024)
 		}},
 		{"ts-availability", "Canary availability per second (share within the SLO)", unitShare, (*trialData).availabilityPerSecond},
-		{"ts-sheds", "Sheds and killOp kills per second", unitOpsPerS, (*trialData).shedsPerSecond},
+		{"ts-sheds", "Server sheds per second (the primary's own)", unitOpsPerS, (*trialData).serverShedsPerSecond},
+		{"ts-actor-kills", "killOp actor kills per second", unitOpsPerS, (*trialData).actorKillsPerSecond},
 	}
 	var refs []chartRef
 	var empty []string // charts, or trials of a chart, without data
@@ -156,7 +169,11 @@ func chartSections(a *Analysis, options map[string]chart.Option) ([]section, err
 		}
 		line, none := trialLines(def.title, def.yName, trials, def.series, color, true)
 		if len(none) > 0 {
-			empty = append(empty, fmt.Sprintf("%s: no data for %s (the server reported none of it%s)", def.title, strings.Join(none, ", "), noDataWhy(def.id)))
+			who := "the server reported none of it"
+			if def.id == "ts-actor-kills" {
+				who = "a client actor's kills, not the server's"
+			}
+			empty = append(empty, fmt.Sprintf("%s: no data for %s (%s%s)", def.title, strings.Join(none, ", "), who, noDataWhy(def.id)))
 		}
 		if len(line.Series) == 0 {
 			continue // no trial has data: no chart, and the note says so
@@ -293,6 +310,45 @@ func chartSections(a *Analysis, options map[string]chart.Option) ([]section, err
 	return secs, nil
 }
 
+// forcedNote says how the merge workload's sheds came about: forced by
+// the shed failpoint after the first write batches on every trial that
+// could arm it (so the workload tests the write-started latch, not the
+// odds of a shed), and which trials ran unforced and why (their
+// metadata's forced and forced_note).
+func forcedNote(a *Analysis) string {
+	var wl struct {
+		ShedAfter int64 `json:"shed_after_batches"`
+	}
+	_ = json.Unmarshal(a.In.Workload.Merge, &wl)
+	forced, unforced := 0, map[string][]string{}
+	var notes []string
+	for _, arm := range a.In.Arms {
+		for _, t := range a.In.Valid(arm) {
+			var meta struct {
+				Forced *bool  `json:"forced"`
+				Note   string `json:"forced_note"`
+			}
+			if json.Unmarshal(t.Metadata, &meta) != nil || meta.Forced == nil || *meta.Forced {
+				forced++ // a trial written before forced was recorded armed it or failed
+				continue
+			}
+			if unforced[meta.Note] == nil {
+				notes = append(notes, meta.Note)
+			}
+			unforced[meta.Note] = append(unforced[meta.Note], fmt.Sprintf("%s#%d", arm, t.Index))
+		}
+	}
+	var b strings.Builder
+	if forced > 0 {
+		fmt.Fprintf(&b, "The shed is forced: the failpoint queryMemoryLoadSheddingAlwaysShed sheds each op after its first %d write batch(es), whatever the memory pressure, "+
+			"so the workload tests the write-started latch (whether an op that has written can still be shed), not the odds of a shed.", max(wl.ShedAfter, 1))
+	}
+	for _, n := range notes {
+		fmt.Fprintf(&b, " %s ran unforced (%s): their sheds, if any, came from memory pressure.", strings.Join(unforced[n], ", "), n)
+	}
+	return strings.TrimSpace(b.String())
+}
+
 // trialLines is a time-series chart with one line per trial of series
 // (failover and restart marks when marks is set), and the trials that
 // had no point of it: nothing reported is no line, never a line of zeros.
@@ -339,7 +395,9 @@ func trialLines(title, unit string, data []*trialData, series func(*trialData) [
 func noDataWhy(id string) string {
 	switch id {
 	case "ts-sheds":
-		return ": no queryMemory.loadShedding counters, and no killOp kill"
+		return ": no queryMemory.loadShedding section, which mongod leaves out when its shedder is off"
+	case "ts-actor-kills":
+		return ": no killOp actor ran, or it killed nothing"
 	case "ts-tickets", "ts-queue":
 		return ": no queues.execution section"
 	case "ts-rss":
@@ -388,21 +446,27 @@ func addMemoryMarks(line *chart.Option, data []*trialData) {
 	s.MarkLine.Data = append(s.MarkLine.Data, refs...)
 }
 
-// shedsVsAdmissions is the chart of each arm's sheds/s beside its
-// admissions/s in the storm: a bar per arm and metric at the median of
-// the arm's valid trials, and a point per trial on it.
+// shedsVsAdmissions is the chart of each arm's server sheds/s and actor
+// kills/s beside its admissions/s in the storm (all per second with a
+// primary): a bar per arm and metric at the median of the arm's valid
+// trials, and a point per trial on it. The server's sheds and the actor's
+// kills are bars of their own: the sweeper's signature is the server's.
 func shedsVsAdmissions(a *Analysis, color func(arm string) string) chart.Option {
 	var categories []string
 	var medians, points []chart.Datum
 	for i := range a.Arms {
 		arm := &a.Arms[i]
-		for _, m := range []string{metric.ShedsPerS, metric.AdmissionsPerS} {
+		for _, m := range []string{metric.ServerShedsPerS, metric.ActorKillsPerS, metric.AdmissionsPerS} {
 			category := arm.Name + " " + metric.Lookup(m).Title
 			categories = append(categories, category)
-			// Sheds in the arm's colour, admissions in a paler one.
+			// Server sheds in the arm's colour, actor kills and admissions
+			// in paler ones.
 			style := &opts.ItemStyle{Color: color(arm.Name), Opacity: opts.Float(1)}
-			if m == metric.AdmissionsPerS {
-				style.Opacity = opts.Float(0.45)
+			switch m {
+			case metric.ActorKillsPerS:
+				style.Opacity = opts.Float(0.7)
+			case metric.AdmissionsPerS:
+				style.Opacity = opts.Float(0.4)
 			}
 			s, ok := arm.Metrics[m]
 			medians = append(medians, chart.Datum{Value: chart.Of(s.Median, ok), ItemStyle: style})
@@ -413,7 +477,7 @@ func shedsVsAdmissions(a *Analysis, color func(arm string) string) chart.Option 
 			}
 		}
 	}
-	o := barChart("Sheds/s vs admissions/s in the storm (bars: median; points: trials)", unitOpsPerS, categories)
+	o := barChart("Server sheds/s, actor kills/s and admissions/s in the storm, per second with a primary (bars: median; points: trials)", unitOpsPerS, categories)
 	o.Series = []chart.Series{{Name: "median", Type: "bar", Data: medians},
 		{Name: "trials", Type: "scatter", Data: points, ItemStyle: &opts.ItemStyle{Color: chart.Ink, Opacity: opts.Float(0.8)}}}
 	return o

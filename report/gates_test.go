@@ -18,7 +18,7 @@ gates:
     op: ">"
     value: 1.5
   - name: sheds beat admissions
-    metric: sheds_per_s
+    metric: server_sheds_per_s
     of: max
     op: ">"
     than: admissions_per_s
@@ -60,8 +60,8 @@ gates:
 		if !strings.Contains(summary, md("impossible: "+want)) {
 			t.Errorf("summary.md does not say what %s's failed gate compared (%q):\n%s", arm.Name, want, summary)
 		}
-		if s, ok := arm.Metrics["sheds_per_s"]; ok && s.N > 0 {
-			want := "sheds_per_s max = " + Number(s.Max) + ", want > admissions_per_s max = " + Number(arm.Metrics["admissions_per_s"].Max)
+		if s, ok := arm.Metrics["server_sheds_per_s"]; ok && s.N > 0 {
+			want := "server_sheds_per_s max = " + Number(s.Max) + ", want > admissions_per_s max = " + Number(arm.Metrics["admissions_per_s"].Max)
 			if than.Detail() != want {
 				t.Errorf("%s: %q, want %q", arm.Name, than.Detail(), want)
 			}

@@ -99,6 +99,10 @@ func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 		row := verdictRow{Title: metric.Lookup(name).Title}
 		for _, arm := range a.Arms {
 			s, ok := arm.Metrics[name]
+			if c, censored := arm.Censored[name]; censored {
+				row.Cells = append(row.Cells, verdictCell{Value: censoredValue(name, c)})
+				continue
+			}
 			if !ok {
 				note, why := a.AbsentNote(arm.Name, name)
 				row.Cells = append(row.Cells, verdictCell{Value: "–", Absent: why, Note: note})
@@ -134,6 +138,10 @@ func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 			row := trialRow{Arm: arm, Index: t.Index, Status: t.Status, Reason: t.Reason, Run: t.Run}
 			for _, m := range keyMetrics(a) {
 				v, ok := t.Metrics[m]
+				if b, censored := t.AtLeast[m]; censored {
+					row.Values = append(row.Values, trialCell{Value: AtLeast(m, b)})
+					continue
+				}
 				if !ok {
 					why := t.Absent[m]
 					if why == "" {
@@ -158,6 +166,9 @@ func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 		return nil, err
 	}
 	p.Sections = secs
+	if ls := livesSection(a); ls != nil {
+		p.Sections = append(p.Sections, *ls)
+	}
 	if hs := hostSection(a); hs != nil {
 		p.Sections = append([]section{*hs}, secs...)
 	}
@@ -197,6 +208,28 @@ func builds(list []store.ArmInfo) []string {
 
 // unitNumber formats a value in its metric's unit (metric.Format).
 func unitNumber(name string, v float64) string { return metric.Format(name, v) }
+
+// AtLeast is a lower bound as every table shows it: "≥ 5000 ms
+// (timeout)", a latency the client's timeout cut short, never a
+// measurement.
+func AtLeast(name string, v float64) string { return "≥ " + unitNumber(name, v) + " (timeout)" }
+
+// censoredValue is a censored summary as the verdict shows it: the median
+// and the range, each "≥" where it is only a lower bound, and how many of
+// the trials' values are bounds.
+func censoredValue(name string, c Censored) string {
+	show := func(v float64, bound bool) string {
+		if bound {
+			return "≥ " + unitNumber(name, v)
+		}
+		return unitNumber(name, v)
+	}
+	median := show(c.Median, c.MedianAtLeast)
+	if c.MedianAtLeast {
+		median = AtLeast(name, c.Median)
+	}
+	return fmt.Sprintf("%s [%s–%s] (%d of %d trials a lower bound)", median, show(c.Min, c.MinAtLeast), show(c.Max, c.MaxAtLeast), c.Bounds, len(c.Values))
+}
 
 // cellValue is a summary as the verdict shows it: median [min–max], and
 // for counts also the total over the trials (counts compared as counts:

@@ -15,10 +15,14 @@ import (
 type mergeCaseRow struct {
 	Case, Arm string
 	Ops       int
-	Shed      int      // ops that failed shed
-	Unsafe    int      // of them, with documents written
-	LeftDocs  int64    // documents the unsafe ones left behind
-	ShedBy    []string // the nodes whose shed counter rose, sorted
+	Shed      int   // ops that failed shed
+	Unsafe    int   // of them, with documents written into the target
+	LeftDocs  int64 // documents the unsafe ones left in their targets
+	// OutTemp and OutTempDocs are the $out ops that left documents in
+	// $out's temporary collections, and how many: never partial writes.
+	OutTemp     int
+	OutTempDocs int64
+	ShedBy      []string // the nodes whose shed counter rose, sorted
 }
 
 // mergeCaseRows reads the valid trials' merge ops and groups those of the
@@ -50,6 +54,10 @@ func mergeCaseRows(a *Analysis) ([]mergeCaseRow, error) {
 					r.Unsafe++
 					r.LeftDocs += o.Written
 				}
+				if o.OutTempDocs > 0 {
+					r.OutTemp++
+					r.OutTempDocs += o.OutTempDocs
+				}
 				for _, n := range o.ShedBy {
 					if !slices.Contains(r.ShedBy, n) {
 						r.ShedBy = append(r.ShedBy, n)
@@ -79,7 +87,8 @@ func mergeCaseTable(rows []mergeCaseRow) template.HTML {
 		return ""
 	}
 	var b strings.Builder
-	b.WriteString(`<table><tr><th>case</th><th>arm</th><th>ops</th><th>shed</th><th>shed after writing (unsafe)</th><th>documents left behind</th><th>shed by</th></tr>`)
+	b.WriteString(`<table><tr><th>case</th><th>arm</th><th>ops</th><th>shed</th><th>shed after writing into the target (unsafe)</th><th>documents left in the target</th>` +
+		`<th>$out temp leftovers (ops, documents)</th><th>shed by</th></tr>`)
 	for _, r := range rows {
 		by := "none"
 		if len(r.ShedBy) > 0 {
@@ -90,8 +99,12 @@ func mergeCaseTable(rows []mergeCaseRow) template.HTML {
 		if len(r.ShedBy) > 0 {
 			by = template.HTMLEscapeString(by)
 		}
-		fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td></tr>",
-			template.HTMLEscapeString(r.Case), template.HTMLEscapeString(r.Arm), r.Ops, r.Shed, r.Unsafe, r.LeftDocs, by)
+		temp := "–"
+		if r.Case == store.MergeCaseOut {
+			temp = fmt.Sprintf("%d, %d", r.OutTemp, r.OutTempDocs)
+		}
+		fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td></tr>",
+			template.HTMLEscapeString(r.Case), template.HTMLEscapeString(r.Arm), r.Ops, r.Shed, r.Unsafe, r.LeftDocs, temp, by)
 	}
 	b.WriteString("</table>")
 	return template.HTML(b.String())

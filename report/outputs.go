@@ -57,14 +57,47 @@ type summaryGate struct {
 }
 
 // summaryArm is an arm's statistics. A metric the arm has no value of is
-// not in metrics (never a zero) but in absent, with the reason.
+// not in metrics (never a zero) but in absent, with the reason; one some
+// of whose trial values are only lower bounds is in censored instead.
 type summaryArm struct {
-	Name    string                   `json:"name"`
-	N       int                      `json:"n"`
-	Invalid int                      `json:"invalid"`
-	Metrics map[string]summaryMetric `json:"metrics"`
-	Absent  map[string]string        `json:"absent,omitempty"`
-	Gates   []summaryGate            `json:"gates"`
+	Name     string                     `json:"name"`
+	N        int                        `json:"n"`
+	Invalid  int                        `json:"invalid"`
+	Metrics  map[string]summaryMetric   `json:"metrics"`
+	Absent   map[string]string          `json:"absent,omitempty"`
+	Censored map[string]summaryCensored `json:"censored,omitempty"`
+	Gates    []summaryGate              `json:"gates"`
+	// PrimaryLives are the valid trials' primaries, trial by trial.
+	PrimaryLives []summaryLife `json:"primaryLives,omitempty"`
+}
+
+// summaryCensored is a metric whose trial values are partly lower bounds
+// (a client timeout cut a latency short): each statistic and value says
+// whether it is only a bound ("at least"). There is no mean: a bound is
+// never averaged.
+type summaryCensored struct {
+	Median        jsonNumber   `json:"median"`
+	MedianAtLeast bool         `json:"medianAtLeast"`
+	Min           jsonNumber   `json:"min"`
+	MinAtLeast    bool         `json:"minAtLeast"`
+	Max           jsonNumber   `json:"max"`
+	MaxAtLeast    bool         `json:"maxAtLeast"`
+	Values        []jsonNumber `json:"values"`
+	AtLeast       []bool       `json:"atLeast"`
+}
+
+// summaryLife is one primary's life in one trial (store.PrimaryLife),
+// times as seconds into the trial.
+type summaryLife struct {
+	Trial          int              `json:"trial"`
+	Shard          string           `json:"shard,omitempty"`
+	Member         string           `json:"member"`
+	From           jsonNumber       `json:"fromSeconds"`
+	To             jsonNumber       `json:"toSeconds"`
+	Cause          string           `json:"cause"`
+	AdmissionsPerS *jsonNumber      `json:"admissionsPerS,omitempty"`
+	HeaviestQueue  string           `json:"heaviestQueue,omitempty"`
+	TrackedAtEnd   map[string]int64 `json:"trackedBytesAtEnd,omitempty"`
 }
 
 type summaryComparison struct {
@@ -115,6 +148,24 @@ func SummaryJSON(a *Analysis, toolVersion string) ([]byte, error) {
 		for name, s := range arm.Metrics {
 			sa.Metrics[name] = summaryMetric{Median: jsonNumber(s.Median), Min: jsonNumber(s.Min), Max: jsonNumber(s.Max),
 				Mean: jsonNumber(s.Mean), MeanLo: jsonNumber(s.MeanLo), MeanHi: jsonNumber(s.MeanHi), Values: numbers(s.Values)}
+		}
+		for name, c := range arm.Censored {
+			if sa.Censored == nil {
+				sa.Censored = map[string]summaryCensored{}
+			}
+			sa.Censored[name] = summaryCensored{Median: jsonNumber(c.Median), MedianAtLeast: c.MedianAtLeast, Min: jsonNumber(c.Min), MinAtLeast: c.MinAtLeast,
+				Max: jsonNumber(c.Max), MaxAtLeast: c.MaxAtLeast, Values: numbers(c.Values), AtLeast: c.AtLeast}
+		}
+		for _, t := range a.In.Valid(arm.Name) {
+			for _, l := range t.PrimaryLives {
+				sl := summaryLife{Trial: t.Index, Shard: l.Shard, Member: l.Member, From: jsonNumber(l.Start.Sub(t.Started).Seconds()),
+					To: jsonNumber(l.End.Sub(t.Started).Seconds()), Cause: l.Cause, HeaviestQueue: l.HeaviestQueue, TrackedAtEnd: l.TrackedAtEnd}
+				if l.AdmissionsPerS != nil {
+					v := jsonNumber(*l.AdmissionsPerS)
+					sl.AdmissionsPerS = &v
+				}
+				sa.PrimaryLives = append(sa.PrimaryLives, sl)
+			}
 		}
 		for _, g := range arm.Gates {
 			if g.NotApplicable {
@@ -301,6 +352,10 @@ func Markdown(a *Analysis) []byte {
 		fmt.Fprintf(&b, "| %s |", metric.Lookup(name).Title)
 		for _, arm := range a.Arms {
 			s, ok := arm.Metrics[name]
+			if c, censored := arm.Censored[name]; censored {
+				fmt.Fprintf(&b, " %s |", md(censoredValue(name, c)))
+				continue
+			}
 			if !ok {
 				if note, _ := a.AbsentNote(arm.Name, name); note > 0 {
 					fmt.Fprintf(&b, " – (note %d) |", note)

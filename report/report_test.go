@@ -129,7 +129,7 @@ func TestSummaryJSONShape(t *testing.T) {
 		}
 		names = append(names, c.Metric)
 	}
-	for _, m := range []string{"availability", "failovers", "sheds_per_s", "admissions_per_s", "kills_per_s"} {
+	for _, m := range []string{"availability", "failovers", "server_sheds_per_s", "actor_kills_per_s", "admissions_per_s", "kills_per_s"} {
 		if !slices.Contains(names, m) {
 			t.Errorf("no comparison of %s", m)
 		}
@@ -202,8 +202,8 @@ func TestBenchTxtShape(t *testing.T) {
 			t.Errorf("not benchmark format: %q", l)
 		}
 	}
-	if perMetric["availability"] != 6 || perMetric["sheds_per_s"] != 6 {
-		t.Errorf("want one availability and sheds_per_s line per trial (6): %v", perMetric)
+	if perMetric["availability"] != 6 || perMetric["server_sheds_per_s"] != 6 {
+		t.Errorf("want one availability and server_sheds_per_s line per trial (6): %v", perMetric)
 	}
 	want := 0
 	for _, arm := range a.In.Arms {
@@ -297,7 +297,7 @@ func TestGates(t *testing.T) {
 		"availability":        Summarize([]float64{0.95, 0.97, 0.99}, 0.95),
 		"failovers":           Summarize([]float64{0, 0, 1}, 0.95),
 		"lowpri_queue_growth": Summarize([]float64{0, 0, 0}, 0.95),
-		"sheds_per_s":         Summarize([]float64{170, 180, 190}, 0.95),
+		"server_sheds_per_s":  Summarize([]float64{170, 180, 190}, 0.95),
 		"admissions_per_s":    Summarize([]float64{150, 160, 200}, 0.95),
 	}
 	want := map[string]bool{"available": true, "no failover": false, "queue bounded": true, "sheds outpace admissions": true}

@@ -106,29 +106,30 @@ func (d *trialData) availabilityPerSecond() [][2]float64 {
 	return out
 }
 
-// shedsPerSecond is the primary's server sheds per second plus the killOp
-// actor's kills in each second. A trial whose actor killed is known to
-// have run one: its kills are known for every second of the trial (none
-// in a second is 0), even where the server reports no sheds (shedding
-// off); a second with neither is absent.
-func (d *trialData) shedsPerSecond() [][2]float64 {
-	return d.shedsOf(d.series, func(*store.Kill) bool { return true })
+// serverShedsPerSecond is the primary's own sheds in each second (its
+// operationsShed rate): a second without the counter is absent.
+func (d *trialData) serverShedsPerSecond() [][2]float64 {
+	return gaugeOf(d.series, func(s store.Second) *float64 { return s.Sheds }, 1)
 }
 
-// shedsOf is shedsPerSecond over one series and the kills mine picks
-// (on a sharded cluster: one shard's sheds and its actor's kills).
-func (d *trialData) shedsOf(series []store.Second, mine func(*store.Kill) bool) [][2]float64 {
-	perSec := map[int]float64{}
-	for _, s := range series {
-		if s.Sheds != nil {
-			perSec[s.T] += *s.Sheds
-		}
-	}
+// actorKillsPerSecond is the killOp actor's kills in each second. A trial
+// whose actor killed is known to have run one: its kills are known for
+// every second of the trial (none in a second is 0); a trial without a
+// kill has no line.
+func (d *trialData) actorKillsPerSecond() [][2]float64 {
+	return d.actorKillsOf(func(*store.Kill) bool { return true })
+}
+
+// actorKillsOf is actorKillsPerSecond of the kills mine picks (on a
+// sharded cluster: one shard's actor's).
+func (d *trialData) actorKillsOf(mine func(*store.Kill) bool) [][2]float64 {
 	kill := func(e store.Event) bool { return e.Kind == "kill" && e.Kill != nil && mine(e.Kill) }
-	if slices.ContainsFunc(d.events, kill) {
-		for t := 0; float64(t) < d.length; t++ {
-			perSec[t] += 0
-		}
+	if !slices.ContainsFunc(d.events, kill) {
+		return nil
+	}
+	perSec := map[int]float64{}
+	for t := 0; float64(t) < d.length; t++ {
+		perSec[t] = 0
 	}
 	for _, e := range d.events {
 		// A kill the actor made after the trial ended is outside it.

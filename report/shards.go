@@ -100,14 +100,16 @@ var shardPanels = []shardPanel{
 		"a router has no queues.execution section: storage admission is a shard's"},
 	{"rss", "resident memory", unitGiB, 1.0 / 1024, func(s store.Second) *float64 { return s.ResidentMB },
 		"the router reported no mem.resident"},
-	{"sheds", "sheds and killOp kills per second", unitOpsPerS, 1, nil,
-		"a router has no queryMemory section: it sheds nothing, and the killOp actor kills on the shards"},
+	{"sheds", "server sheds per second", unitOpsPerS, 1, func(s store.Second) *float64 { return s.Sheds },
+		"a router has no queryMemory section: it sheds nothing"},
+	{"actor-kills", "killOp actor kills per second", unitOpsPerS, 1, nil,
+		"the killOp actor kills on the shards, never on a router"},
 	{"queries", "queries per second (opcounters.query)", unitOpsPerS, 1, nil,
 		"the router reported no opcounters"},
 }
 
-// series is a panel's points for one trial on one shard (sheds: the
-// shard's server sheds and its own actor's kills).
+// series is a panel's points for one trial on one shard (actor kills:
+// the shard's own actor's).
 func (p shardPanel) series(d *trialData, shard string, router bool) [][2]float64 {
 	ss := d.shards[shard]
 	switch {
@@ -116,7 +118,10 @@ func (p shardPanel) series(d *trialData, shard string, router bool) [][2]float64
 	case p.key == "queries":
 		return d.queriesPerSecond(shard)
 	}
-	return d.shedsOf(ss, func(k *store.Kill) bool { return !router && k.Shard == shard })
+	if router {
+		return nil
+	}
+	return d.actorKillsOf(func(k *store.Kill) bool { return k.Shard == shard })
 }
 
 // shardSections are a panel per shard and one for the routers, then a
@@ -180,7 +185,7 @@ func shardSections(a *Analysis, data []*trialData, options map[string]chart.Opti
 		secs = append(secs, sec)
 	}
 	secs = append(secs, section{ID: "shards", Title: "Per shard: medians of the storm's seconds, by arm",
-		Note:  "Each shard's primary and each router, over the valid trials of an arm: the median of the storm phase's per-second read tickets and queue length, the peak resident memory, and the median over trials of sheds and killOp kills, and of queries counted, in the storm. – is what a node did not report (hover for why).",
+		Note:  "Each shard's primary and each router, over the valid trials of an arm: the median of the storm phase's per-second read tickets and queue length, the peak resident memory, and the median over trials of the server's sheds, of the killOp actor's kills (never added together) and of queries counted, in the storm. – is what a node did not report (hover for why).",
 		Table: shardTable(a, sharded, shards, routers)})
 	return secs
 }
@@ -200,7 +205,7 @@ func shardOnly(data []*trialData, shard string) []*trialData {
 // shardTable is the per-shard table: a row per shard or router and arm.
 func shardTable(a *Analysis, data []*trialData, shards, routers []string) template.HTML {
 	var b strings.Builder
-	b.WriteString(`<table class="data"><tr><th>node</th><th>arm</th><th>trials</th><th>read tickets (median)</th><th>low-priority queue (median)</th><th>resident peak (GiB)</th><th>sheds + kills in the storm (median per trial)</th><th>queries in the storm (median per trial)</th></tr>`)
+	b.WriteString(`<table class="data"><tr><th>node</th><th>arm</th><th>trials</th><th>read tickets (median)</th><th>low-priority queue (median)</th><th>resident peak (GiB)</th><th>server sheds in the storm (median per trial)</th><th>actor kills in the storm (median per trial)</th><th>queries in the storm (median per trial)</th></tr>`)
 	absent := func(why string) string {
 		return `<span title="` + template.HTMLEscapeString(why) + `">–</span>`
 	}
@@ -245,7 +250,7 @@ func shardTable(a *Analysis, data []*trialData, shards, routers []string) templa
 					b.WriteString("<td>" + absent("not reported: "+why) + "</td>")
 				case p.key == "rss":
 					fmt.Fprintf(&b, "<td>%.2f</td>", slices.Max(pooled))
-				case p.key == "sheds" || p.key == "queries":
+				case p.key == "sheds" || p.key == "actor-kills" || p.key == "queries":
 					fmt.Fprintf(&b, "<td>%s</td>", Number(math.Round(metric.Median(perTrial))))
 				default:
 					fmt.Fprintf(&b, "<td>%s</td>", Number(metric.Median(pooled)))

@@ -61,9 +61,9 @@ func TestArmContrastOnBothClocks(t *testing.T) {
 				t.Fatalf("%s clock, %s: no valid trial: %+v", clock, a.Name, r.Manifest.Trials)
 			}
 			m := r.Trials[a.Name][0].Metrics
-			t.Logf("%s %s: availability %.3f failovers %v restarts %v kills/s %.1f admissions/s %.1f sheds/s %.1f storm shed %v killed %v", clock, a.Name,
-				m[metric.Availability], m[metric.Failovers], m[metric.Restarts],
-				m[metric.KillsPerS], m[metric.AdmissionsPerS], m[metric.ShedsPerS], m[metric.StormShed], m[metric.StormKilled])
+			t.Logf("%s %s: availability %.3f failovers %v restarts %v kills/s %.1f admissions/s %.1f server sheds/s %.1f actor kills/s %.1f storm shed %v killed %v",
+				clock, a.Name, m[metric.Availability], m[metric.Failovers], m[metric.Restarts],
+				m[metric.KillsPerS], m[metric.AdmissionsPerS], m[metric.ServerShedsPerS], m[metric.ActorKillsPerS], m[metric.StormShed], m[metric.StormKilled])
 			// The investigation's outcomes, on the wall clock in a short
 			// storm: D and F hold (availability above 0.9, no failover), E
 			// falls (an OOM restart and a failover, availability at most
@@ -87,6 +87,11 @@ func TestArmContrastOnBothClocks(t *testing.T) {
 				// sampler, so the kills themselves are the witness there.
 				if m[metric.StormKilled] == 0 || (clock == Virtual && m[metric.KillsPerS] <= 0) {
 					t.Errorf("%s clock, D: killed %v, queue kills/s %v; the actor must remove memory-holding ops", clock, m[metric.StormKilled], m[metric.KillsPerS])
+				}
+				// Its server has no shedder: its kills are the actor's, never
+				// the server's sheds.
+				if v, ok := m[metric.ServerShedsPerS]; !ok || v != 0 || m[metric.ActorKillsPerS] <= 0 {
+					t.Errorf("%s clock, D: server sheds/s %v (present %v), actor kills/s %v; want 0 and the actor's", clock, v, ok, m[metric.ActorKillsPerS])
 				}
 			case "F":
 				if m[metric.KillsPerS] <= 0 {

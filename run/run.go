@@ -860,7 +860,7 @@ const writingResults = "writing results: "
 // server that cannot run the workload is invalid (metric.Validity). Extra events are those the records do not hold (injected
 // faults, the driver's topology changes).
 func writeTrial(dir string, trial store.Trial, start time.Time, rec store.Records, extra ...store.Event) (status, reason string) {
-	trial.Metrics, trial.Absent = metric.Explain(rec)
+	metric.Fill(&trial, rec)
 	files := store.TrialFiles{Trial: trial, Samples: rec.Samples, Merge: rec.Merge}
 	if rec.Merge != nil && rec.KillOpActor {
 		// The actor's kills beside the merge ops; an empty file says it

@@ -89,6 +89,15 @@ const (
 	FieldOpcountersGetmore       SampleField = "opcounters.getmore"
 	FieldOpcountersCommand       SampleField = "opcounters.command"
 
+	// The $currentOp census (collect.Census) of a sampled member's active
+	// operations: how many run and how many wait for a ticket, their
+	// tracked bytes (inUseTrackedMemBytes) in all, and by place
+	// (CensusTrackedField of each of Queues; idle cursors' are not in
+	// FieldCensusTrackedBytes, which counts operations).
+	FieldCensusRunning      SampleField = "census.running"
+	FieldCensusQueued       SampleField = "census.queued"
+	FieldCensusTrackedBytes SampleField = "census.trackedBytes"
+
 	FieldReplIsWritablePrimary SampleField = "repl.isWritablePrimary"
 	FieldReplMyState           SampleField = "repl.myState"
 	FieldReplTerm              SampleField = "repl.term"

@@ -121,7 +121,20 @@ type CanaryOp struct {
 	Write     bool          `json:"write"`
 	OK        bool          `json:"ok"`
 	Code      string        `json:"code,omitempty"`
+	// Censored: the client gave up waiting (its deadline, code
+	// ClientTimeout), so Latency is a lower bound, not a measurement.
+	Censored bool `json:"censored,omitempty"`
 }
+
+// ClientTimeout is the code of an operation the client stopped waiting
+// for: its own deadline passed (or, on the virtual clock, no primary was
+// found within the SLO).
+const ClientTimeout = "Timeout"
+
+// LowerBound reports whether the canary's latency is only a lower bound:
+// the record says so, or (a record written before Censored was) its code
+// is the client's timeout, which always cut the wait short.
+func (c CanaryOp) LowerBound() bool { return c.Censored || c.Code == ClientTimeout }
 
 // Results are a trial's workload outcomes.
 type Results struct {
@@ -198,8 +211,17 @@ type MergeOp struct {
 	Latency        time.Duration `json:"latency_s"`
 	Outcome        Outcome       `json:"outcome"`
 	Code           string        `json:"code,omitempty"`
-	Written        int64         `json:"written"`
-	// Unsafe: it failed shed or killed after writing documents.
+	// Written is the documents the op left in its target collection.
+	Written int64 `json:"written"`
+	// OutTempDocs is, for a $out op (MergeCaseOut), the documents it left
+	// in $out's temporary collections (tmp.agg_out.*) rather than in its
+	// target: $out writes there and renames over the target only when it
+	// finishes, so a shed $out never half-modifies its target, and mongod
+	// drops the temporary collection best-effort. Apart from Written,
+	// never a partial write.
+	OutTempDocs int64 `json:"out_temp_docs,omitempty"`
+	// Unsafe: it failed shed or killed after writing documents into its
+	// target (Written > 0).
 	Unsafe bool `json:"unsafe"`
 	// Case is, on a sharded cluster, where the shard-side $merge wrote
 	// (one of the MergeCase* names); empty on a replica set.
@@ -223,9 +245,12 @@ var MergeCases = []string{MergeCaseShardedTarget, MergeCaseOtherShard, MergeCase
 
 // MergeRun is a trial of the merge workload.
 type MergeRun struct {
-	// Forced says the shed failpoint was armed on every member; when the
-	// target refused it (a real mongod without test commands), ForcedNote
-	// says why and the ops ran unforced.
+	// Forced says the shed failpoint was armed on every member: each op
+	// is shed after its first write batches by the failpoint, not by
+	// memory pressure, so the workload tests the write-started latch
+	// (whether an op that wrote can still be shed), not the odds of a
+	// shed. When the target refused the failpoint (a real mongod without
+	// test commands), ForcedNote says why and the ops ran unforced.
 	Forced     bool      `json:"forced"`
 	ForcedNote string    `json:"forced_note,omitempty"`
 	Ops        []MergeOp `json:"ops"`
@@ -248,13 +273,88 @@ type Kill struct {
 	AppName      string    `json:"app_name"`
 	TrackedBytes int64     `json:"tracked_bytes"`
 	Queued       bool      `json:"queued"`
-	Stage        string    `json:"stage,omitempty"`
-	ResidentMB   int64     `json:"resident_mb"`
+	// Queue is where the op was when the actor killed it: QueueLowPriority
+	// or QueueNormalPriority (waiting for a ticket), or QueueRunning
+	// (holding one). Empty in kills recorded before it was: of those,
+	// Queued says only whether the op waited.
+	Queue      string `json:"queue,omitempty"`
+	Stage      string `json:"stage,omitempty"`
+	ResidentMB int64  `json:"resident_mb"`
 	// Shard is, on a sharded cluster, the id of the shard whose actor
 	// killed the operation ("sh1"; the shard's primary decided with its
 	// own memory); empty on a replica set.
 	Shard string `json:"shard,omitempty"`
 	Err   string `json:"err,omitempty"`
+}
+
+// Where an operation's tracked memory is: waiting for a read ticket in the
+// low-priority or the normal-priority queue, running (holding a ticket),
+// or kept by an idle cursor between getMores. The killOp actor's kills
+// name the first three (Kill.Queue); the $currentOp census counts tracked
+// bytes in all four (the census.trackedBytes.* sample fields) and a
+// primary's life names the one that held the most at its end
+// (PrimaryLife.HeaviestQueue).
+const (
+	QueueLowPriority    = "low_priority_queue"
+	QueueNormalPriority = "normal_priority_queue"
+	QueueRunning        = "running"
+	QueueIdleCursors    = "idle_cursors"
+)
+
+// Queues are the places of tracked memory, in the order they are shown.
+var Queues = []string{QueueLowPriority, QueueNormalPriority, QueueRunning, QueueIdleCursors}
+
+// QueueOf is where an operation $currentOp shows is: queued (currentQueue
+// non-null) in the low-priority queue when it was deprioritized, else in
+// the normal-priority queue; otherwise running.
+func QueueOf(queued, lowPriority bool) string {
+	switch {
+	case !queued:
+		return QueueRunning
+	case lowPriority:
+		return QueueLowPriority
+	}
+	return QueueNormalPriority
+}
+
+// CensusTrackedField is the census sample field of the tracked bytes in
+// one of Queues.
+func CensusTrackedField(queue string) SampleField { return FieldCensusTrackedBytes + "." + queue }
+
+// How a primary's life ended (PrimaryLife.Cause).
+const (
+	// LifeCrashed: its process died (an OOM kill or a crash) — the member
+	// went down or came back as a new process.
+	LifeCrashed = "crashed"
+	// LifeSteppedDown: the process lived on but was no longer primary.
+	LifeSteppedDown = "stepped_down"
+	// LifeTrialEnded: it was still primary when the trial's samples ended.
+	LifeTrialEnded = "trial_ended"
+)
+
+// PrimaryLife is one member process's time as primary in a trial, from
+// the samples: when the first and the last sample saw it primary, how it
+// ended, its low-priority admissions per second over that time, and the
+// tracked memory the $currentOp census found in each place at its last
+// sample (metric.PrimaryLives derives it).
+type PrimaryLife struct {
+	// Shard is, on a sharded cluster, the member's shard.
+	Shard   string    `json:"shard,omitempty"`
+	Member  string    `json:"member"`
+	Process string    `json:"process_id,omitempty"`
+	Start   time.Time `json:"start"`
+	End     time.Time `json:"end"`
+	Cause   string    `json:"cause"`
+	// AdmissionsPerS is Δ(removedFromQueue − canceled) of the
+	// low-priority read queue per second of the life, over the sample
+	// intervals it was primary at both ends of; absent when it was
+	// sampled primary once, or its server reports no such queue.
+	AdmissionsPerS *float64 `json:"admissions_per_s,omitempty"`
+	// TrackedAtEnd is the census's tracked bytes by place (Queues) at the
+	// life's last sample, and HeaviestQueue the place holding the most;
+	// both absent when that sample had no census (diagnostic data).
+	TrackedAtEnd  map[string]int64 `json:"tracked_bytes_at_end,omitempty"`
+	HeaviestQueue string           `json:"heaviest_queue,omitempty"`
 }
 
 // Event is one timestamped thing that happened in a trial (events.jsonl.gz).

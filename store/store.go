@@ -153,6 +153,14 @@ type Trial struct {
 	// not in Metrics (the server never reported what it rests on, say):
 	// absent, never zero.
 	Absent map[string]string `json:"absent,omitempty"`
+	// AtLeast are the metrics whose value is only a lower bound (a
+	// latency quantile that fell on latencies a client timeout cut
+	// short): the value is at least this. Never in Metrics, so nothing
+	// averages or compares one as a measurement.
+	AtLeast map[string]float64 `json:"at_least,omitempty"`
+	// PrimaryLives are the trial's primaries, one per member process's
+	// time as primary (metric.PrimaryLives).
+	PrimaryLives []PrimaryLife `json:"primary_lives,omitempty"`
 }
 
 // VictimBinBytes is the width of Victims.Bins.

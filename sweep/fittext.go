@@ -119,7 +119,7 @@ func WriteFit(w io.Writer, cfg FitConfig, r *FitResult, rep FitReport) {
 
 	fmt.Fprintf(w, "\nPredictions at the fitted point (%d seeds each; median [min–max]):\n", cfg.PredictSeeds)
 	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  arm\tavailability\tfailovers\trestarts\tadmissions/s\tqueue kills/s\tsheds/s\tarrivals/s growing\tpeak RSS GiB\toutcome\tobserved\t")
+	fmt.Fprintln(tw, "  arm\tavailability\tfailovers\trestarts\tadmissions/s\tqueue kills/s\tserver sheds/s\tactor kills/s\tarrivals/s growing\tpeak RSS GiB\toutcome\tobserved\t")
 	observed := investigation.Outcomes
 	for _, p := range r.Predictions {
 		col := func(name string, scale float64, format string) string {
@@ -136,8 +136,9 @@ func WriteFit(w io.Writer, cfg FitConfig, r *FitResult, rep FitReport) {
 		if p.Variant != "" {
 			name += " (" + p.Variant + ")"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, col(metric.Availability, 1, "%.2f"), col(metric.Failovers, 1, "%.0f"),
-			col(metric.Restarts, 1, "%.0f"), col(metric.AdmissionsPerS, 1, "%.0f"), col(metric.KillsPerS, 1, "%.0f"), col(metric.ShedsPerS, 1, "%.0f"),
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, col(metric.Availability, 1, "%.2f"), col(metric.Failovers, 1, "%.0f"),
+			col(metric.Restarts, 1, "%.0f"), col(metric.AdmissionsPerS, 1, "%.0f"), col(metric.KillsPerS, 1, "%.0f"), col(metric.ServerShedsPerS, 1, "%.0f"),
+			col(metric.ActorKillsPerS, 1, "%.0f"),
 			col(investigation.GrowthArrivalsPerS, 1, "%.0f"), col(metric.RSSPeakBytes, 1.0/(1<<30), "%.1f"), outcome, observed[p.Role])
 	}
 	tw.Flush()

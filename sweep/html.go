@@ -143,7 +143,7 @@ func (r *Result) scale(m MetricOut) (lo, hi float64, colors []string) {
 		return 0, 1, chart.BadToGood
 	case metric.Failovers:
 		return 0, max(hi, 1), chart.NoneToMany
-	case metric.SheddingGap:
+	case metric.ServerShedsMinusAdmissions:
 		a := max(math.Abs(lo), math.Abs(hi), 1)
 		return -a, a, chart.Diverging
 	}

@@ -33,7 +33,7 @@ const Schema = "qmlsab/sweep/v1"
 const Note = "SIMULATED: every figure is the median of virtual-time trials of mongosim's model of mongod, not a measurement of a real server"
 
 // MapMetrics are the metrics a sweep draws, in order.
-var MapMetrics = []string{metric.Availability, metric.Failovers, metric.RSSPeakBytes, metric.SheddingGap}
+var MapMetrics = []string{metric.Availability, metric.Failovers, metric.RSSPeakBytes, metric.ServerShedsMinusAdmissions}
 
 // Config is a sweep: the arms, the base setting every cell starts from,
 // the axes and the seeds.
@@ -76,7 +76,7 @@ type Cell struct {
 }
 
 // TrialMetrics is one trial's metrics (metric.Summarize, derived ones such
-// as metric.SheddingGap included, and the engine's own restart count).
+// as metric.ServerShedsMinusAdmissions included, and the engine's own restart count).
 type TrialMetrics struct {
 	Seed    uint64             `json:"seed"`
 	Metrics map[string]float64 `json:"metrics"`
@@ -444,7 +444,8 @@ func runJobs(ctx context.Context, jobs []job, parallel int, progress func(done, 
 	return out, nil
 }
 
-// gap is sheds/s − admissions/s, absent when either is.
+// aggregate is each metric's median, minimum and maximum over the
+// cell's trials that have it.
 func aggregate(c *Cell) {
 	names := map[string]bool{}
 	for _, t := range c.Trials {

@@ -28,7 +28,9 @@ import (
 //   - store.MergeCaseSameShard: into an unsharded collection of the
 //     source's database, on the source's own shard;
 //   - store.MergeCaseOut: $out, through a temporary collection that a shed
-//     leaves behind (its documents count as written).
+//     leaves behind. $out replaces its target only when it finishes, so
+//     its leftovers are counted apart (store.MergeOp.OutTempDocs), never
+//     as documents written into the target.
 //
 // Op i runs case i mod 4, always from the primaries (a router reads from
 // shard primaries). Each op's ShedBy lists the shard members whose shed
@@ -78,6 +80,7 @@ func (d *MergeDriver) runSharded(ctx context.Context, c *mongo.Client, run store
 		target := "merge_" + stamp + "_op" + strconv.Itoa(i)
 		var out bson.D
 		count := func() (int64, error) { return db.Collection(target).CountDocuments(ctx, bson.D{}) }
+		var outTemp func() (int64, error) // $out's temporary leftovers of this op
 		switch kase {
 		case store.MergeCaseShardedTarget:
 			if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "shardCollection", Value: d.db() + "." + target},
@@ -98,13 +101,9 @@ func (d *MergeDriver) runSharded(ctx context.Context, c *mongo.Client, run store
 			if err != nil {
 				return run, fmt.Errorf("op %d: counting earlier $out leftovers: %w", i, err)
 			}
-			count = func() (int64, error) {
-				n, err := db.Collection(target).CountDocuments(ctx, bson.D{})
-				if err != nil {
-					return 0, err
-				}
+			outTemp = func() (int64, error) {
 				tmp, err := d.tempOutDocs(ctx, sourceShard)
-				return n + tmp - left, err
+				return tmp - left, err
 			}
 		}
 		before, err := d.shedCounters(ctx)
@@ -127,6 +126,11 @@ func (d *MergeDriver) runSharded(ctx context.Context, c *mongo.Client, run store
 		res.Outcome, res.Code = Classify(err)
 		if res.Written, err = count(); err != nil {
 			return run, fmt.Errorf("op %d: counting what it wrote: %w", i, err)
+		}
+		if outTemp != nil {
+			if res.OutTempDocs, err = outTemp(); err != nil {
+				return run, fmt.Errorf("op %d: counting its $out leftovers: %w", i, err)
+			}
 		}
 		after, err := d.shedCounters(ctx)
 		if err != nil {

@@ -230,7 +230,7 @@ func Classify(err error) (store.Outcome, string) {
 	}
 	switch { // a deadline that cut a read short is a timeout, not a network fault
 	case mongo.IsTimeout(err), errors.Is(err, context.DeadlineExceeded):
-		return store.Failed, "Timeout"
+		return store.Failed, store.ClientTimeout
 	case mongo.IsNetworkError(err):
 		return store.Failed, "NetworkError"
 	case errors.Is(err, mongo.ErrClientDisconnected):

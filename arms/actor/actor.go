@@ -206,7 +206,8 @@ func runKillOp(ctx context.Context, srv server, cfg killop.Config, onKill func(s
 			if ctx.Err() != nil {
 				return nil // stopped: no kill starts after the phase ended
 			}
-			ev := store.Kill{At: time.Now(), OpID: k.ID, AppName: k.AppName, TrackedBytes: k.TrackedBytes, Queued: k.Queued, Stage: k.Stage, ResidentMB: d.ResidentMB, Shard: o.shard}
+			ev := store.Kill{At: time.Now(), OpID: k.ID, AppName: k.AppName, TrackedBytes: k.TrackedBytes, Queued: k.Queued,
+				Queue: store.QueueOf(k.Queued, k.LowPriority), Stage: k.Stage, ResidentMB: d.ResidentMB, Shard: o.shard}
 			if err := srv.killOp(ctx, k.ID); err != nil {
 				if ctx.Err() != nil {
 					// The actor was stopped while the server had not yet

@@ -254,3 +254,37 @@ func TestOpOfReadsAnOperationWhoseCommandIsGarbage(t *testing.T) {
 		}
 	}
 }
+
+// Each kill names where its op was when $currentOp showed it: waiting in
+// the low-priority queue (deprioritized), in the normal-priority queue, or
+// running — so kills can be counted by queue, apart from the server's own
+// sheds.
+func TestKillOpActorRecordsEachKillsQueue(t *testing.T) {
+	queue := bson.D{{Key: "name", Value: "execution"}, {Key: "timeQueuedMicros", Value: int64(0)}}
+	op := func(id int64, extra ...bson.E) bson.Raw {
+		d := bson.D{{Key: "opid", Value: id}, {Key: "appName", Value: "storm"}, {Key: "op", Value: "command"},
+			{Key: "inUseTrackedMemBytes", Value: int64(id) << 20}, {Key: "command", Value: bson.D{{Key: "aggregate", Value: "c"}}}}
+		return doc(t, append(d, extra...))
+	}
+	srv := &fakeServer{statusReached: make(chan struct{}),
+		hi: hostInfoWith(t, bson.D{{Key: "memLimitMB", Value: int64(1000)}}),
+		ss: doc(t, bson.D{{Key: "mem", Value: bson.D{{Key: "resident", Value: int32(900)}}}}),
+		ops: []bson.Raw{
+			op(30, bson.E{Key: "currentQueue", Value: queue}, bson.E{Key: "priorityLowered", Value: true}),
+			op(20, bson.E{Key: "currentQueue", Value: queue}),
+			op(10, bson.E{Key: "currentQueue", Value: nil}),
+		}}
+	cfg := killop.Default("storm")
+	cfg.Policy, cfg.Interval = killop.PolicyLargestFirst, time.Millisecond // running ops too
+	var mu sync.Mutex
+	queues := map[int64]string{}
+	runUntil20Statuses(t, srv, cfg, func(k store.Kill) { mu.Lock(); queues[k.OpID] = k.Queue; mu.Unlock() }, killOpOptions{log: slog.New(slog.DiscardHandler)})
+	mu.Lock()
+	defer mu.Unlock()
+	want := map[int64]string{30: store.QueueLowPriority, 20: store.QueueNormalPriority, 10: store.QueueRunning}
+	for id, q := range want {
+		if queues[id] != q {
+			t.Errorf("op %d killed from %q, want %q (kills: %v)", id, queues[id], q, queues)
+		}
+	}
+}

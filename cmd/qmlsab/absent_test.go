@@ -58,7 +58,6 @@ func TestRunAgainstAServerWithoutSheddingQueuesOrMem(t *testing.T) {
 	}
 	trial := r.Trials["Old"][0]
 	reasons := map[string]string{
-		"sheds_per_s":         "the server reported no queryMemory.loadShedding",
 		"admissions_per_s":    "the server reported no queues.execution.read.lowPriority",
 		"kills_per_s":         "the server reported no queues.execution.read.lowPriority",
 		"read_tickets_median": "the server reported no queues.execution.read.totalTickets",
@@ -77,6 +76,11 @@ func TestRunAgainstAServerWithoutSheddingQueuesOrMem(t *testing.T) {
 		if _, ok := trial.Metrics[m]; !ok {
 			t.Errorf("trial.json: %s absent (%q); the client measured it", m, trial.Absent[m])
 		}
+	}
+	// A server without queryMemory.loadShedding has no shedder: it shed
+	// nothing, a zero, not a gap.
+	if v, ok := trial.Metrics["server_sheds_per_s"]; !ok || v != 0 {
+		t.Errorf("trial.json: server_sheds_per_s = %v (present %v, %q); a server without a shedder sheds nothing", v, ok, trial.Absent["server_sheds_per_s"])
 	}
 	// The terminal table: the rss column is "–[n]" and note n says why.
 	row := regexp.MustCompile(`(?m)^Old\s+1\s+valid\s.*$`).FindString(out)
@@ -102,14 +106,14 @@ func TestRunAgainstAServerWithoutSheddingQueuesOrMem(t *testing.T) {
 		t.Errorf("report exited 3 though only gates with no data did not pass:\n%s", out)
 	}
 	html := readFile(t, filepath.Join(dir, "report.html"))
-	for _, want := range []string{`title="absent: the server reported no queryMemory.loadShedding"`,
+	for _, want := range []string{`title="absent: the server reported no queues.execution.read.lowPriority"`,
 		`title="absent: the server reported no mem.resident"`, `<span class="nodata">no data</span>`} {
 		if !strings.Contains(html, want) {
 			t.Errorf("report.html lacks %s", want)
 		}
 	}
 	md := readFile(t, filepath.Join(dir, "summary.md"))
-	for _, want := range []string{"– (note ", "the server reported no queryMemory.loadShedding", "no data, neither pass nor fail"} {
+	for _, want := range []string{"– (note ", "the server reported no queues.execution.read.lowPriority", "no data, neither pass nor fail"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("summary.md lacks %q:\n%s", want, md)
 		}

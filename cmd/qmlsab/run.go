@@ -15,6 +15,7 @@ import (
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/internal/texttable"
+	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/progress"
 	"github.com/qmlsab/qmlsab/run"
 	"github.com/qmlsab/qmlsab/store"
@@ -295,10 +296,14 @@ type column struct {
 
 // trialColumns are a storm run's: the essential ones fit 80 columns.
 var trialColumns = []column{
-	{title: "avail", metric: "availability", format: "%.3f", unit: 1}, {title: "failovers", metric: "failovers", format: "%.0f", unit: 1},
+	{title: "avail", metric: metric.Availability, format: "%.3f", unit: 1},
+	{title: "avail storm", metric: metric.AvailabilityStorm, format: "%.3f", unit: 1, wide: true},
+	{title: "failovers", metric: "failovers", format: "%.0f", unit: 1},
 	{title: "restarts", metric: "restarts", format: "%.0f", unit: 1, wide: true},
 	{title: "completed", metric: "storm_completed", format: "%.0f", unit: 1}, {title: "shed", metric: "storm_shed", format: "%.0f", unit: 1},
 	{title: "killed", metric: "storm_killed", format: "%.0f", unit: 1},
+	{title: "srv sheds/s", metric: metric.ServerShedsPerS, format: "%.1f", unit: 1, wide: true},
+	{title: "actor kills/s", metric: metric.ActorKillsPerS, format: "%.1f", unit: 1, wide: true},
 	{title: "failed", metric: "storm_failed", format: "%.0f", unit: 1, wide: true},
 	{title: "unsupported", metric: "storm_unsupported", format: "%.0f", unit: 1, wide: true},
 	{title: "unfinished", metric: "storm_unfinished", format: "%.0f", unit: 1, wide: true},
@@ -306,7 +311,10 @@ var trialColumns = []column{
 }
 
 // trialLegend names what the storm table's terse titles stand for.
-const trialLegend = "avail: canary availability; p99 ms: canary latency p99; rss GiB: peak RSS, 2^30 B"
+const trialLegend = "avail: canary availability; shed, killed: storm queries that failed QueryMemoryLimitExceeded or Interrupted, " +
+	"as the client saw them; p99 ms: canary latency p99, ≥ when a canary the client's timeout cut short can move it; rss GiB: peak RSS, 2^30 B. " +
+	"--wide adds avail storm (the storm's canaries), srv sheds/s (the server's own sheds) and actor kills/s (the killOp actor's), " +
+	"per second with a primary, never added"
 
 // mergeColumns are a merge_partial_write run's.
 var mergeColumns = []column{
@@ -357,7 +365,10 @@ func printTrials(c *cli.Context, r *store.Run) {
 			row := []texttable.Cell{texttable.Text(name), texttable.Int(tr.Index), texttable.Text(status[fmt.Sprint(name, "#", tr.Index)])}
 			for _, col := range cols {
 				v, ok := tr.Metrics[col.metric]
+				bound, censored := tr.AtLeast[col.metric]
 				switch why := tr.Absent[col.metric]; {
+				case censored:
+					row = append(row, texttable.Text("≥"+fmt.Sprintf(col.format, bound/col.unit)))
 				case ok:
 					row = append(row, texttable.Number(fmt.Sprintf(col.format, v/col.unit), v))
 				case why != "" && (wide || !col.wide):

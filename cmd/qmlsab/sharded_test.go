@@ -18,12 +18,13 @@ import (
 
 // TestRunMergeShardedTopology is the partial-write investigation's sharded path end
 // to end: on the embedded sharded cluster, arms E and F shed the
-// shard-side $merge after it wrote in every case (sharded target,
-// unsharded target on another shard, same-shard target, $out), G never
-// does; every shed is a shard member's (the router's own operation is
-// never shed); the samples cover both shards' primaries and the router;
-// the report's merge section has the cases as rows. --n 3, as the
-// issue's acceptance runs it.
+// shard-side $merge after it wrote in every $merge case (sharded target,
+// unsharded target on another shard, same-shard target), and the $out
+// after it wrote into its temporary collection, its target untouched (a
+// leftover, not a partial write); G never sheds; every shed is a shard
+// member's (the router's own operation is never shed); the samples cover
+// both shards' primaries and the router; the report's merge section has
+// the cases as rows. --n 3, as the acceptance runs it.
 func TestRunMergeShardedTopology(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-time trials")
@@ -76,7 +77,10 @@ func checkShardedMergeRun(t *testing.T, dir string, n int) {
 				switch {
 				case arm == "G" && (o.Outcome == store.Shed || o.Unsafe):
 					t.Errorf("G#%d %s: %s, written %d; the write-started flag should keep it from being shed", tr.Index, o.Case, o.Outcome, o.Written)
-				case arm != "G" && !o.Unsafe:
+				case arm != "G" && o.Case == store.MergeCaseOut && (o.Outcome != store.Shed || o.Unsafe || o.Written != 0 || o.OutTempDocs == 0):
+					t.Errorf("%s#%d %s: %s, written %d, left in its temporary collection %d, unsafe %v; want a shed that left its documents in the temporary collection and its target untouched",
+						arm, tr.Index, o.Case, o.Outcome, o.Written, o.OutTempDocs, o.Unsafe)
+				case arm != "G" && o.Case != store.MergeCaseOut && !o.Unsafe:
 					t.Errorf("%s#%d %s: %s, written %d; want a shed after writing", arm, tr.Index, o.Case, o.Outcome, o.Written)
 				}
 				if o.Outcome == store.Shed && (len(o.ShedBy) == 0 || !strings.HasPrefix(o.ShedBy[0], "sh")) {

@@ -298,7 +298,7 @@ func fold(s string, width int) []string {
 			r := []rune(word)
 			cut := width
 			// Break a long name after a separator in it when there is
-			// one: sheds_minus_ / admissions_per_s, runner-1, / runner-2.
+			// one: server_sheds_minus_ / admissions_per_s, runner-1, / runner-2.
 			for k := width; k > width/2; k-- {
 				if strings.ContainsRune("_.,/-", r[k-1]) {
 					cut = k

@@ -41,12 +41,31 @@ func (c *liveCounts) add(stage string, delta int) {
 	c.stages = append(c.stages, StageCount{Stage: stage, Ops: delta})
 }
 
+// waitingBytes is Σ tracked bytes of the operations waiting for a ticket,
+// by the queue they wait in: the holder index (the waiters that hold
+// tracked memory) counts an op in as it joins a queue and out as it
+// leaves, since an op's tracked bytes do not change while it waits.
+type waitingBytes struct{ normal, low int64 }
+
+// count adds (sign 1) or takes out (sign −1) a waiter's bytes.
+func (w *waitingBytes) count(op *Op, sign int64) {
+	if op.LowPriority() {
+		w.low += sign * op.tracked
+	} else {
+		w.normal += sign * op.tracked
+	}
+}
+
 // OpCounts is what a sampler's $currentOp census counts of a node's live
 // operations, and the tracked memory serverStatus reports.
 type OpCounts struct {
 	Live, Queued int // operations alive, and those of them waiting for a ticket
 	TrackedBytes int64
-	CursorBytes  int64 // in idle cursors
+	// QueuedLowBytes and QueuedNormalBytes are the part of TrackedBytes
+	// held by operations waiting in a low-priority and in a
+	// normal-priority queue; the rest is running operations'.
+	QueuedLowBytes, QueuedNormalBytes int64
+	CursorBytes                       int64 // in idle cursors
 	// Stages is the live operations per blocking stage, for the stages
 	// that have any (operations without a stage are not counted here). It
 	// is the node's own list: valid until the node next runs or takes an
@@ -56,7 +75,8 @@ type OpCounts struct {
 
 // OpCounts returns the live operations' counts without walking them.
 func (n *Node) OpCounts() OpCounts {
-	return OpCounts{Live: n.ops.len(), Queued: n.queued, TrackedBytes: n.live.opBytes, CursorBytes: n.live.cursorBytes, Stages: n.live.stages}
+	return OpCounts{Live: n.ops.len(), Queued: n.queued, TrackedBytes: n.live.opBytes, CursorBytes: n.live.cursorBytes, Stages: n.live.stages,
+		QueuedLowBytes: n.holders.waiting.low, QueuedNormalBytes: n.holders.waiting.normal}
 }
 
 // TrackedTotal is the tracked memory of live operations and idle cursors

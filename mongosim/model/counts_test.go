@@ -23,6 +23,20 @@ func checkCounts(t *testing.T, n *Node, when time.Duration, largest bool) int {
 	if got, want := n.TrackedTotal(), walk.TrackedBytes+walk.CursorBytes; got != want {
 		t.Fatalf("at %v: tracked total %d, walk %d", when, got, want)
 	}
+	// The census's tracked bytes by queue: a walk of the live ops, each
+	// where $currentOp would show it.
+	var low, normal int64
+	n.Ops(func(op *Op) {
+		switch {
+		case op.Queued() && op.LowPriority():
+			low += op.Tracked()
+		case op.Queued():
+			normal += op.Tracked()
+		}
+	})
+	if oc.QueuedLowBytes != low || oc.QueuedNormalBytes != normal {
+		t.Fatalf("at %v: queued tracked bytes low %d, normal %d; walk %d, %d", when, oc.QueuedLowBytes, oc.QueuedNormalBytes, low, normal)
+	}
 	stages := map[string]int{}
 	for _, op := range n.ops.live {
 		if op.Work.Stage != "" {
@@ -181,7 +195,8 @@ func TestCountsMatchAWalkThroughAStorm(t *testing.T) {
 			t.Errorf("host model: the member outlived the storm (RSS peak %d MiB); the test means to check the counts after an OOM kill", n.RSSPeak()>>20)
 		}
 		if n.Dead() {
-			if oc := n.OpCounts(); oc.Live != 0 || oc.Queued != 0 || oc.TrackedBytes != 0 || oc.CursorBytes != 0 || len(oc.Stages) != 0 || n.TrackedTotal() != 0 {
+			if oc := n.OpCounts(); oc.Live != 0 || oc.Queued != 0 || oc.TrackedBytes != 0 || oc.CursorBytes != 0 || len(oc.Stages) != 0 || n.TrackedTotal() != 0 ||
+				oc.QueuedLowBytes != 0 || oc.QueuedNormalBytes != 0 {
 				t.Errorf("after the OOM kill the counts are %+v (tracked total %d); everything died", oc, n.TrackedTotal())
 			}
 		}

@@ -15,6 +15,8 @@ type holderIndex struct {
 	ops      []*Op
 	heap     bool // ops is a heap (by before)
 	frontier []int
+	// waiting is the ops' tracked bytes by queue (OpCounts).
+	waiting waitingBytes
 }
 
 // before is the largest-first order: more tracked bytes, then the lower
@@ -32,6 +34,7 @@ func (x *holderIndex) set(i int, op *Op) {
 }
 
 func (x *holderIndex) add(op *Op) {
+	x.waiting.count(op, 1)
 	x.ops = append(x.ops, op)
 	op.holderSlot = len(x.ops)
 	if x.heap {
@@ -45,6 +48,7 @@ func (x *holderIndex) drop(op *Op) {
 	if i < 0 {
 		return
 	}
+	x.waiting.count(op, -1)
 	last := len(x.ops) - 1
 	if i != last {
 		x.set(i, x.ops[last])
@@ -62,6 +66,7 @@ func (x *holderIndex) drop(op *Op) {
 func (x *holderIndex) reset() {
 	clear(x.ops)
 	x.ops = x.ops[:0]
+	x.waiting = waitingBytes{}
 }
 
 // swap exchanges the ops at heap positions i and j, each taking its new

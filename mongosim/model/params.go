@@ -95,7 +95,7 @@ type Params struct {
 
 	// Query execution.
 	YieldPeriod       time.Duration // internalQueryExecYieldPeriodMS
-	YieldIterations   int64         // internalQueryExecYieldIterations (0 in the model: see DefaultParams)
+	YieldIterations   int64         // internalQueryExecYieldIterations
 	SortMemoryBytes   int64         // internalQueryMaxBlockingSortMemoryUsageBytes
 	GroupMemoryBytes  int64         // internalDocumentSourceGroupMaxMemoryBytes
 	WindowMemoryBytes int64         // internalDocumentSourceSetWindowFieldsMaxMemoryBytes
@@ -372,8 +372,8 @@ var ParamSpecs = func() []ParamSpec {
 			Doc: "low-priority read tickets (-1: the number of CPUs)", field: intField(func(p *Params) *int { return &p.LowPriorityTickets })}, -1, math.MaxInt32),
 		b(row{Name: "internalQueryExecYieldPeriodMS", Type: TypeInt, Default: int64(10), Runtime: true, unit: ms,
 			Doc: "a running query yields its ticket after this long", field: durField(func(p *Params) *time.Duration { return &p.YieldPeriod })}, 0, math.MaxInt32),
-		b(row{Name: "internalQueryExecYieldIterations", Type: TypeInt, Default: int64(0), Runtime: true,
-			Doc: "yield after this many work() calls (0 in the model: its costs stand for batches of work)", field: longField(func(p *Params) *int64 { return &p.YieldIterations })}, 0, math.MaxInt32),
+		b(row{Name: "internalQueryExecYieldIterations", Type: TypeInt, Default: int64(1000), Runtime: true,
+			Doc: "a running query yields its ticket after this many work() calls (documents, in the model); 0: never by count", field: longField(func(p *Params) *int64 { return &p.YieldIterations })}, 0, math.MaxInt32),
 		b(row{Name: "internalQueryMaxBlockingSortMemoryUsageBytes", Type: TypeLong, Default: int64(100 << 20), Runtime: true,
 			Doc: "$sort memory before it spills", field: longField(func(p *Params) *int64 { return &p.SortMemoryBytes })}, 1, 1<<50),
 		b(row{Name: "internalDocumentSourceGroupMaxMemoryBytes", Type: TypeLong, Default: int64(100 << 20), Runtime: true,

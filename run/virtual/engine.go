@@ -373,7 +373,8 @@ func (s *sim) report(rec *opRecord) {
 		if ok {
 			s.tally.CanaryOK++
 		}
-		s.rec.Canaries = append(s.rec.Canaries, store.CanaryOp{Scheduled: s.at(rec.scheduled), Latency: rec.latency, Write: rec.write, OK: ok, Code: rec.code})
+		s.rec.Canaries = append(s.rec.Canaries, store.CanaryOp{Scheduled: s.at(rec.scheduled), Latency: rec.latency, Write: rec.write, OK: ok, Code: rec.code,
+			Censored: rec.code == store.ClientTimeout})
 		return
 	}
 	o := store.ClassifyCode(rec.code)
@@ -585,7 +586,7 @@ func (s *sim) actor(c killop.Config) {
 			continue
 		}
 		s.rec.Kills = append(s.rec.Kills, store.Kill{At: s.at(s.now), OpID: k.ID, AppName: k.AppName, TrackedBytes: k.TrackedBytes,
-			Queued: k.Queued, Stage: k.Stage, ResidentMB: rss >> 20})
+			Queued: k.Queued, Queue: store.QueueOf(k.Queued, k.LowPriority), Stage: k.Stage, ResidentMB: rss >> 20})
 	}
 }
 
@@ -645,7 +646,8 @@ func (s *sim) observe() {
 			oc := n.OpCounts()
 			c := &s.census // reused sample to sample
 			c.Reset()
-			c.AddCounts(oc.Live-oc.Queued, oc.Queued, oc.TrackedBytes)
+			c.AddCounts(oc.Live-oc.Queued, oc.Queued, collect.Tracked{LowQueue: oc.QueuedLowBytes, NormalQueue: oc.QueuedNormalBytes,
+				Running: oc.TrackedBytes - oc.QueuedLowBytes - oc.QueuedNormalBytes, IdleCursors: oc.CursorBytes})
 			for _, st := range oc.Stages {
 				c.AddStage(st.Stage, st.Ops)
 			}

@@ -130,7 +130,14 @@ func TestEveryOperationTakesModelTime(t *testing.T) {
 			t.Fatalf("storm op answered in %v, less than one model tick", o.Latency)
 		}
 	}
-	if p50, ok := metric.Summarize(x.Records)[metric.CanaryP50Ms]; !ok || p50 <= 0 {
+	// E's median canary may be one the client gave up on (a lower bound):
+	// a latency all the same.
+	e := metric.Evaluate(x.Records)
+	p50, ok := e.Values[metric.CanaryP50Ms]
+	if !ok {
+		p50, ok = e.AtLeast[metric.CanaryP50Ms]
+	}
+	if !ok || p50 <= 0 {
 		t.Errorf("canary p50 %v ms (present %v): want a positive latency", p50, ok)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/store"
 )
 
@@ -31,11 +32,14 @@ type goldenTrial struct {
 	Host    bool               `json:"host_model"`
 	Metrics map[string]float64 `json:"metrics"`
 	// NaN is the metrics whose value is NaN (JSON has no NaN).
-	NaN     []string `json:"nan,omitempty"`
-	Records string   `json:"records_sha256"`
-	Samples int      `json:"samples"`
-	Kills   int      `json:"kills"`
-	Storm   int      `json:"storm_ops"`
+	NaN []string `json:"nan,omitempty"`
+	// AtLeast are the metrics that are only lower bounds (a latency a
+	// client timeout cut short), at their bound.
+	AtLeast map[string]float64 `json:"at_least,omitempty"`
+	Records string             `json:"records_sha256"`
+	Samples int                `json:"samples"`
+	Kills   int                `json:"kills"`
+	Storm   int                `json:"storm_ops"`
 }
 
 // goldenStart is the fixed instant model time 0 stands for, so record
@@ -117,6 +121,9 @@ func TestTrialFiguresPinned(t *testing.T) {
 				t.Errorf("%s: metric %s = %v is new, not pinned", name, k, g.Metrics[k])
 			}
 		}
+		if !maps.Equal(g.AtLeast, w.AtLeast) {
+			t.Errorf("%s: lower bounds %v, pinned %v", name, g.AtLeast, w.AtLeast)
+		}
 		if !slices.Equal(g.NaN, w.NaN) {
 			t.Errorf("%s: NaN metrics %v, pinned %v", name, g.NaN, w.NaN)
 		}
@@ -141,6 +148,9 @@ func pinTrial(arm string, seed uint64, host bool, tr Trial) goldenTrial {
 		g.Metrics[k] = v
 	}
 	slices.Sort(g.NaN)
+	if b := metric.Evaluate(tr.Records).AtLeast; len(b) > 0 {
+		g.AtLeast = b
+	}
 	return g
 }
 
@@ -177,6 +187,7 @@ func recordsDigest(r store.Records) string {
 		str(k.AppName)
 		num(uint64(k.TrackedBytes))
 		flag(k.Queued)
+		str(k.Queue)
 		str(k.Stage)
 		num(uint64(k.ResidentMB))
 		str(k.Err)
@@ -207,6 +218,7 @@ func recordsDigest(r store.Records) string {
 		flag(c.Write)
 		flag(c.OK)
 		str(c.Code)
+		flag(c.Censored)
 	}
 	flag(r.KillOpActor)
 	return hex.EncodeToString(h.Sum(nil))
