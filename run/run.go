@@ -39,6 +39,10 @@ import (
 
 // Config is an experiment.
 type Config struct {
+	// Arms are the arms to run, the baseline first. A resumed run runs
+	// the arms its manifest records (resumeArms): an arm given here must
+	// be one of them, defined alike, and gives what the record lacks (a
+	// uri arm's credentials); none given is the run's own.
 	Arms     []arms.Arm
 	N        int
 	Workload workload.Spec
@@ -177,7 +181,7 @@ func (cfg Config) Validate() error {
 	switch {
 	case cfg.N < 1 && !(cfg.Resume && cfg.N == 0):
 		return fmt.Errorf("Config.N %d: at least one trial per arm", cfg.N)
-	case len(cfg.Arms) == 0:
+	case len(cfg.Arms) == 0 && !cfg.Resume:
 		return errors.New("Config.Arms: no arms to run")
 	case cfg.Parallel < 0:
 		return fmt.Errorf("Config.Parallel %d: must not be negative", cfg.Parallel)
@@ -252,6 +256,9 @@ func Execute(ctx context.Context, cfg Config) (string, error) {
 			return "", err
 		}
 		if cfg, err = resumeConditions(cfg, r.Manifest); err != nil {
+			return "", err
+		}
+		if cfg.Arms, err = resumeArms(cfg, r.Manifest, r); err != nil {
 			return "", err
 		}
 	}
