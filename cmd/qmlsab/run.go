@@ -36,7 +36,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "out", Usage: "run folder (default: results/<timestamp>-<id>)"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of every random draw (arrivals, query shapes, the model)"},
 			&cli.IntFlag{Name: "parallel", Usage: "trials at once on this host (default: one per CPU for virtual-clock trials, one at a time on the wall clock, where trials at once share the CPUs they measure)"},
-			&cli.StringFlag{Name: "resume", Usage: "complete the interrupted run (or shard) in `DIR`"},
+			&cli.StringFlag{Name: "resume", Usage: "complete the interrupted run (or shard) in `DIR` with the arms its manifest records (--arms-file again only for a uri arm's credentials; arms given must be the run's, defined alike)"},
 			&cli.StringFlag{Name: "shard", Usage: "run shard `i/N` (1-based) of the plan: its repetition blocks k with k mod N = i−1, into its own folder (qmlsab merge puts the shards together; docs/distributed.md)"},
 			&cli.IntFlag{Name: "shards", Usage: "run one of `N` shards, the one $JOB_COMPLETION_INDEX (0-based, as a Kubernetes Indexed Job sets it) names"},
 			&cli.BoolFlag{Name: "allow-remote", Usage: "let the storm run against a non-loopback target"},
