@@ -163,6 +163,7 @@ func Start(opts Options) (*Server, error) {
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.recover(); err != nil {
+		s.cancel()
 		ln.Close()
 		return nil, err
 	}

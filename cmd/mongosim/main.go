@@ -140,6 +140,10 @@ func run(args []string) int {
 	for {
 		srv, err := mongosim.Start(opts)
 		if err != nil {
+			// A corrupt dbpath file (*mongosim.CorruptFileError) names the
+			// file and the byte offset; like mongod, the member does not
+			// start on it.
+			logger.Error("exception at start-up", "error", err.Error())
 			fmt.Fprintf(os.Stderr, "mongosim: %v\n", err)
 			return 1
 		}
