@@ -24,11 +24,11 @@ const (
 	// An idle connection costs mongosim about 25 KiB (its 16 KiB read
 	// buffer and its goroutine's stack: 17 KiB of heap and 4 KiB of stack
 	// measured over 1,000), so 10,000 of them hold ~250 MiB.
-	// The harness's own clients stay far below: a canary or sampler pool
-	// (the driver's 100 connections at most), the killOp actor's one, the
-	// members' heartbeats and oplog fetches, and a storm that opens one
-	// connection per query in flight (its default 271.5 queries/s, each
-	// answered, shed or killed within seconds, is hundreds).
+	// The harness's own clients stay below: a canary or sampler pool (the
+	// driver's 100 connections at most), the killOp actor's one, the
+	// members' heartbeats and oplog fetches, and a storm that holds one
+	// connection per query in flight: ~270 for each second its queries
+	// last at its default 271.5 queries/s.
 	DefaultMaxIncomingConnections = 10_000
 	// DefaultMaxIncomingBytes is the budget for the bodies of messages
 	// being read at once across a listener's connections: one message of

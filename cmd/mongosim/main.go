@@ -1,5 +1,5 @@
 // Command mongosim is a simulated mongod. It takes mongod's flags
-// (--port --replSet --dbpath --bind_ip --setParameter k=v) so the local
+// (--port --replSet --dbpath --bind_ip --maxConns --setParameter k=v) so the local
 // target can launch it exactly like a mongod binary; flags that only the
 // simulator has start with --sim.
 //
