@@ -103,6 +103,10 @@ func (a Arm) Redacted() Arm {
 	return a
 }
 
+// unparseableURI stands for an arm's uri that is no URI at all, redacted
+// whole.
+const unparseableURI = "<unparseable URI redacted>"
+
 // RedactURI returns an arm's connection string as it may be printed or
 // stored: its password and secret options replaced by "<redacted>"
 // (mongouri.Redact). An arm's uri is always meant as a URI, so text that
@@ -112,7 +116,7 @@ func RedactURI(uri string) string {
 		return ""
 	}
 	if !mongouri.HasScheme(uri) && !strings.Contains(uri, "://") {
-		return "<unparseable URI redacted>"
+		return unparseableURI
 	}
 	return mongouri.Redact(uri)
 }

@@ -354,7 +354,9 @@ func (p parser) exec(n *yaml.Node) (ExecActor, error) {
 }
 
 // Marshal renders arms as an arms file (credentials redacted); Parse of
-// the result gives the same arms back.
+// the result gives the same arms back, their topology and a sharded
+// cluster's size included (a run's manifest records its arms so, and a
+// resumed run runs them as recorded).
 func Marshal(list []Arm) ([]byte, error) {
 	type killopY struct {
 		RSSHighPercent   float64 `yaml:"rssHighPercent"`
@@ -368,6 +370,13 @@ func Marshal(list []Arm) ([]byte, error) {
 		Command []string          `yaml:"command"`
 		Env     map[string]string `yaml:"env,omitempty"`
 	}
+	type shardedY struct {
+		Shards          int    `yaml:"shards"`
+		MembersPerShard int    `yaml:"membersPerShard"`
+		ConfigMembers   int    `yaml:"configMembers"`
+		Routers         int    `yaml:"routers"`
+		Mongos          string `yaml:"mongos,omitempty"`
+	}
 	type actorY struct {
 		KillOp *killopY `yaml:"killop,omitempty"`
 		Exec   *execY   `yaml:"exec,omitempty"`
@@ -379,6 +388,8 @@ func Marshal(list []Arm) ([]byte, error) {
 		Target        string            `yaml:"target"`
 		Mongod        string            `yaml:"mongod,omitempty"`
 		URI           string            `yaml:"uri,omitempty"`
+		Topology      string            `yaml:"topology,omitempty"`
+		Sharded       *shardedY         `yaml:"sharded,omitempty"`
 		SetParameters map[string]string `yaml:"setParameters"`
 		Actors        []actorY          `yaml:"actors,omitempty"`
 	}
@@ -387,7 +398,13 @@ func Marshal(list []Arm) ([]byte, error) {
 	}
 	for _, a := range list {
 		a = a.Redacted()
-		y := armY{Name: a.Name, Description: a.Description, Build: a.Build, Target: a.Target, Mongod: a.Mongod, URI: a.URI, SetParameters: a.SetParameters}
+		y := armY{Name: a.Name, Description: a.Description, Build: a.Build, Target: a.Target, Mongod: a.Mongod, URI: a.URI,
+			Topology: a.Topology, SetParameters: a.SetParameters}
+		if a.IsSharded() && a.Target != TargetURI {
+			// A uri target is sharded as discovered: it has no size.
+			s := a.Sharded.WithDefaults()
+			y.Sharded = &shardedY{s.Shards, s.MembersPerShard, s.ConfigMembers, s.Routers, s.Mongos}
+		}
 		for _, act := range a.Actors {
 			switch {
 			case act.KillOp != nil:

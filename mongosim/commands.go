@@ -181,6 +181,10 @@ func (s *Server) dispatch(r *request) ([]byte, bool) {
 	if !cmd.untracked {
 		r.op = s.ops.register(r)
 		defer s.ops.unregister(r.op)
+		if d, ok := timeLimit(r); ok {
+			t := time.AfterFunc(d, func() { r.op.Kill(mongoerr.MaxTimeMSExpired) })
+			defer t.Stop()
+		}
 	}
 	reply, err := cmd.run(s, r)
 	if s.log.Enabled(s.ctx, slog.LevelDebug) {
@@ -190,6 +194,21 @@ func (s *Server) dispatch(r *request) ([]byte, bool) {
 	stream := err == nil && isHello && !r.legacy && r.flags&wire.FlagExhaustAllowed != 0 &&
 		r.body.Lookup("maxAwaitTimeMS").Type != 0
 	return s.finishReply(reply, err), stream
+}
+
+// timeLimit is the command's maxTimeMS: the op is killed with
+// MaxTimeMSExpired when it runs out, and fails at its next interrupt
+// check. A getMore's maxTimeMS, and a tailable awaitData find's, is how
+// long to wait for new data, not a limit (fetch.go's oplog find).
+func timeLimit(r *request) (time.Duration, bool) {
+	ms, ok := r.body.Lookup("maxTimeMS").AsInt64OK()
+	if !ok || ms <= 0 || r.name == "getMore" {
+		return 0, false
+	}
+	if await, _ := r.body.Lookup("awaitData").BooleanOK(); await && r.name == "find" {
+		return 0, false
+	}
+	return time.Duration(ms) * time.Millisecond, true
 }
 
 // finishReply appends ok and the cluster-time fields, or renders the error.

@@ -391,37 +391,69 @@ func (s *Server) cmdAggregate(r *request) (bson.D, error) {
 			}
 		}
 	}
-	out, err := p.Run(env, in)
+	// The pipeline runs as the cursor is read: the first batch now, the
+	// rest at each getMore (the execution stays with the cursor). A
+	// hinted cursor's getMores share the modelled ones by the documents
+	// left, so its rest is read now, counted against the operation's
+	// memory limit.
+	x := p.Open(env, in, s.queryLimits(r))
+	first, err := x.Batch(int(n), maxBatchBytes)
+	var rest []bson.Raw
+	more := false
+	if err == nil {
+		more, err = x.More()
+	}
+	if err == nil && more && modelled && hinted && !p.HasWriteStage() {
+		rest, err = x.Collect()
+	}
 	if err != nil {
 		if modelled {
 			s.sim.killCursor(cursorID)
 		}
 		return nil, err
 	}
-	var reply bson.D
-	if modelled && !p.HasWriteStage() {
-		first, rest := batch(out, int(n))
-		id := int64(0)
-		if len(rest) > 0 {
-			c := s.cursor.openWithID(cursorID, ns, rest, &shape)
-			if hinted {
-				c.hinted, c.works = true, s.sim.node.Params().GetMoreWorks(shape)
-			}
-			id = c.id
-		} else {
-			s.sim.killCursor(cursorID)
-		}
-		reply = cursorReply(ns, id, first, "firstBatch")
-	} else {
+	id := int64(0)
+	switch {
+	case !more:
 		if modelled {
 			s.sim.killCursor(cursorID)
 		}
-		reply = s.replyWithCursor(ns, out, int(n), false)
+	case modelled && hinted && !p.HasWriteStage():
+		c := s.cursor.openWithID(cursorID, ns, rest, &shape)
+		c.hinted, c.works = true, s.sim.node.Params().GetMoreWorks(shape)
+		id = c.id
+	case modelled && !p.HasWriteStage():
+		id = s.cursor.openExec(cursorID, ns, x, &shape).id
+	default:
+		if modelled {
+			s.sim.killCursor(cursorID)
+		}
+		id = s.cursor.openExec(s.cursor.newID(), ns, x, nil).id
 	}
+	reply := cursorReply(ns, id, first, "firstBatch")
 	if env.wrote {
 		return s.writeReply(r, reply, env.ot), nil
 	}
 	return reply, nil
+}
+
+// queryLimits are the memory limits of r's pipeline: the server's
+// parameters, and the command's allowDiskUse (allowDiskUseByDefault when
+// it says nothing).
+func (s *Server) queryLimits(r *request) query.Limits {
+	allow, ok := r.body.Lookup("allowDiskUse").BooleanOK()
+	if !ok {
+		allow = s.params.Bool("allowDiskUseByDefault")
+	}
+	return query.Limits{
+		SortBytes:      s.params.Int("internalQueryMaxBlockingSortMemoryUsageBytes"),
+		GroupBytes:     s.params.Int("internalDocumentSourceGroupMaxMemoryBytes"),
+		WindowBytes:    s.params.Int("internalDocumentSourceSetWindowFieldsMaxMemoryBytes"),
+		PushBytes:      s.params.Int("internalQueryMaxPushBytes"),
+		AddToSetBytes:  s.params.Int("internalQueryMaxAddToSetBytes"),
+		OperationBytes: s.params.Int("internalQueryMaxMemoryUsageBytesPerOperation"),
+		AllowDiskUse:   allow,
+	}
 }
 
 func firstStage(p *query.Pipeline) string {

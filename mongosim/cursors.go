@@ -2,21 +2,23 @@ package mongosim
 
 import (
 	"math/rand/v2"
-
-	"github.com/qmlsab/qmlsab/mongosim/model"
 	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/qmlsab/qmlsab/mongosim/model"
 	"github.com/qmlsab/qmlsab/mongosim/mongoerr"
+	"github.com/qmlsab/qmlsab/mongosim/query"
 )
 
-// cursor holds the rest of a result set between getMores.
+// cursor holds the rest of a result set between getMores: the documents
+// (docs), or the execution that yields them as they are read (exec).
 type cursor struct {
 	id      int64
 	ns      string
 	docs    []bson.Raw
+	exec    *query.Execution
 	created time.Time
 	// shape is the modelled query behind the cursor (nil: not modelled).
 	shape *model.QueryShape
@@ -57,6 +59,14 @@ func (t *cursorTable) openWithID(id int64, ns string, docs []bson.Raw, shape *mo
 	return c
 }
 
+// openExec opens a cursor on an aggregate's execution: each getMore
+// reads its batch from it.
+func (t *cursorTable) openExec(id int64, ns string, x *query.Execution, shape *model.QueryShape) *cursor {
+	c := t.openWithID(id, ns, nil, shape)
+	c.exec = x
+	return c
+}
+
 // take removes the cursor while a getMore uses it (a cursor is pinned to
 // one operation at a time).
 func (t *cursorTable) take(id int64) *cursor {
@@ -79,12 +89,15 @@ func (t *cursorTable) count() int {
 	return len(t.m)
 }
 
+// maxBatchBytes keeps a batch's reply under the 16 MiB document limit.
+const maxBatchBytes = 16 * 1000 * 1000
+
 // batch splits off the first n documents (n <= 0: all), keeping the reply
 // under the 16 MiB document limit.
 func batch(docs []bson.Raw, n int) (first, rest []bson.Raw) {
 	size := 0
 	for i, d := range docs {
-		if (n > 0 && i >= n) || (i > 0 && size+len(d) > 16*1000*1000) {
+		if (n > 0 && i >= n) || (i > 0 && size+len(d) > maxBatchBytes) {
 			return docs[:i], docs[i:]
 		}
 		size += len(d)
@@ -123,6 +136,21 @@ func (s *Server) cmdGetMore(r *request) (bson.D, error) {
 	}
 	n, _ := r.body.Lookup("batchSize").AsInt64OK()
 	next, rest := batch(c.docs, int(n))
+	more := len(rest) > 0
+	if c.exec != nil {
+		// The aggregate's pipeline goes on, in this operation: a kill,
+		// maxTimeMS or shutdown interrupts it, and its errors end the
+		// cursor. (The model's getMore below then charges the batch.)
+		c.exec.SetEnv(&pipelineEnv{s: s, r: r})
+		var err error
+		if next, err = c.exec.Batch(int(n), maxBatchBytes); err == nil {
+			more, err = c.exec.More()
+		}
+		if err != nil {
+			s.dropModelCursor(c)
+			return nil, err
+		}
+	}
 	if c.shape != nil {
 		// The getMore is a new operation: it queues for a ticket while the
 		// cursor holds its buffer, and a kill or shed destroys the cursor.
@@ -130,14 +158,14 @@ func (s *Server) cmdGetMore(r *request) (bson.D, error) {
 		if c.hinted {
 			w, c.works = takeShare(c.works, len(next), len(next)+len(rest), *c.shape)
 		} else {
-			w = s.sim.getMoreWork(*c.shape, len(next), len(rest) == 0)
+			w = s.sim.getMoreWork(*c.shape, len(next), !more)
 		}
 		if err := s.enter(r, &model.Op{Kind: model.KindGetMore, Eligible: true, CursorID: c.id, Work: w}); err != nil {
 			s.dropModelCursor(c)
 			return nil, err
 		}
 	}
-	if len(rest) > 0 {
+	if more {
 		c.docs = rest
 		s.cursor.put(c)
 	} else {

@@ -163,7 +163,14 @@ func (r *replState) wake() {
 // recover rebuilds the member from Storage: metadata, then the oplog
 // replayed into data.
 func (s *Server) recover() error {
-	meta, entries, err := s.store.Load()
+	var meta Meta
+	var entries []bson.Raw
+	var err error
+	if ds, ok := s.store.(*DirStorage); ok && ds.Logger == nil {
+		meta, entries, err = ds.load(s.log) // a torn tail cut off is the member's to log
+	} else {
+		meta, entries, err = s.store.Load()
+	}
 	if err != nil {
 		return err
 	}

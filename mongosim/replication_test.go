@@ -201,3 +201,23 @@ func TestQuicklyRestartedPrimaryStillGetsReplaced(t *testing.T) {
 	}
 	t.Logf("a new primary (member %d; the old one was %d) %v after the restart", rs.Primary(), old, time.Since(t0).Round(time.Millisecond))
 }
+
+// Durations that are no durations are refused before any member starts
+// (a negative election timeout reached replSetInitiate and became the
+// 10 s default there).
+func TestReplicaSetRefusesNegativeDurations(t *testing.T) {
+	for name, opts := range map[string]mongosim.ReplicaSetOptions{
+		"ElectionTimeout":   {ElectionTimeout: -5 * time.Second},
+		"HeartbeatInterval": {HeartbeatInterval: time.Microsecond},
+		"RestartDelay":      {RestartDelay: -time.Second},
+		"Members":           {Members: -1},
+	} {
+		rs, err := mongosim.StartReplicaSet(context.Background(), opts)
+		if err == nil {
+			rs.Close()
+			t.Errorf("%s: %+v started a set", name, opts)
+		} else if !strings.Contains(err.Error(), "ReplicaSetOptions."+name) {
+			t.Errorf("%s: %v; want the option named", name, err)
+		}
+	}
+}

@@ -77,6 +77,18 @@ func StartReplicaSet(ctx context.Context, opts ReplicaSetOptions) (*ReplicaSet, 
 	if opts.Members == 0 {
 		opts.Members = 3
 	}
+	// Negative values would reach replSetInitiate as "not positive" and
+	// silently become mongod's defaults there.
+	switch {
+	case opts.Members < 0:
+		return nil, fmt.Errorf("ReplicaSetOptions.Members %d: must not be negative", opts.Members)
+	case opts.ElectionTimeout < 0 || opts.ElectionTimeout > 0 && opts.ElectionTimeout < time.Millisecond:
+		return nil, fmt.Errorf("ReplicaSetOptions.ElectionTimeout %v: must be at least 1ms (or 0 for the default)", opts.ElectionTimeout)
+	case opts.HeartbeatInterval < 0 || opts.HeartbeatInterval > 0 && opts.HeartbeatInterval < time.Millisecond:
+		return nil, fmt.Errorf("ReplicaSetOptions.HeartbeatInterval %v: must be at least 1ms (or 0 for the default)", opts.HeartbeatInterval)
+	case opts.RestartDelay < 0:
+		return nil, fmt.Errorf("ReplicaSetOptions.RestartDelay %v: must not be negative", opts.RestartDelay)
+	}
 	if opts.ElectionTimeout == 0 {
 		opts.ElectionTimeout = DefaultElectionTimeout
 	}

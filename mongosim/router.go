@@ -41,6 +41,8 @@ type RouterOptions struct {
 	ConfigDB string
 	// Logger receives the router's log; nil discards it.
 	Logger *slog.Logger
+	// Limits bound what clients may hold of the router (conns.go).
+	Limits ConnLimits
 }
 
 // Router is one simulated mongos.
@@ -57,7 +59,9 @@ type Router struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	conns connTable[net.Conn]
+	conns  connTable[net.Conn]
+	limits ConnLimits      // opts.Limits resolved
+	read   wire.ReadLimits // every connection's, one budget for all
 
 	opMu    sync.Mutex
 	ops     map[int32]*routerOp
@@ -98,6 +102,10 @@ func StartRouter(opts RouterOptions) (*Router, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	limits, err := opts.Limits.resolve("RouterOptions.Limits")
+	if err != nil {
+		return nil, fmt.Errorf("starting router: %w", err)
+	}
 	ln := opts.Listener
 	if ln == nil {
 		ln, err = net.Listen("tcp", net.JoinHostPort(opts.BindIP, strconv.Itoa(opts.Port)))
@@ -114,6 +122,7 @@ func StartRouter(opts RouterOptions) (*Router, error) {
 	}
 	addr := net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
 	rt := &Router{opts: opts, addr: addr, ln: ln, log: log.With("router", addr), cc: cc, started: time.Now(),
+		limits: limits, read: limits.readLimits(),
 		processID: bson.NewObjectID(), ops: map[int32]*routerOp{}, cursors: map[int64]*routerCursor{}}
 	rt.ctx, rt.cancel = context.WithCancel(context.Background())
 	rt.wg.Add(2)
@@ -180,7 +189,12 @@ func (rt *Router) acceptLoop() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		if !rt.conns.add(rt.ctx, nc, nc) {
+		if err := rt.conns.add(rt.ctx, nc, nc, rt.limits.MaxIncomingConnections); err != nil {
+			if errors.Is(err, errTooManyConnections) {
+				rt.log.Warn("connection refused because there are too many open connections",
+					"remote", nc.RemoteAddr().String(), "maxIncomingConnections", rt.limits.MaxIncomingConnections)
+				continue
+			}
 			return
 		}
 		rt.wg.Add(1)
@@ -213,7 +227,7 @@ func (rt *Router) serve(nc net.Conn, id int64) {
 	c := &routerConn{nc: nc, id: id, remote: nc.RemoteAddr().String()}
 	br := bufio.NewReaderSize(nc, 16<<10)
 	for {
-		msg, _, err := wire.Read(br, nil)
+		msg, err := wire.ReadConn(rt.ctx, nc, br, rt.read)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && rt.ctx.Err() == nil {
 				rt.log.Debug("closing connection", "conn", id, "err", err)

@@ -69,6 +69,8 @@ type Options struct {
 	// ClusterRole is "shardsvr" or "configsvr" for a member of a sharded
 	// cluster (--shardsvr, --configsvr; shard.go), empty otherwise.
 	ClusterRole string
+	// Limits bound what clients may hold of the member (conns.go).
+	Limits ConnLimits
 }
 
 // Server is one simulated mongod.
@@ -96,6 +98,10 @@ type Server struct {
 	repl *replState
 
 	conns connTable[*conn]
+	// limits are opts.Limits resolved; read is what every connection
+	// reads its messages within (one budget for all of them).
+	limits ConnLimits
+	read   wire.ReadLimits
 
 	counters opCounters
 
@@ -131,6 +137,10 @@ func Start(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	limits, err := opts.Limits.resolve("Options.Limits")
+	if err != nil {
+		return nil, err
+	}
 	ln := opts.Listener
 	if ln != nil {
 		if tcp, ok := ln.Addr().(*net.TCPAddr); ok {
@@ -160,9 +170,12 @@ func Start(opts Options) (*Server, error) {
 		cursor:    newCursorTable(),
 		fail:      newFailPoints(),
 		data:      catalog{},
+		limits:    limits,
+		read:      limits.readLimits(),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.recover(); err != nil {
+		s.cancel()
 		ln.Close()
 		return nil, err
 	}
@@ -221,7 +234,12 @@ func (s *Server) acceptLoop() {
 			continue
 		}
 		c := &conn{s: s, nc: nc, id: s.conns.nextID(), remote: nc.RemoteAddr().String()}
-		if !s.conns.add(s.ctx, c, nc) {
+		if err := s.conns.add(s.ctx, c, nc, s.limits.MaxIncomingConnections); err != nil {
+			if errors.Is(err, errTooManyConnections) {
+				s.log.Warn("connection refused because there are too many open connections",
+					"remote", c.remote, "maxIncomingConnections", s.limits.MaxIncomingConnections)
+				continue
+			}
 			return
 		}
 		s.wg.Add(1)
@@ -264,7 +282,7 @@ func (c *conn) serve() {
 	}()
 	br := bufio.NewReaderSize(c.nc, 16<<10)
 	for {
-		msg, _, err := wire.Read(br, nil)
+		msg, err := wire.ReadConn(c.s.ctx, c.nc, br, c.s.read)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && c.s.ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
 				c.s.log.Debug("closing connection", "conn", c.id, "err", err)

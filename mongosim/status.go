@@ -38,8 +38,9 @@ func (s *Server) cmdServerStatus(r *request) (bson.D, error) {
 		{Key: "uptimeMillis", Value: int64(up / time.Millisecond)},
 		{Key: "uptimeEstimate", Value: int64(up / time.Second)},
 		{Key: "localTime", Value: now},
-		{Key: "connections", Value: bson.D{{Key: "current", Value: int32(conns)}, {Key: "available", Value: int32(838860 - conns)},
-			{Key: "totalCreated", Value: int32(s.conns.totalCreated())}, {Key: "active", Value: int32(len(s.ops.snapshot()))}}},
+		{Key: "connections", Value: bson.D{{Key: "current", Value: int32(conns)}, {Key: "available", Value: int32(s.limits.MaxIncomingConnections - conns)},
+			{Key: "totalCreated", Value: int32(s.conns.totalCreated())}, {Key: "rejected", Value: int32(s.conns.totalRejected())},
+			{Key: "active", Value: int32(len(s.ops.snapshot()))}}},
 		{Key: "opcounters", Value: bson.D{
 			{Key: "insert", Value: s.counters.insert.Load()}, {Key: "query", Value: s.counters.query.Load()},
 			{Key: "update", Value: s.counters.update.Load()}, {Key: "delete", Value: s.counters.delete.Load()},

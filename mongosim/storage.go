@@ -6,11 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/qmlsab/qmlsab/internal/bsoncheck"
+	"github.com/qmlsab/qmlsab/mongosim/wire"
 )
 
 // Storage is what survives a member's crash: its replica-set metadata and its
@@ -68,10 +73,19 @@ func (m *MemStorage) Reset(entries []bson.Raw) error {
 }
 
 // DirStorage keeps durable state in a --dbpath folder: meta.bson, replaced
-// atomically, and oplog.bson, an append-only run of BSON documents. A torn
-// tail (the process was killed mid-write) is cut off at load.
+// atomically, and oplog.bson, an append-only run of BSON documents.
+//
+// Load checks both before it trusts either. A torn tail of the oplog (a
+// kill in the middle of an append leaves the last record incomplete) is
+// cut off and logged; anything else that is not what mongosim wrote is
+// corruption, and Load refuses it with a *CorruptFileError naming the file
+// and the byte offset, leaving the file as it is, as mongod refuses to
+// start on a damaged data file.
 type DirStorage struct {
 	Dir string
+	// Logger receives what Load repairs (each torn tail cut off). Nil: the
+	// logger of the member the DirStorage is the Storage of.
+	Logger *slog.Logger
 
 	mu sync.Mutex
 	f  *os.File
@@ -82,49 +96,173 @@ const (
 	oplogFile = "mongosim.oplog.bson"
 )
 
+// CorruptFileError is a dbpath file that is damaged in a way no crash of
+// mongosim leaves behind: a member refuses to start on it.
+type CorruptFileError struct {
+	Path   string
+	Offset int64
+	Reason string
+}
+
+func (e *CorruptFileError) Error() string {
+	return fmt.Sprintf("%s is corrupt at byte offset %d: %s; refusing to start (the file is left as it is: restore it or remove the dbpath to resync)",
+		e.Path, e.Offset, e.Reason)
+}
+
+// Load reads the member's metadata and oplog; see DirStorage.
 func (d *DirStorage) Load() (Meta, []bson.Raw, error) {
+	return d.load(d.Logger)
+}
+
+// load is Load logging to log (discarded when nil).
+func (d *DirStorage) load(log *slog.Logger) (Meta, []bson.Raw, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var meta Meta
 	if err := os.MkdirAll(d.Dir, 0o755); err != nil {
-		return meta, nil, err
+		return meta, nil, fmt.Errorf("dbpath %s: %w", d.Dir, err)
 	}
-	if b, err := os.ReadFile(filepath.Join(d.Dir, metaFile)); err == nil {
+	metaPath := filepath.Join(d.Dir, metaFile)
+	if b, err := os.ReadFile(metaPath); err == nil {
+		// Written whole and renamed into place: any damage is corruption.
+		if err := bsoncheck.Document(b); err != nil {
+			return meta, nil, &CorruptFileError{Path: metaPath, Offset: 0, Reason: fmt.Sprintf("not one valid BSON document (%d bytes): %v", len(b), err)}
+		}
 		if err := bson.Unmarshal(b, &meta); err != nil {
-			return meta, nil, fmt.Errorf("%s: %w", filepath.Join(d.Dir, metaFile), err)
+			return meta, nil, &CorruptFileError{Path: metaPath, Offset: 0, Reason: fmt.Sprintf("not replica set metadata: %v", err)}
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return meta, nil, err
+		return meta, nil, fmt.Errorf("reading %s: %w", metaPath, err)
 	}
 	path := filepath.Join(d.Dir, oplogFile)
 	b, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return meta, nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	entries, end, torn, err := scanOplog(b)
+	if err != nil {
+		var ce *CorruptFileError
+		if errors.As(err, &ce) {
+			ce.Path = path
+		}
 		return meta, nil, err
 	}
-	var entries []bson.Raw
-	off := 0
-	for off+4 <= len(b) {
-		n := int(int32(binary.LittleEndian.Uint32(b[off:])))
-		if n < 5 || off+n > len(b) || bson.Raw(b[off:off+n]).Validate() != nil {
-			break
+	// A kill between writing a replacement and renaming it leaves the
+	// temporary file behind; it never held the live copy.
+	if stale, err := filepath.Glob(filepath.Join(d.Dir, "mongosim.*.bson.tmp*")); err == nil {
+		for _, f := range stale {
+			if err := os.Remove(f); err == nil {
+				log.Warn("removed an unfinished replacement of a dbpath file", "file", f)
+			}
 		}
-		entries = append(entries, bson.Raw(b[off:off+n]))
-		off += n
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
-		return meta, nil, err
+		return meta, nil, fmt.Errorf("opening %s: %w", path, err)
 	}
-	if err := f.Truncate(int64(off)); err != nil {
-		f.Close()
-		return meta, nil, err
+	if end < len(b) {
+		log.Warn("cut a torn tail off the oplog file (a write the process did not finish)", "file", path,
+			"offset", end, "bytesCut", len(b)-end, "entriesKept", len(entries), "tail", torn)
+		if err := f.Truncate(int64(end)); err != nil {
+			f.Close()
+			return meta, nil, fmt.Errorf("cutting the torn tail of %s at offset %d: %w", path, end, err)
+		}
 	}
-	if _, err := f.Seek(int64(off), io.SeekStart); err != nil {
+	if _, err := f.Seek(int64(end), io.SeekStart); err != nil {
 		f.Close()
-		return meta, nil, err
+		return meta, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	d.f = f
 	return meta, entries, nil
+}
+
+// maxOplogRecord bounds an oplog record: none is larger than the largest
+// message that could have carried its write. A record that claims more
+// has a corrupt length, whatever follows it.
+const maxOplogRecord = wire.MaxMessageSize
+
+// scanOplog splits the oplog file b into its records. end is where the
+// last whole, valid record ends; when it is short of len(b), what follows
+// is a torn tail, described by torn. Appends write whole records one after
+// another, so a kill mid-append leaves exactly one incomplete record at
+// the end: fewer than the four bytes of its length, or a length that runs
+// past the end of the file over bytes that are a valid beginning of a BSON
+// document. A machine crash may also leave the tail as zeros (the file's
+// size reached the disk before its data). Anything else (a record that is
+// whole by its length but not valid BSON, a record whose document ends
+// before its length says, bytes after a bad record) is corruption, an
+// error with the record's offset (the caller adds the path).
+func scanOplog(b []byte) (entries []bson.Raw, end int, torn string, err error) {
+	off := 0
+	corrupt := func(format string, args ...any) ([]bson.Raw, int, string, error) {
+		return nil, off, "", &CorruptFileError{Offset: int64(off), Reason: fmt.Sprintf("oplog record %d: ", len(entries)+1) + fmt.Sprintf(format, args...)}
+	}
+	for off < len(b) {
+		rest := len(b) - off
+		if allZero(b[off:]) {
+			return entries, off, fmt.Sprintf("%d zero bytes", rest), nil
+		}
+		if rest < 4 {
+			return entries, off, fmt.Sprintf("%d bytes of a record's length", rest), nil
+		}
+		n := int(int32(binary.LittleEndian.Uint32(b[off:])))
+		switch {
+		case n < 5 || n > maxOplogRecord:
+			return corrupt("length %d is not the length of any record mongosim writes (%d bytes follow)", n, rest)
+		case n > rest:
+			if err := validPrefix(b[off+4:]); err != nil {
+				return corrupt("length %d runs past the end of the file, but %v: not a torn write", n, err)
+			}
+			return entries, off, fmt.Sprintf("%d of the %d bytes of the last record", rest, n), nil
+		}
+		rec := b[off : off+n]
+		if err := bsoncheck.Document(rec); err != nil {
+			if rest > n {
+				return corrupt("not a valid BSON document (%v), and %d more bytes follow it", err, rest-n)
+			}
+			return corrupt("the last record is whole by its length but not a valid BSON document (%v): not a torn write", err)
+		}
+		entries = append(entries, bson.Raw(rec))
+		off += n
+	}
+	return entries, off, "", nil
+}
+
+// validPrefix checks that elems, the bytes after a document's length, can
+// be the beginning of a document cut short by the end of the file: every
+// element it holds whole is valid, and the document's terminating byte is
+// not among them (then the document was whole and its length is wrong).
+func validPrefix(elems []byte) error {
+	p := 0
+	for p < len(elems) {
+		if elems[p] == 0 {
+			return fmt.Errorf("its document ends after %d bytes", 4+p+1)
+		}
+		if !bson.Type(elems[p]).IsValid() {
+			return fmt.Errorf("byte %d is not a BSON element type (%#x)", 4+p, elems[p])
+		}
+		el, rest, ok := bsoncore.ReadElement(elems[p:])
+		if !ok {
+			return nil // the element the file's end cut short
+		}
+		if err := el.Validate(); err != nil {
+			return fmt.Errorf("element %q at byte %d is not valid: %v", el.Key(), 4+p, err)
+		}
+		p = len(elems) - len(rest)
+	}
+	return nil
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (d *DirStorage) SaveMeta(meta Meta) error {

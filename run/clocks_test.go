@@ -11,6 +11,7 @@ import (
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/metric"
+	"github.com/qmlsab/qmlsab/mongosim/model"
 	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/workload"
 )
@@ -163,7 +164,7 @@ func TestZeroConfigIsTheDocumentedDefault(t *testing.T) {
 		t.Errorf("a zero Config's 20 s trial: %v; want no restart and full availability", tr.Metrics)
 	}
 	hw := cfg.withDefaults().virtualConfig(1).Hardware
-	if hw.MemLimitBytes != 32<<30 || hw.CPUs != 8 || hw.BaselineBytes != 6<<30 {
-		t.Errorf("zero Config's hardware %+v; want the M50 (8 CPUs, 32 GiB, 6 GiB baseline)", hw)
+	if hw.MemLimitBytes != 32<<30 || hw.CPUs != 8 || hw.Host == nil || *hw.Host != model.DefaultHost() {
+		t.Errorf("zero Config's hardware %+v; want the M50 (8 CPUs, 32 GiB, its default host)", hw)
 	}
 }

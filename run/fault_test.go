@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -312,8 +313,87 @@ func TestKillOpActorSurvivesADroppedConnection(t *testing.T) {
 	}
 }
 
+// checkStoppedForTheDisk holds a run the results disk stopped to what it
+// must leave: an error naming the disk's error and the resume command, no
+// trial invalid for the disk (the one being written is interrupted, to
+// run again), the finished trials readable.
+func checkStoppedForTheDisk(t *testing.T, dir string, err error, diskErr string) {
+	t.Helper()
+	if err == nil || !strings.Contains(err.Error(), diskErr) || !strings.Contains(err.Error(), "finished trials are intact") ||
+		!strings.Contains(err.Error(), "qmlsab run --resume "+dir) {
+		t.Fatalf("the run the disk stopped: %v", err)
+	}
+	r, err := store.Open(dir)
+	if err != nil {
+		t.Fatalf("the run is unreadable after the disk failed: %v", err)
+	}
+	valid, interrupted := 0, 0
+	for _, ts := range r.Manifest.Trials {
+		switch ts.Status {
+		case store.Valid:
+			valid++
+		case store.Interrupted:
+			interrupted++
+		case store.Invalid:
+			t.Errorf("%s#%d is invalid (%s): a results disk that failed is the harness's fault, and --resume never reruns an invalid trial", ts.Arm, ts.Index, ts.Reason)
+		}
+	}
+	if valid == 0 || valid == len(r.Manifest.Trials) {
+		t.Fatalf("%d of %d trials valid: the disk should fail part-way", valid, len(r.Manifest.Trials))
+	}
+	for _, trials := range r.Trials {
+		for _, tr := range trials {
+			if _, err := store.ReadJSONLinesGz[store.Sample](filepath.Join(store.TrialDir(dir, tr.Arm, tr.Index), "samples.jsonl.gz")); err != nil {
+				t.Errorf("a finished trial was damaged: %v", err)
+			}
+		}
+	}
+	t.Logf("%d trials finished, %d interrupted, before the disk failed", valid, interrupted)
+}
+
+// checkResumedToN holds a resumed run to n valid trials per arm, none twice.
+func checkResumedToN(t *testing.T, dir string, n int) {
+	t.Helper()
+	r, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, arm := range []string{"D", "E"} {
+		if got, valid := stormtest.TrialsOnce(t, r, arm), len(r.Valid(arm)); got != n || valid != n {
+			t.Errorf("%s: %d trials, %d valid, after the resume; want %d valid", arm, got, valid, n)
+		}
+	}
+}
+
+// The results disk fills on the third trial's files (an injected ENOSPC,
+// so this runs everywhere): the run stops naming the error and --resume,
+// the trial is left interrupted rather than invalid, and --resume with
+// the disk working completes n valid trials per arm.
+func TestResultsDiskFullLeavesTheTrialToResume(t *testing.T) {
+	sel, _ := arms.Select([]string{"D", "E"}, nil)
+	spec, _ := workload.Builtin(workload.KindSpillToDisk)
+	dir := filepath.Join(t.TempDir(), "run")
+	cfg := Config{Arms: sel, N: 3, Workload: spec, Profile: "quick", Dir: dir, Seed: 1, Clock: Virtual, Parallel: 1, ToolVersion: "test",
+		Host: &store.Host{ID: "h1", Hostname: "one"}}
+	writes := 0
+	cfg.writeFiles = func(dir string, files store.TrialFiles) error {
+		if writes++; writes == 3 {
+			return &os.PathError{Op: "write", Path: filepath.Join(dir, "samples.jsonl.gz"), Err: syscall.ENOSPC}
+		}
+		return store.WriteTrial(dir, files)
+	}
+	_, err := Execute(context.Background(), cfg)
+	checkStoppedForTheDisk(t, dir, err, "no space left on device")
+	resume := Config{Resume: true, Dir: dir, ToolVersion: "test", Host: cfg.Host}
+	if _, err := Execute(context.Background(), resume); err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	checkResumedToN(t, dir, 3)
+}
+
 // The results disk fills up mid-run: the run stops with a message naming
-// what failed, and the trials finished before are intact and readable.
+// what failed and --resume, the trials finished before are intact and
+// readable, and once the disk has room --resume completes the run.
 func TestResultsDiskFullStopsTheRunCleanly(t *testing.T) {
 	mnt := filepath.Join(t.TempDir(), "small")
 	os.MkdirAll(mnt, 0o755)
@@ -327,30 +407,15 @@ func TestResultsDiskFullStopsTheRunCleanly(t *testing.T) {
 		Sim: quickConfig(t, "", 1).Sim, SimMemLimitMB: 32 << 10}
 	cfg.Sim.CPUs, cfg.Sim.BaselineMB = 8, 6<<10
 	_, err := Execute(context.Background(), cfg)
-	if err == nil || !strings.Contains(err.Error(), "no space left on device") || !strings.Contains(err.Error(), "finished trials are intact") {
-		t.Fatalf("a full disk: %v", err)
+	checkStoppedForTheDisk(t, cfg.Dir, err, "no space left on device")
+	if out, err := exec.Command("mount", "-o", "remount,size=64m", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("growing the tmpfs: %v: %s", err, out)
 	}
-	r, err := store.Open(cfg.Dir)
-	if err != nil {
-		t.Fatalf("the run is unreadable after the disk filled: %v", err)
+	resume := Config{Resume: true, Dir: cfg.Dir, Sim: cfg.Sim, SimMemLimitMB: cfg.SimMemLimitMB}
+	if _, err := Execute(context.Background(), resume); err != nil {
+		t.Fatalf("resume once the disk has room: %v", err)
 	}
-	valid := 0
-	for _, ts := range r.Manifest.Trials {
-		if ts.Status == store.Valid {
-			valid++
-		}
-	}
-	if valid == 0 || valid == len(r.Manifest.Trials) {
-		t.Fatalf("%d of %d trials valid: the disk should fill part-way", valid, len(r.Manifest.Trials))
-	}
-	for _, trials := range r.Trials {
-		for _, tr := range trials {
-			if _, err := store.ReadJSONLinesGz[store.Sample](filepath.Join(store.TrialDir(cfg.Dir, tr.Arm, tr.Index), "samples.jsonl.gz")); err != nil {
-				t.Errorf("a finished trial was damaged: %v", err)
-			}
-		}
-	}
-	t.Logf("%d trials finished before the 1 MiB disk filled", valid)
+	checkResumedToN(t, cfg.Dir, 5)
 }
 
 // Interrupting a run on a uri target still restores every parameter the

@@ -65,5 +65,5 @@ func runMergeTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, see
 		meta[k] = v
 	}
 	trial.Metadata, _ = json.Marshal(meta)
-	return writeTrial(dir, trial, start, store.Records{Samples: sampler.Samples(), Merge: &res, Kills: kills, KillOpActor: arm.KillOp() != nil})
+	return cfg.writeTrial(dir, trial, start, store.Records{Samples: sampler.Samples(), Merge: &res, Kills: kills, KillOpActor: arm.KillOp() != nil})
 }

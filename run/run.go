@@ -39,6 +39,10 @@ import (
 
 // Config is an experiment.
 type Config struct {
+	// Arms are the arms to run, the baseline first. A resumed run runs
+	// the arms its manifest records (resumeArms): an arm given here must
+	// be one of them, defined alike, and gives what the record lacks (a
+	// uri arm's credentials); none given is the run's own.
 	Arms     []arms.Arm
 	N        int
 	Workload workload.Spec
@@ -95,6 +99,9 @@ type Config struct {
 
 	// shown are the arms whose provisioning table this run has printed.
 	shown *sync.Map
+	// writeFiles writes a finished trial's files (store.WriteTrial; a
+	// test puts a failing disk in its place).
+	writeFiles func(dir string, files store.TrialFiles) error
 }
 
 // Fault is something done to a trial's deployment At after the trial's
@@ -168,6 +175,9 @@ func (cfg Config) withDefaults() Config {
 	// Each run shows an arm's provisioning table once, whichever of its
 	// trials provisions it first.
 	cfg.shown = &sync.Map{}
+	if cfg.writeFiles == nil {
+		cfg.writeFiles = store.WriteTrial
+	}
 	return cfg
 }
 
@@ -177,7 +187,7 @@ func (cfg Config) Validate() error {
 	switch {
 	case cfg.N < 1 && !(cfg.Resume && cfg.N == 0):
 		return fmt.Errorf("Config.N %d: at least one trial per arm", cfg.N)
-	case len(cfg.Arms) == 0:
+	case len(cfg.Arms) == 0 && !cfg.Resume:
 		return errors.New("Config.Arms: no arms to run")
 	case cfg.Parallel < 0:
 		return fmt.Errorf("Config.Parallel %d: must not be negative", cfg.Parallel)
@@ -252,6 +262,9 @@ func Execute(ctx context.Context, cfg Config) (string, error) {
 			return "", err
 		}
 		if cfg, err = resumeConditions(cfg, r.Manifest); err != nil {
+			return "", err
+		}
+		if cfg.Arms, err = resumeArms(cfg, r.Manifest, r); err != nil {
 			return "", err
 		}
 	}
@@ -347,14 +360,17 @@ func Execute(ctx context.Context, cfg Config) (string, error) {
 				trial = runVirtualTrial
 			}
 			status, reason := trial(ctx, cfg, arm, ts.Index, seed[fmt.Sprint(ts.Arm, "#", ts.Index)], report)
-			report(progress.Update{Status: status, Reason: reason})
-			simulated := trialSimulated(cfg.Dir, ts.Arm, ts.Index)
-			if status == store.Invalid && strings.HasPrefix(reason, writingResults) {
-				// The results disk failed (full, gone): start nothing more.
+			if status == resultsDiskFailed {
+				// The results disk failed (full, gone): the harness's
+				// fault, not the trial's, so the trial stays to be run
+				// again by --resume, and nothing more starts.
 				mu.Lock()
 				writeErr = errors.Join(writeErr, errors.New(reason))
 				mu.Unlock()
+				status = store.Interrupted
 			}
+			report(progress.Update{Status: status, Reason: reason})
+			simulated := trialSimulated(cfg.Dir, ts.Arm, ts.Index)
 			if err := save(func(m *store.Manifest) {
 				m.Trials[i].Status, m.Trials[i].Reason = status, reason
 				if status == store.Valid || status == store.Invalid {
@@ -370,7 +386,7 @@ func Execute(ctx context.Context, cfg Config) (string, error) {
 	}
 	wg.Wait()
 	if writeErr != nil {
-		return cfg.Dir, fmt.Errorf("the run stopped: %w (finished trials are intact)", writeErr)
+		return cfg.Dir, fmt.Errorf("the run stopped: %w (finished trials are intact; the trials it could not write are left to run again: once the results disk is fixed, complete the run with: qmlsab run --resume %s)", writeErr, cfg.Dir)
 	}
 	if ctx.Err() != nil {
 		return cfg.Dir, fmt.Errorf("interrupted; finished trials are kept, resume with: qmlsab run --resume %s", cfg.Dir)
@@ -561,7 +577,7 @@ func redactArgs(args []string) []string {
 func provision(ctx context.Context, cfg Config, arm arms.Arm, index int) (dir string, dep target.Deployment, status, reason string) {
 	dir = store.TrialDir(cfg.Dir, arm.Name, index)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return dir, nil, store.Invalid, err.Error()
+		return dir, nil, resultsDiskFailed, writingResults + err.Error()
 	}
 	dep, err := target.Provision(ctx, arm, target.Options{Dir: dir, AllowRemote: cfg.AllowRemote, Logger: cfg.Log,
 		Sim: cfg.Sim, SimMemLimitMB: cfg.SimMemLimitMB, Deadline: provisionDeadline})
@@ -778,7 +794,7 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 		meta[k] = v
 	}
 	trial.Metadata, _ = json.Marshal(meta)
-	if status, reason := writeTrial(dir, trial, start, rec, extra...); status != store.Valid {
+	if status, reason := cfg.writeTrial(dir, trial, start, rec, extra...); status != store.Valid {
 		return status, reason
 	}
 	if arm.Embedded() {
@@ -854,12 +870,19 @@ func trialSimulated(dir, arm string, index int) bool {
 // written: the results disk failed, and the run stops.
 const writingResults = "writing results: "
 
+// resultsDiskFailed is the status a trial function returns when the run
+// folder could not take the trial's files (a full or read-only results
+// disk): a fault of the harness, not of the trial. Execute stops the run
+// and records the trial interrupted, so that --resume runs it again; it
+// is never written to a manifest.
+const resultsDiskFailed = "results disk failed"
+
 // writeTrial computes a finished trial's metrics (and why any is absent)
 // from its records and writes its files, trial.json last: a trial folder
 // without trial.json is unfinished. A trial whose records measured a
 // server that cannot run the workload is invalid (metric.Validity). Extra events are those the records do not hold (injected
 // faults, the driver's topology changes).
-func writeTrial(dir string, trial store.Trial, start time.Time, rec store.Records, extra ...store.Event) (status, reason string) {
+func (cfg Config) writeTrial(dir string, trial store.Trial, start time.Time, rec store.Records, extra ...store.Event) (status, reason string) {
 	metric.Fill(&trial, rec)
 	files := store.TrialFiles{Trial: trial, Samples: rec.Samples, Merge: rec.Merge}
 	if rec.Merge != nil && rec.KillOpActor {
@@ -892,8 +915,8 @@ func writeTrial(dir string, trial store.Trial, start time.Time, rec store.Record
 		files.Outcomes = metric.Outcomes(start, rec.Results)
 		files.Events = metric.Events(rec.PhaseStarts, rec.Samples, rec.Kills, extra...)
 	}
-	if err := store.WriteTrial(dir, files); err != nil {
-		return store.Invalid, writingResults + err.Error()
+	if err := cfg.writeFiles(dir, files); err != nil {
+		return resultsDiskFailed, writingResults + err.Error()
 	}
 	if why := metric.Validity(rec); why != "" {
 		return store.Invalid, why

@@ -31,7 +31,7 @@ func runVirtualTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, s
 	}
 	dir := store.TrialDir(cfg.Dir, arm.Name, index)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return store.Invalid, err.Error()
+		return resultsDiskFailed, writingResults + err.Error()
 	}
 	w := *cfg.Workload.SpillToDisk
 	vcfg := cfg.virtualConfig(seed)
@@ -53,7 +53,7 @@ func runVirtualTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, s
 		Phases: map[string]float64{"warmup": 0, "storm": w.Phases.Warmup.Seconds(), "recovery": (w.Phases.Warmup + w.Phases.Storm).Seconds()}}
 	trial.Metadata, _ = json.Marshal(map[string]any{"target": "embedded mongosim replica set, model run in virtual time (no wire)",
 		"clock": Virtual, "hardware": vcfg.Hardware, "seed": seed, "parameters": arm.SetParameters})
-	return writeTrial(dir, trial, start, t.Records)
+	return cfg.writeTrial(dir, trial, start, t.Records)
 }
 
 // virtualConfig is the virtual engine's setting for one trial of this

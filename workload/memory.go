@@ -89,3 +89,70 @@ func FormatBytes(b int64) string {
 	}
 	return fmt.Sprintf("%d MiB", (b+(1<<20)-1)>>20)
 }
+
+// A merge_partial_write trial's memory. It runs on a deployment over the
+// wire, in this process for the embedded target, whose members keep
+// every document the trial writes (in the collections, the oplog and the
+// journal of each of the three) until the trial ends. Its peak is a
+// fixed part, the source, and what the ops write: an op the shedder does
+// not stop writes its whole source, and the worst case is what Validate
+// bounds. The constants are the peak heap (runtime.MemStats HeapAlloc
+// sampled every 20 ms) of MergeDriver runs on a 3-member mongosim set in
+// one process with nothing shed, fitted over seven runs from 1 op of
+// 208,000 to 200 ops of 1,000 source documents, and rounded up by about
+// a third; the measured figures are beside each.
+const (
+	// mergeBaseBytes is the three members and the driver (measured: 40
+	// MiB).
+	mergeBaseBytes = 56 << 20
+	// mergeSourceDocBytes is one source document: loaded on every member,
+	// sent by the driver, and held by an op's $setWindowFields and $merge
+	// (measured: 2.2 KiB).
+	mergeSourceDocBytes = 3072
+	// mergeWrittenDocBytes is one document an op writes, on every member
+	// (measured: 1.7 KiB).
+	mergeWrittenDocBytes = 2304
+)
+
+// TrialBytes is the heap a trial of this workload needs at its peak,
+// from the model above, when no op is shed:
+//
+//	56 MiB                               the members and the driver
+//	+ sourceDocs × 3 KiB                 the source and one op's stages
+//	+ ops × sourceDocs × 2.25 KiB        what the ops write
+//
+// Validate refuses a workload whose trial needs more than
+// MaxTrialHeapBytes. The ops' time follows the same terms (each op reads
+// its source once and writes at most all of it), so the budget bounds it
+// too.
+func (w MergePartialWrite) TrialBytes() int64 {
+	total := mergeBaseBytes + float64(w.SourceDocs)*mergeSourceDocBytes + float64(w.Ops)*float64(w.SourceDocs)*mergeWrittenDocBytes
+	if !(total < math.MaxInt64) {
+		return math.MaxInt64
+	}
+	return int64(total)
+}
+
+// checkTrialBytes refuses a workload whose trial would not fit its
+// memory budget: sourceDocs when one op over it would not fit, else ops.
+func (w MergePartialWrite) checkTrialBytes() error {
+	need := w.TrialBytes()
+	if need <= MaxTrialHeapBytes {
+		return nil
+	}
+	one := w
+	one.Ops = 1
+	if one.TrialBytes() > MaxTrialHeapBytes {
+		return fieldErr(fmt.Sprintf("%d source documents: even one op over them needs ~%s, the budget is %s a trial; lower sourceDocs",
+			w.SourceDocs, FormatBytes(one.TrialBytes()), FormatBytes(MaxTrialHeapBytes)), KindMergePartialWrite, "sourceDocs")
+	}
+	return fieldErr(fmt.Sprintf("%d ops over %d source documents (an op that is not shed writes them all: %d documents): a trial needs ~%s, the budget is %s a trial; lower ops or sourceDocs",
+		w.Ops, w.SourceDocs, int64(w.Ops)*int64(w.SourceDocs), FormatBytes(need), FormatBytes(MaxTrialHeapBytes)), KindMergePartialWrite, "ops")
+}
+
+// LargestMergeSource is the most source documents a merge_partial_write
+// trial of ops ops may have within its budget.
+func LargestMergeSource(ops int) int {
+	n := (MaxTrialHeapBytes - mergeBaseBytes) / (mergeSourceDocBytes + int64(ops)*mergeWrittenDocBytes)
+	return int(min(n, MaxSourceDocs))
+}

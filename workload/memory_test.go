@@ -76,3 +76,35 @@ func TestTrialBytesGrowsWithEachTerm(t *testing.T) {
 		t.Errorf("modelled sizes changed the trial's memory: %d, want %d", w.TrialBytes(), b)
 	}
 }
+
+// TestMergeTrialBytesRefusesWhatDoesNotFit checks the merge model at the
+// corners of the accepted box: each bound alone accepts its maximum
+// (ops with few documents, sourceDocs with one op... within the budget),
+// but together they are refused, naming the key to lower.
+func TestMergeTrialBytesRefusesWhatDoesNotFit(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		ops, source int
+		want        string // "" accepted
+	}{
+		{"defaults", DefaultMergePartialWrite().Ops, DefaultMergePartialWrite().SourceDocs, ""},
+		{"the most ops", MaxMergeOps, 40, ""},
+		{"the most source documents one op can hold", 1, LargestMergeSource(1), ""},
+		{"one more", 1, LargestMergeSource(1) + 1, "merge_partial_write.sourceDocs"},
+		{"the most source documents", 1, MaxSourceDocs, "merge_partial_write.sourceDocs: 1000000 source documents: even one op"},
+		{"the review's spec", MaxMergeOps, MaxSourceDocs, "merge_partial_write.sourceDocs"},
+		{"many ops over a source one op can hold", 100, 100_000, "merge_partial_write.ops: 100 ops over 100000 source documents"},
+	} {
+		w := DefaultMergePartialWrite()
+		w.Ops, w.SourceDocs = tc.ops, tc.source
+		err := Spec{Name: "x", Kind: KindMergePartialWrite, Merge: &w}.Validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.name, err)
+		case tc.want == "" && w.TrialBytes() > MaxTrialHeapBytes:
+			t.Errorf("%s: accepted, but needs %s", tc.name, FormatBytes(w.TrialBytes()))
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: error %v, want it to contain %q", tc.name, err, tc.want)
+		}
+	}
+}

@@ -113,10 +113,11 @@ func (e *FieldError) Error() string { return strings.Join(e.Path, ".") + ": " + 
 func fieldErr(msg string, path ...string) error { return &FieldError{Path: path, Msg: msg} }
 
 // Bounds of a workload's values: what MongoDB allows (a document is at
-// most 16 MiB) and what the virtual engine can run in bounded memory and
-// time. Each bound holds alone; together, a virtual trial's memory
-// (SpillToDisk.TrialBytes) must also stay under MaxTrialHeapBytes, which
-// Validate checks.
+// most 16 MiB) and what a trial can run in bounded memory and time. Each
+// bound holds alone; together, a trial's memory (SpillToDisk.TrialBytes
+// for a virtual trial, MergePartialWrite.TrialBytes for a merge trial and
+// the deployment it writes to) must also stay under MaxTrialHeapBytes,
+// which Validate checks.
 const (
 	MaxDocBytes    = 16 << 20 // BSON's document size limit
 	MaxStormRate   = 1000     // storm queries per second
@@ -129,9 +130,9 @@ const (
 	MaxBatchDocs   = 10_000_000
 	MaxMergeOps    = 10_000
 	MaxSourceDocs  = 1_000_000
-	// MaxTrialHeapBytes is a virtual trial's memory budget: a workload
-	// whose TrialBytes exceed it is refused, and a run of P trials at once
-	// needs at most P times it.
+	// MaxTrialHeapBytes is a trial's memory budget: a workload whose
+	// TrialBytes exceed it is refused, and a run of P trials at once needs
+	// at most P times it.
 	MaxTrialHeapBytes = 1 << 30
 )
 
@@ -222,6 +223,9 @@ func (s Spec) Validate() error {
 			if err != nil {
 				return err
 			}
+		}
+		if err := w.checkTrialBytes(); err != nil {
+			return err
 		}
 	default:
 		return fieldErr(fmt.Sprintf("%q: want one of %v", s.Kind, Names()), "kind")

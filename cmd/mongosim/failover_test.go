@@ -33,6 +33,7 @@ func TestMain(m *testing.M) { stormtest.MainWithMongosim(m, &binary) }
 type member struct {
 	port   int
 	dbpath string
+	extra  []string // more flags
 	cmd    *exec.Cmd
 }
 
@@ -44,7 +45,7 @@ func (m *member) start(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.cmd = exec.Command(binary, "--replSet", "rs0", "--port", fmt.Sprint(m.port), "--bind_ip", "127.0.0.1", "--dbpath", m.dbpath)
+	m.cmd = exec.Command(binary, append([]string{"--replSet", "rs0", "--port", fmt.Sprint(m.port), "--bind_ip", "127.0.0.1", "--dbpath", m.dbpath}, m.extra...)...)
 	m.cmd.Stdout, m.cmd.Stderr = log, log
 	if err := m.cmd.Start(); err != nil {
 		t.Fatal(err)

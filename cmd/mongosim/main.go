@@ -1,5 +1,5 @@
 // Command mongosim is a simulated mongod. It takes mongod's flags
-// (--port --replSet --dbpath --bind_ip --setParameter k=v) so the local
+// (--port --replSet --dbpath --bind_ip --maxConns --setParameter k=v) so the local
 // target can launch it exactly like a mongod binary; flags that only the
 // simulator has start with --sim.
 //
@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -70,6 +71,7 @@ func run(args []string) int {
 	shardsvr := fs.Bool("shardsvr", false, "run as a shard member of a sharded cluster (with --replSet)")
 	router := fs.Bool("router", false, "run as a router (a simulated mongos) over --configdb")
 	configdb := fs.String("configdb", "", "the router's config server replica set, <setName>/<host:port>[,...]")
+	maxConns := fs.Int("maxConns", mongosim.DefaultMaxIncomingConnections, "most incoming connections open at once (net.maxIncomingConnections; never more than 80% of the open-files limit); one past it is closed")
 	params := setParams{}
 	fs.Var(params, "setParameter", "server parameter name=value (repeatable)")
 	fs.Bool("fork", false, "ignored (mongosim never forks)")
@@ -82,6 +84,10 @@ func run(args []string) int {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
+		return 2
+	}
+	if err := checkFlags(fs); err != nil {
+		fmt.Fprintf(os.Stderr, "mongosim: %v\n", err)
 		return 2
 	}
 	if strings.HasPrefix(filepath.Base(os.Args[0]), "mongos") && !strings.HasPrefix(filepath.Base(os.Args[0]), "mongosim") {
@@ -107,7 +113,8 @@ func run(args []string) int {
 	}
 	logger := slog.New(slog.NewJSONHandler(out, nil))
 	if *router {
-		return runRouter(*bindIP, *port, *configdb, logger)
+		return runRouter(mongosim.RouterOptions{BindIP: *bindIP, Port: *port, ConfigDB: *configdb, Logger: logger,
+			Limits: mongosim.ConnLimits{MaxIncomingConnections: *maxConns}})
 	}
 	var store mongosim.Storage
 	if *dbpath != "" {
@@ -126,7 +133,7 @@ func run(args []string) int {
 		store = &mongosim.DirStorage{Dir: *dbpath}
 	}
 	opts := mongosim.Options{BindIP: *bindIP, Port: *port, ReplSet: *replSet, Storage: store,
-		Parameters: params, MemLimitMB: *memLimit, Logger: logger,
+		Parameters: params, MemLimitMB: *memLimit, Logger: logger, Limits: mongosim.ConnLimits{MaxIncomingConnections: *maxConns},
 		Sim: mongosim.SimOptions{CPUs: *cpus, BaselineMB: *baseline, DiskMBps: *disk, ScanScale: *scanScale, PartitionMB: *partition, Seed: *simSeed,
 			OmitStatusSections: list(*omitStatus), OmitHostInfo: list(*omitHostInfo)}}
 	switch {
@@ -140,6 +147,10 @@ func run(args []string) int {
 	for {
 		srv, err := mongosim.Start(opts)
 		if err != nil {
+			// A corrupt dbpath file (*mongosim.CorruptFileError) names the
+			// file and the byte offset; like mongod, the member does not
+			// start on it.
+			logger.Error("exception at start-up", "error", err.Error())
 			fmt.Fprintf(os.Stderr, "mongosim: %v\n", err)
 			return 1
 		}
@@ -174,25 +185,80 @@ func run(args []string) int {
 }
 
 // runRouter serves as a router until SIGINT/SIGTERM.
-func runRouter(bindIP string, port int, configdb string, logger *slog.Logger) int {
-	if configdb == "" {
+func runRouter(opts mongosim.RouterOptions) int {
+	if opts.ConfigDB == "" {
 		fmt.Fprintln(os.Stderr, "mongosim: a router needs --configdb <setName>/<host:port>,...")
 		return 2
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	rt, err := mongosim.StartRouter(mongosim.RouterOptions{BindIP: bindIP, Port: port, ConfigDB: configdb, Logger: logger})
+	rt, err := mongosim.StartRouter(opts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "mongosim: %v\n", err)
 		return 1
 	}
 	s := <-sig
-	logger.Info("shutting down", "signal", s.String())
+	opts.Logger.Info("shutting down", "signal", s.String())
 	if err := rt.Close(); err != nil {
 		fmt.Fprintf(os.Stderr, "mongosim: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// checkFlags refuses a flag value the member would otherwise replace by
+// a default or act on wrongly (a negative size, a zero CPU count, a
+// restart delay before the kill), naming the flag, as mongod refuses a
+// bad option value before it starts (exit 2).
+func checkFlags(fs *flag.FlagSet) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if err != nil {
+			return
+		}
+		bad := func(want string) { err = fmt.Errorf("--%s %s: %s", f.Name, f.Value, want) }
+		getter, _ := f.Value.(flag.Getter)
+		if getter == nil {
+			return
+		}
+		switch v := getter.Get().(type) {
+		case int:
+			switch f.Name {
+			case "port":
+				if v < 0 || v > 65535 {
+					bad("must be between 0 and 65535")
+				}
+			case "simCPUs", "maxConns":
+				if v < 1 {
+					bad("must be at least 1")
+				}
+			}
+		case int64:
+			if v < 1 { // simMemLimitMB, simBaselineMB, simPartitionMB
+				bad("must be at least 1")
+			}
+		case float64:
+			if !(v > 0) || math.IsInf(v, 0) { // simDiskMBps, simScanScale (NaN too)
+				bad("must be a positive number")
+			}
+		case time.Duration:
+			if v < 0 { // simRestartDelay
+				bad("must not be negative")
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	// Only a baseline given: the default one under a small memory limit
+	// is a fifth of the limit (model.Hardware.WithDefaults).
+	baseSet := false
+	fs.Visit(func(f *flag.Flag) { baseSet = baseSet || f.Name == "simBaselineMB" })
+	mem, base := fs.Lookup("simMemLimitMB").Value.(flag.Getter).Get().(int64), fs.Lookup("simBaselineMB").Value.(flag.Getter).Get().(int64)
+	if baseSet && base >= mem {
+		return fmt.Errorf("--simBaselineMB %d: must be below --simMemLimitMB %d (the resident memory before any query)", base, mem)
+	}
+	return nil
 }
 
 // list splits a comma-separated flag value, dropping empty items.

@@ -159,3 +159,45 @@ func TestHistoryDetectBoundsPermutations(t *testing.T) {
 		t.Error("a refused detect created the history database")
 	}
 }
+
+// TestSimRefusesDurationsThatAreNoDuration checks that sim refuses an
+// election timeout or a --for that is not positive, naming the flag,
+// before any member starts (it took -5s and 0 as the 10 s default, and
+// --for -1s as "until interrupted").
+func TestSimRefusesDurationsThatAreNoDuration(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--election-timeout", "-5s"}, "qmlsab sim: --election-timeout -5s: must be at least 1ms (settings.electionTimeoutMillis is a positive number of milliseconds)"},
+		{[]string{"--election-timeout", "0"}, "qmlsab sim: --election-timeout 0s: must be at least 1ms (settings.electionTimeoutMillis is a positive number of milliseconds)"},
+		{[]string{"--election-timeout", "500us"}, "qmlsab sim: --election-timeout 500µs: must be at least 1ms (settings.electionTimeoutMillis is a positive number of milliseconds)"},
+		{[]string{"--for", "-1s"}, "qmlsab sim: --for -1s: must be more than 0 (leave it out to run until interrupted)"},
+		{[]string{"--for", "0"}, "qmlsab sim: --for 0s: must be more than 0 (leave it out to run until interrupted)"},
+	} {
+		type result struct {
+			out  string
+			code int
+		}
+		done := make(chan result, 1)
+		go func() {
+			got, code := qmlsab(t, append([]string{"sim", "--members", "1"}, tc.args...)...)
+			done <- result{got, code}
+		}()
+		var got string
+		var code int
+		select {
+		case r := <-done:
+			got, code = r.out, r.code
+		case <-time.After(60 * time.Second): // accepted: the set runs until interrupted
+			t.Fatalf("sim %v was accepted and is still running; want exit 1: %s", tc.args, tc.want)
+		}
+		if code != 1 || strings.TrimSpace(got) != tc.want {
+			t.Errorf("sim %v:\n exit %d: %s\nwant exit 1: %s", tc.args, code, strings.TrimSpace(got), tc.want)
+		}
+	}
+	// A positive --for still runs the set and stops it.
+	if got, code := qmlsab(t, "sim", "--members", "1", "--for", "1ms"); code != 0 {
+		t.Errorf("sim --members 1 --for 1ms: exit %d: %s", code, got)
+	}
+}

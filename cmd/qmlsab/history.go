@@ -13,6 +13,7 @@ import (
 
 	"github.com/qmlsab/qmlsab/changepoint"
 	"github.com/qmlsab/qmlsab/history"
+	"github.com/qmlsab/qmlsab/internal/outputfile"
 	"github.com/qmlsab/qmlsab/internal/texttable"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/nightly"
@@ -149,7 +150,7 @@ func historyPreflight(c *cli.Context, dirs []string) error {
 // addToHistory adds run folders to the history (the shard folders of one
 // plan as one night), saying for each night whether it was new. A run
 // still being written or unfinished is refused unless --allow-partial.
-func addToHistory(c *cli.Context, loc string, dirs []string) error {
+func addToHistory(ctx context.Context, c *cli.Context, loc string, dirs []string) error {
 	l, err := labels(c)
 	if err != nil {
 		return err
@@ -168,10 +169,9 @@ func addToHistory(c *cli.Context, loc string, dirs []string) error {
 		r.Partial = partial
 		runs = append(runs, r)
 	}
-	// A signal stops the adding between nights, or rolls back the night
-	// being added: each night is in the history whole or not at all.
-	ctx, stop := interruptContext(c.Context)
-	defer stop()
+	// A signal (ctx's, interruptContext's) stops the adding between
+	// nights, or rolls back the night being added: each night is in the
+	// history whole or not at all.
 	left := func(i int) string {
 		var dirs []string
 		for _, g := range groups[i:] {
@@ -240,7 +240,9 @@ func historyCommand() *cli.Command {
 					if len(dirs) == 0 {
 						return fail("add", "give at least one run folder")
 					}
-					if err := addToHistory(c, c.String("history-db"), dirs); err != nil {
+					ctx, stop := interruptContext(c.Context)
+					defer stop()
+					if err := addToHistory(ctx, c, c.String("history-db"), dirs); err != nil {
 						return exitFor(err, fail("add", "%v", err))
 					}
 					return nil
@@ -377,7 +379,7 @@ func historyCommand() *cli.Command {
 					&cli.StringFlag{Name: "format", Value: "otava", Usage: "otava"},
 					&cli.StringSliceFlag{Name: "arm", Usage: "export only this `ARM`; repeatable; Otava reads one series per file (default: all)"},
 					&cli.StringSliceFlag{Name: "metric", Usage: "export only this `METRIC`; repeatable (default: all)"},
-					&cli.StringFlag{Name: "out", Usage: "write to `FILE` (default: standard output)"},
+					&cli.StringFlag{Name: "out", Usage: "write to `FILE` (default: standard output): a new file or an export qmlsab wrote, never the history"},
 				),
 				Action: func(c *cli.Context) error {
 					if c.String("format") != "otava" {
@@ -386,6 +388,11 @@ func historyCommand() *cli.Command {
 					f, err := filter(c)
 					if err != nil {
 						return fail("export", "%v", err)
+					}
+					if out := c.String("out"); out != "" {
+						if err := checkOutput(out, outputfile.OtavaJSON, c.String("history-db")); err != nil {
+							return fail("export", "--out %v", err)
+						}
 					}
 					st, err := openHistory(c.Context, c.String("history-db"))
 					if err != nil {
@@ -419,7 +426,7 @@ func trendCommand() *cli.Command {
 		Name:  "trend",
 		Usage: "trend.html: nightly medians with their range, change points and the A/B effect, for each metric and arm",
 		Flags: append(append([]cli.Flag{}, filterFlags...),
-			&cli.StringFlag{Name: "out", Value: filepath.Join("results", "trend.html"), Usage: "the page's `FILE`"},
+			&cli.StringFlag{Name: "out", Value: filepath.Join("results", "trend.html"), Usage: "the page's `FILE`: a new file or a page qmlsab wrote, never the history"},
 			&cli.StringFlag{Name: "results", Value: "results", Usage: "the `DIR` holding run folders (nights link to their report.html)"},
 			&cli.StringSliceFlag{Name: "metric", Usage: "a `METRIC` to show (default: the key metrics); repeatable"},
 			&cli.StringSliceFlag{Name: "arm", Usage: "an `ARM` to show (default: all); repeatable"},
@@ -429,6 +436,9 @@ func trendCommand() *cli.Command {
 			f, err := filter(c)
 			if err != nil {
 				return fail("%v", err)
+			}
+			if err := checkOutput(c.String("out"), outputfile.HTML, c.String("history-db")); err != nil {
+				return fail("--out %v", err)
 			}
 			st, err := openHistory(c.Context, c.String("history-db"))
 			if err != nil {

@@ -92,20 +92,23 @@ func simCommand() *cli.Command {
 		Usage: "run an in-process mongosim replica set (a simulation, not a real mongod) until Ctrl-C",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "members", Value: 3, Usage: "number of members"},
-			&cli.DurationFlag{Name: "election-timeout", Value: mongosim.DefaultElectionTimeout, Usage: "settings.electionTimeoutMillis"},
-			&cli.DurationFlag{Name: "for", Usage: "stop after this long (default: until interrupted)"},
+			&cli.DurationFlag{Name: "election-timeout", Value: mongosim.DefaultElectionTimeout, Usage: "settings.electionTimeoutMillis (at least 1ms)"},
+			&cli.DurationFlag{Name: "for", Usage: "stop after this long, more than 0 (default: until interrupted)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Int("members") < 1 || c.Int("members") > 7 {
 				return cli.Exit("qmlsab sim: --members must be between 1 and 7", 1)
 			}
+			// A replica set's electionTimeoutMillis is a positive number of
+			// milliseconds: less would be taken as the 10 s default.
+			if d := c.Duration("election-timeout"); d < time.Millisecond {
+				return cli.Exit(fmt.Sprintf("qmlsab sim: --election-timeout %v: must be at least 1ms (settings.electionTimeoutMillis is a positive number of milliseconds)", d), 1)
+			}
+			if d := c.Duration("for"); c.IsSet("for") && d <= 0 {
+				return cli.Exit(fmt.Sprintf("qmlsab sim: --for %v: must be more than 0 (leave it out to run until interrupted)", d), 1)
+			}
 			ctx, stop := interruptContext(c.Context)
 			defer stop()
-			if d := c.Duration("for"); d > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, d)
-				defer cancel()
-			}
 			start, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
 			rs, err := mongosim.StartReplicaSet(start, mongosim.ReplicaSetOptions{Members: c.Int("members"), ElectionTimeout: c.Duration("election-timeout")})
@@ -113,6 +116,11 @@ func simCommand() *cli.Command {
 				return fmt.Errorf("starting mongosim: %w", err)
 			}
 			defer rs.Close()
+			if d := c.Duration("for"); d > 0 { // counted from when the set is up
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, d)
+				defer cancel()
+			}
 			fmt.Fprintf(c.App.Writer, "mongosim replica set (SIMULATED mongod %s) is up; primary is member %d\n", mongosim.Version, rs.Primary())
 			fmt.Fprintf(c.App.Writer, "  %s\n", rs.URI())
 			fmt.Fprintf(c.App.Writer, "  members: %s\n", strings.Join(rs.Hosts(), " "))

@@ -1,19 +1,29 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/qmlsab/qmlsab/internal/outputfile"
 	"github.com/qmlsab/qmlsab/report"
-	"github.com/qmlsab/qmlsab/store"
 )
 
 // formats are report outputs and their files.
 var formats = map[string]string{"html": "report.html", "json": "summary.json", "perf": "perf.json", "bench": "bench.txt", "md": "summary.md"}
+
+// formatKinds are the outputs' kinds: what an existing file must be for a
+// report to write over it (outputfile.Check).
+var formatKinds = map[string]outputfile.Kind{"html": outputfile.HTML, "json": outputfile.SummaryJSON, "perf": outputfile.PerfJSON,
+	"bench": outputfile.BenchTxt, "md": outputfile.SummaryMD}
 
 func reportCommand() *cli.Command {
 	return &cli.Command{
@@ -21,7 +31,7 @@ func reportCommand() *cli.Command {
 		Usage:     "the A/B report of one run (default: the newest in results/) or of several runs of one workload",
 		ArgsUsage: "[RUN_DIR ...]",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "out", Usage: "write the outputs into `DIR` (default: the (first) run folder)"},
+			&cli.StringFlag{Name: "out", Usage: "write the outputs into `DIR` (default: the (first) run folder); a file there is written over only if it is that output of an earlier report"},
 			&cli.StringFlag{Name: "format", Value: "html,json", Usage: "outputs: any of html, json, perf, bench, md"},
 			&cli.StringFlag{Name: "baseline", Usage: "the `ARM` the others are compared with (default: the run's first arm)"},
 			&cli.StringFlag{Name: "gates", Usage: "a gate set: `sweeper-acceptance` (alias seed000) or a gate YAML file; exit 3 when a gate fails"},
@@ -70,6 +80,22 @@ func reportAction(c *cli.Context) error {
 		}
 		dirs = []string{d}
 	}
+	out := c.String("out")
+	if out == "" {
+		out = dirs[0]
+	}
+	slices.Sort(want)
+	want = slices.Compact(want)
+	// An output goes only where nothing is or over the same output of an
+	// earlier report, never over the history or another file.
+	for _, f := range want {
+		if err := checkOutput(filepath.Join(out, formats[f]), formatKinds[f], c.String("history-db")); err != nil {
+			if !c.IsSet("out") {
+				return fail("%v (without --out the outputs go into the run folder)", err)
+			}
+			return fail("--out %v", err)
+		}
+	}
 	// A locked or unfinished run the history would refuse is refused
 	// before the report is written.
 	if c.Bool("history") {
@@ -77,6 +103,20 @@ func reportAction(c *cli.Context) error {
 			return exitFor(err, fail("--history: %v", err))
 		}
 	}
+	// From here a signal stops the report (reportOutputs says what it
+	// leaves).
+	ctx, stop := interruptContext(c.Context)
+	defer stop()
+	say := &sayer{w: c.App.Writer}
+	interrupted := func(left string) error {
+		cause := context.Cause(ctx)
+		if ctx.Err() == nil {
+			cause = errOutputClosed // the write failed before the signal was handled
+		}
+		return cli.Exit(fmt.Sprintf("qmlsab report: %v; %s", cause, left), exitInterrupted)
+	}
+	stopped := func() bool { return ctx.Err() != nil || say.closed() }
+	nothing := "nothing written (outputs already in " + out + " are as they were)"
 	in, err := report.Load(dirs)
 	if err != nil {
 		return fail("%v", err)
@@ -89,19 +129,21 @@ func reportAction(c *cli.Context) error {
 		}
 		opts.Gates = &gs
 	}
+	// The first line comes once the input is read (bad input is refused
+	// in one line), before anything is written.
+	say.printf("qmlsab report: %s into %s (%s)\n", strings.Join(dirs, " "), out, strings.Join(want, ", "))
+	if stopped() {
+		return interrupted(nothing)
+	}
 	a, err := report.Analyze(in, opts)
 	if err != nil {
 		return fail("%v", err)
 	}
-	out := c.String("out")
-	if out == "" {
-		out = dirs[0]
-	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return fail("--out: %v", err)
-	}
-	slices.Sort(want)
+	outputs := make([]stagedOutput, 0, len(want))
 	for _, f := range want {
+		if stopped() {
+			return interrupted(nothing)
+		}
 		var b []byte
 		switch f {
 		case "html":
@@ -118,20 +160,25 @@ func reportAction(c *cli.Context) error {
 		if err != nil {
 			return fail("%s: %v", formats[f], err)
 		}
-		path := filepath.Join(out, formats[f])
-		if err := store.WriteFileAtomic(path, b); err != nil {
-			return fail("%v", err)
+		outputs = append(outputs, stagedOutput{path: filepath.Join(out, formats[f]), data: b})
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fail("--out: %v", err)
+	}
+	if err := writeOutputs(outputs, stopped); err != nil {
+		if stopped() {
+			return interrupted(nothing)
 		}
-		fmt.Fprintf(c.App.Writer, "wrote %s\n", path)
+		return fail("%v", err)
+	}
+	var wrote []string
+	for _, o := range outputs {
+		wrote = append(wrote, o.path)
+		say.printf("wrote %s\n", o.path)
 	}
 	if in.Simulated {
-		fmt.Fprintln(c.App.Writer, "SIMULATED: the trials ran against mongosim, a model of mongod, not a real server.")
+		say.printf("SIMULATED: the trials ran against mongosim, a model of mongod, not a real server.\n")
 	}
-	defer func() {
-		if slices.Contains(want, "html") {
-			fmt.Fprintf(c.App.Writer, "report: %s\n", filepath.Join(out, formats["html"]))
-		}
-	}()
 	if opts.Gates != nil {
 		// The gate lines come before the history step, so that a history
 		// that refuses the run does not hide what the gates found.
@@ -140,17 +187,117 @@ func reportAction(c *cli.Context) error {
 				if g.NotApplicable {
 					continue
 				}
-				fmt.Fprintf(c.App.Writer, "gate %-32s %-4s %s\n", g.Gate.Name, arm.Name, g.Line())
+				say.printf("gate %-32s %-4s %s\n", g.Gate.Name, arm.Name, g.Line())
 			}
 		}
 	}
+	written := "its outputs were written whole (" + strings.Join(wrote, ", ") + ")"
 	if c.Bool("history") {
-		if err := addToHistory(c, c.String("history-db"), dirs); err != nil {
+		if stopped() {
+			return interrupted(written + "; the run was not added to the history")
+		}
+		if err := addToHistory(ctx, c, c.String("history-db"), dirs); err != nil {
 			return exitFor(err, fail("--history: %v", err))
 		}
+	}
+	if slices.Contains(want, "html") {
+		say.printf("report: %s\n", filepath.Join(out, formats["html"]))
+	}
+	if stopped() {
+		return interrupted(written)
 	}
 	if opts.Gates != nil && !a.GatesPass() {
 		return cli.Exit("qmlsab report: a gate failed", exitGateFailed)
 	}
 	return nil
 }
+
+// A report writes its outputs together, so that a signal never leaves a
+// mix of this report's outputs and an earlier one's: each is written to a
+// temporary file beside its place (synced), and only when every one is
+// written are they renamed into place. A signal (or a closed standard
+// output) before that removes the temporary files: nothing of this report
+// is left and the outputs already there are as they were; after it, the
+// new outputs are all in place, each whole. Either way the report exits
+// 130.
+
+// stagedOutput is an output file of a report and its content.
+type stagedOutput struct {
+	path string
+	data []byte
+	tmp  string
+}
+
+// writeOutputs writes every output to a temporary file beside it, then,
+// unless stopped says the report was interrupted meanwhile, renames them
+// all into place. On an error or an interruption before the renames no
+// temporary file is left and no output is touched.
+func writeOutputs(outputs []stagedOutput, stopped func() bool) (err error) {
+	defer func() {
+		if err != nil {
+			for _, o := range outputs {
+				if o.tmp != "" {
+					os.Remove(o.tmp)
+				}
+			}
+		}
+	}()
+	for i := range outputs {
+		if stopped() {
+			return errors.New("interrupted")
+		}
+		if outputs[i].tmp, err = writeTemp(outputs[i].path, outputs[i].data); err != nil {
+			return err
+		}
+	}
+	if stopped() {
+		return errors.New("interrupted")
+	}
+	for i, o := range outputs {
+		if err := os.Rename(o.tmp, o.path); err != nil {
+			return fmt.Errorf("writing %s: %w", o.path, err)
+		}
+		outputs[i].tmp = ""
+	}
+	return nil
+}
+
+// writeTemp writes data to a synced temporary file in path's folder, named
+// as store.WriteFileAtomic names its temporaries, and returns its name.
+func writeTemp(path string, data []byte) (string, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(0o644) // results are shared; CreateTemp makes them private
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("writing %s: %w", path, err)
+	}
+	return tmp.Name(), nil
+}
+
+// sayer prints a command's lines and remembers whether its output is
+// closed (a write failed with EPIPE): then the command stops as
+// interrupted, whether or not the SIGPIPE has been handled yet.
+type sayer struct {
+	w      io.Writer
+	broken bool
+}
+
+func (s *sayer) printf(format string, args ...any) {
+	if _, err := fmt.Fprintf(s.w, format, args...); errors.Is(err, syscall.EPIPE) {
+		s.broken = true
+	}
+}
+
+func (s *sayer) closed() bool { return s.broken }

@@ -37,7 +37,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "out", Usage: "run folder (default: results/<timestamp>-<id>)"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of every random draw (arrivals, query shapes, the model)"},
 			&cli.IntFlag{Name: "parallel", Usage: "trials at once on this host (default: one per CPU for virtual-clock trials, one at a time on the wall clock, where trials at once share the CPUs they measure)"},
-			&cli.StringFlag{Name: "resume", Usage: "complete the interrupted run (or shard) in `DIR`"},
+			&cli.StringFlag{Name: "resume", Usage: "complete the interrupted run (or shard) in `DIR` with the arms its manifest records (--arms-file again only for a uri arm's credentials; arms given must be the run's, defined alike)"},
 			&cli.StringFlag{Name: "shard", Usage: "run shard `i/N` (1-based) of the plan: its repetition blocks k with k mod N = i−1, into its own folder (qmlsab merge puts the shards together; docs/distributed.md)"},
 			&cli.IntFlag{Name: "shards", Usage: "run one of `N` shards, the one $JOB_COMPLETION_INDEX (0-based, as a Kubernetes Indexed Job sets it) names"},
 			&cli.BoolFlag{Name: "allow-remote", Usage: "let the storm run against a non-loopback target"},
@@ -63,18 +63,17 @@ func runAction(c *cli.Context) error {
 	}
 	names := commaList(c, "arms")
 	var resumed *store.Run
+	var selected []arms.Arm
 	if dir := c.String("resume"); dir != "" {
 		r, err := store.Open(dir)
 		if err != nil {
 			return fail("--resume: %v", err)
 		}
 		resumed = r
-		if !c.IsSet("arms") {
-			names = r.Manifest.ArmNames() // a resumed run keeps its own arms
+		if selected, err = resumeSelection(c, r.Manifest, names, fromFile); err != nil {
+			return fail("%v", err)
 		}
-	}
-	selected, err := arms.Select(names, fromFile)
-	if err != nil {
+	} else if selected, err = arms.Select(names, fromFile); err != nil {
 		return fail("--arms: %v", err)
 	}
 	shard, err := shardFlags(c)
@@ -215,6 +214,35 @@ func runAction(c *cli.Context) error {
 	}
 	fmt.Fprintf(c.App.Writer, "results in %s; next: qmlsab report %s\n", out, out)
 	return nil
+}
+
+// resumeSelection is what a resume's command line says of the arms, for
+// the run layer to check against the arms the manifest records (and run
+// those): without --arms, the arms file's definitions of the run's arms
+// (the file may hold others); with --arms, which must name the run's
+// arms, each resolved as a new run resolves it (the arms file, then the
+// built-ins), so that a built-in asked for by name is not taken for the
+// run's own arm of that name.
+func resumeSelection(c *cli.Context, m store.Manifest, names []string, fromFile []arms.Arm) ([]arms.Arm, error) {
+	own := m.ArmNames()
+	if !c.IsSet("arms") {
+		var out []arms.Arm
+		for _, a := range fromFile {
+			if slices.Contains(own, a.Name) {
+				out = append(out, a)
+			}
+		}
+		return out, nil
+	}
+	if !slices.Equal(slices.Sorted(slices.Values(names)), slices.Sorted(slices.Values(own))) {
+		return nil, fmt.Errorf("--arms %s: the run in %s has the arms %s; a resumed run runs the arms it started with (leave --arms out)",
+			strings.Join(names, ","), c.String("resume"), strings.Join(own, ","))
+	}
+	out, err := arms.Select(names, fromFile)
+	if err != nil {
+		return nil, fmt.Errorf("--arms: %v; the run's manifest records each of its arms, so leave --arms out to resume with the arms it records", err)
+	}
+	return out, nil
 }
 
 // resumePlan says what a resumed run will finish, from its own manifest

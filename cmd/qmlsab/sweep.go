@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/internal/outputfile"
 	"github.com/qmlsab/qmlsab/internal/texttable"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/run"
@@ -39,7 +40,7 @@ func sweepCommand() *cli.Command {
 			&cli.StringFlag{Name: "profile", Value: "default", Usage: "phase lengths: quick, default or long"},
 			&cli.StringFlag{Name: "workload", Value: workload.KindSpillToDisk, Usage: "a spill_to_disk workload: the built-in or a workload YAML `FILE`"},
 			&cli.BoolFlag{Name: "host", Hidden: true, Usage: "deprecated: the host model (page cache, OOM killer on host memory) is the only model"},
-			&cli.StringFlag{Name: "out", Usage: "folder for sweep.json and sweep.html (default: results/sweep-<timestamp>-<id>)"},
+			&cli.StringFlag{Name: "out", Usage: "folder for sweep.json and sweep.html (default: results/sweep-<timestamp>-<id>); files there are written over only if an earlier sweep wrote them"},
 			&cli.IntFlag{Name: "parallel", Usage: "trials at once (default: every CPU)"},
 			&cli.BoolFlag{Name: "list", Usage: "list the names --vary takes, with their defaults, and exit"},
 			wideFlag(),
@@ -102,6 +103,15 @@ func sweepAction(c *cli.Context) error {
 		return fail("%v", err)
 	}
 	dir := outFolder(c, store.SweepFolder, 0, 0)
+	// The sweep writes only over an earlier sweep's files.
+	for _, o := range []struct {
+		name string
+		kind outputfile.Kind
+	}{{"sweep.json", outputfile.SweepJSON}, {"sweep.html", outputfile.HTML}} {
+		if err := outputfile.Check(filepath.Join(dir, o.name), o.kind); err != nil {
+			return fail("--out %v", err)
+		}
+	}
 	// From here a signal is the sweep's to handle: the folder it makes
 	// goes with it.
 	ctx, stop := interruptContext(c.Context)

@@ -380,6 +380,14 @@ var ParamSpecs = func() []ParamSpec {
 			Doc: "$group memory before it spills", field: longField(func(p *Params) *int64 { return &p.GroupMemoryBytes })}, 1, 1<<50),
 		b(row{Name: "internalDocumentSourceSetWindowFieldsMaxMemoryBytes", Type: TypeLong, Default: int64(100 << 20), Runtime: true,
 			Doc: "$setWindowFields memory before it spills", field: longField(func(p *Params) *int64 { return &p.WindowMemoryBytes })}, 1, 1<<50),
+		// The query engine's other memory limits (mongosim/query obeys
+		// them; the model does not read them).
+		b(row{Name: "internalQueryMaxPushBytes", Type: TypeLong, Default: int64(100 << 20), Runtime: true,
+			Doc: "memory of one $push accumulator (it cannot spill: ExceededMemoryLimit beyond)"}, 1, 1<<50),
+		b(row{Name: "internalQueryMaxAddToSetBytes", Type: TypeLong, Default: int64(100 << 20), Runtime: true,
+			Doc: "memory of one $addToSet accumulator (it cannot spill: ExceededMemoryLimit beyond)"}, 1, 1<<50),
+		b(row{Name: "internalQueryMaxMemoryUsageBytesPerOperation", Type: TypeLong, Default: int64(1 << 30), Runtime: true,
+			Doc: "memory one query holds, spilled data included (mongosim keeps what a stage spills in memory): ExceededMemoryLimit beyond"}, 1, 1<<50),
 		b(row{Name: "queryMemoryLoadSheddingLowMarkPercent", Type: TypeDouble, Default: -1.0, Runtime: true,
 			Doc: "RSS share of the memory limit where shedding starts (-1: off)", field: doubleField(func(p *Params) *float64 { return &p.ShedLowPercent })}, -1, 100),
 		b(row{Name: "queryMemoryLoadSheddingHighMarkPercent", Type: TypeDouble, Default: 85.0, Runtime: true,

@@ -47,6 +47,15 @@ const (
 	QueryMemoryLimitExceeded = 464
 )
 
+// The query engine's memory limits (mongosim/query).
+const (
+	// QueryExceededMemoryLimitNoDiskUseAllowed: a blocking stage went over
+	// its memory limit and the query did not allow disk use.
+	QueryExceededMemoryLimitNoDiskUseAllowed = 292
+	// BSONObjectTooLarge: a stage was to produce a document over 16 MiB.
+	BSONObjectTooLarge = 10334
+)
+
 // names maps a code to its codeName. Codes absent from mongod's named list
 // (such as the location code of an unknown pipeline stage) are named
 // "Location<code>", as mongod names them.
@@ -85,6 +94,9 @@ var names = map[int32]string{
 	NodeNotFound:                    "NodeNotFound",
 	ExceededMemoryLimit:             "ExceededMemoryLimit",
 	QueryMemoryLimitExceeded:        "QueryMemoryLimitExceeded",
+	// The query engine's memory limits.
+	QueryExceededMemoryLimitNoDiskUseAllowed: "QueryExceededMemoryLimitNoDiskUseAllowed",
+	BSONObjectTooLarge:                       "BSONObjectTooLarge",
 	// Sharding (the simulated router, mongosim/router*.go).
 	6:   "HostUnreachable",
 	61:  "ShardKeyNotFound",

@@ -1,8 +1,7 @@
 package query
 
 import (
-	"fmt"
-	"slices"
+	"container/heap"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -23,10 +22,11 @@ type Env interface {
 	CheckForInterrupt() error
 }
 
-// Stage is one compiled pipeline stage.
+// Stage is one compiled pipeline stage. open connects it to its input in
+// an execution: the stream it returns yields the stage's output.
 type Stage interface {
 	Name() string
-	Run(env Env, in []bson.Raw) ([]bson.Raw, error)
+	open(x *Execution, in stream) stream
 }
 
 // Pipeline is a compiled aggregation pipeline.
@@ -123,23 +123,23 @@ func Compile(db string, stages []bson.Raw) (*Pipeline, error) {
 		}
 		p.Stages = append(p.Stages, s)
 	}
+	// A $sort followed by a $limit keeps only the limit's documents, as
+	// mongod coalesces them (the $limit stays, and is then a no-op).
+	for i := 0; i+1 < len(p.Stages); i++ {
+		if s, ok := p.Stages[i].(sortStage); ok {
+			if l, ok := p.Stages[i+1].(limitStage); ok {
+				s.limit = int64(l)
+				p.Stages[i] = s
+			}
+		}
+	}
 	return p, nil
 }
 
-// Run executes the pipeline over the input documents.
-func (p *Pipeline) Run(env Env, in []bson.Raw) ([]bson.Raw, error) {
-	docs := in
-	for _, s := range p.Stages {
-		if err := env.CheckForInterrupt(); err != nil {
-			return nil, err
-		}
-		var err error
-		if docs, err = s.Run(env, docs); err != nil {
-			return nil, err
-		}
-	}
-	return docs, nil
-}
+// streamFunc is a stream written as a function.
+type streamFunc func() (bson.Raw, error)
+
+func (f streamFunc) next() (bson.Raw, error) { return f() }
 
 type matchStage struct{ f *Filter }
 
@@ -153,17 +153,29 @@ func compileMatch(spec bson.RawValue) (Stage, error) {
 }
 
 func (matchStage) Name() string { return "$match" }
-func (m matchStage) Run(_ Env, in []bson.Raw) ([]bson.Raw, error) {
-	out := in[:0:0]
-	for _, d := range in {
-		if m.f.Match(d) {
-			out = append(out, d)
+func (m matchStage) open(x *Execution, in stream) stream {
+	return streamFunc(func() (bson.Raw, error) {
+		for {
+			d, err := in.next()
+			if err != nil || d == nil {
+				return nil, err
+			}
+			if err := x.tick(); err != nil {
+				return nil, err
+			}
+			if m.f.Match(d) {
+				return d, nil
+			}
 		}
-	}
-	return out, nil
+	})
 }
 
-type sortStage struct{ keys []SortKey }
+// sortStage is $sort; limit, when a $limit follows, keeps only that many
+// documents (a top-k sort).
+type sortStage struct {
+	keys  []SortKey
+	limit int64
+}
 
 func compileSortStage(spec bson.RawValue) (Stage, error) {
 	d, ok := spec.DocumentOK()
@@ -171,14 +183,98 @@ func compileSortStage(spec bson.RawValue) (Stage, error) {
 		return nil, mongoerr.New(15973, "the $sort key specification must be an object")
 	}
 	keys, err := CompileSort(bson.Raw(d))
-	return sortStage{keys}, err
+	return sortStage{keys: keys}, err
 }
 
 func (sortStage) Name() string { return "$sort" }
-func (s sortStage) Run(_ Env, in []bson.Raw) ([]bson.Raw, error) {
-	out := slices.Clone(in)
-	Sort(out, s.keys)
-	return out, nil
+func (s sortStage) open(x *Execution, in stream) stream {
+	var out []keyed
+	loaded := false
+	var t *memTracker
+	return streamFunc(func() (bson.Raw, error) {
+		if !loaded {
+			loaded = true
+			t = x.tracker("$sort", x.lim.SortBytes, true, sortOverLimit(x.lim.SortBytes))
+			var err error
+			if out, err = s.load(x, t, in); err != nil {
+				return nil, err
+			}
+		}
+		if len(out) == 0 {
+			t.release()
+			return nil, nil
+		}
+		d := out[0].doc
+		out[0] = keyed{}
+		out = out[1:]
+		return d, nil
+	})
+}
+
+// load reads the whole input and returns it sorted (its first limit
+// documents for a top-k sort), the documents held counted by t.
+func (s sortStage) load(x *Execution, t *memTracker, in stream) ([]keyed, error) {
+	var ks []keyed
+	top := &topK{keys: s.keys}
+	for seq := 0; ; seq++ {
+		d, err := in.next()
+		if err != nil {
+			return nil, err
+		}
+		if d == nil {
+			break
+		}
+		if err := x.tick(); err != nil {
+			return nil, err
+		}
+		k := keyOf(d, s.keys, seq)
+		if s.limit <= 0 {
+			if err := t.grow(int64(len(d)), false); err != nil {
+				return nil, err
+			}
+			ks = append(ks, k)
+			continue
+		}
+		// Top-k: a max-heap of the k best so far; a document better than
+		// the worst of them replaces it.
+		if int64(top.Len()) < s.limit {
+			if err := t.grow(int64(len(d)), false); err != nil {
+				return nil, err
+			}
+			heap.Push(top, k)
+		} else if top.less(k, top.items[0]) {
+			t.shrink(int64(len(top.items[0].doc)), false)
+			if err := t.grow(int64(len(d)), false); err != nil {
+				return nil, err
+			}
+			top.items[0] = k
+			heap.Fix(top, 0)
+		}
+	}
+	if s.limit > 0 {
+		ks = top.items
+	}
+	if err := sortKeyed(x, ks, s.keys); err != nil {
+		return nil, err
+	}
+	return ks, nil
+}
+
+// topK is a heap whose root is the worst of the documents it keeps.
+type topK struct {
+	keys  []SortKey
+	items []keyed
+}
+
+func (h *topK) less(a, b keyed) bool { return compareKeyed(a, b, h.keys) < 0 }
+func (h *topK) Len() int             { return len(h.items) }
+func (h *topK) Less(i, j int) bool   { return h.less(h.items[j], h.items[i]) }
+func (h *topK) Swap(i, j int)        { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *topK) Push(v any)           { h.items = append(h.items, v.(keyed)) }
+func (h *topK) Pop() any {
+	v := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return v
 }
 
 type limitStage int64
@@ -197,11 +293,18 @@ func compileLimit(spec bson.RawValue) (Stage, error) {
 }
 
 func (limitStage) Name() string { return "$limit" }
-func (l limitStage) Run(_ Env, in []bson.Raw) ([]bson.Raw, error) {
-	if int64(len(in)) > int64(l) {
-		return in[:l], nil
-	}
-	return in, nil
+func (l limitStage) open(_ *Execution, in stream) stream {
+	var n int64
+	return streamFunc(func() (bson.Raw, error) {
+		if n >= int64(l) {
+			return nil, nil
+		}
+		d, err := in.next()
+		if d != nil {
+			n++
+		}
+		return d, err
+	})
 }
 
 type projectStage struct{ p *Projection }
@@ -219,205 +322,19 @@ func compileProject(spec bson.RawValue) (Stage, error) {
 }
 
 func (projectStage) Name() string { return "$project" }
-func (s projectStage) Run(_ Env, in []bson.Raw) ([]bson.Raw, error) {
-	out := make([]bson.Raw, len(in))
-	for i, d := range in {
-		var err error
-		if out[i], err = s.p.Apply(d); err != nil {
+func (s projectStage) open(x *Execution, in stream) stream {
+	return streamFunc(func() (bson.Raw, error) {
+		d, err := in.next()
+		if err != nil || d == nil {
 			return nil, err
 		}
-	}
-	return out, nil
-}
-
-// accumulator computes one output field over a set of documents.
-type accumulator struct {
-	op  string
-	arg Expr
-}
-
-func compileAccumulator(field string, spec bson.RawValue) (accumulator, error) {
-	d, ok := spec.DocumentOK()
-	if !ok {
-		return accumulator{}, mongoerr.New(40234, "The field '%s' must be an accumulator object", field)
-	}
-	elems, _ := bson.Raw(d).Elements()
-	var acc accumulator
-	found := false
-	for _, e := range elems {
-		switch e.Key() {
-		case "$sum", "$avg", "$max", "$min", "$first", "$last", "$push", "$addToSet":
-			arg, err := CompileExpr(e.Value())
-			if err != nil {
-				return accumulator{}, err
-			}
-			acc, found = accumulator{op: e.Key(), arg: arg}, true
-		case "$count":
-			acc, found = accumulator{op: "$count"}, true
-		case "window":
-		case "$stdDevPop", "$stdDevSamp", "$mergeObjects", "$top", "$bottom", "$topN", "$bottomN", "$firstN", "$lastN", "$maxN", "$minN", "$median", "$percentile":
-			return accumulator{}, notImplemented("the accumulator " + e.Key())
-		default:
-			return accumulator{}, mongoerr.New(15952, "unknown group operator '%s'", e.Key())
+		if err := x.tick(); err != nil {
+			return nil, err
 		}
-	}
-	if !found {
-		return accumulator{}, mongoerr.New(40234, "The field '%s' must be an accumulator object", field)
-	}
-	return acc, nil
-}
-
-func (a accumulator) over(docs []bson.Raw) (bson.RawValue, error) {
-	var s sumAcc
-	var best bson.RawValue
-	var list []bson.RawValue
-	switch a.op {
-	case "$count":
-		return Int32(int32(len(docs))), nil
-	case "$first", "$last":
-		if len(docs) == 0 {
-			return Null, nil
-		}
-		d := docs[0]
-		if a.op == "$last" {
-			d = docs[len(docs)-1]
-		}
-		v, err := a.arg.Eval(d)
-		if err != nil || v.Type != 0 {
-			return v, err
-		}
-		return Null, nil
-	}
-	for _, d := range docs {
-		v, err := a.arg.Eval(d)
-		if err != nil {
-			return Missing, err
-		}
-		switch a.op {
-		case "$sum", "$avg":
-			s.add(v)
-		case "$push":
-			if v.Type != 0 {
-				list = append(list, v)
-			}
-		case "$addToSet":
-			if v.Type != 0 && !slices.ContainsFunc(list, func(x bson.RawValue) bool { return equal(x, v) }) {
-				list = append(list, v)
-			}
-		case "$max", "$min":
-			if v.Type == 0 || v.Type == bson.TypeNull || v.Type == bson.TypeUndefined {
-				continue
-			}
-			c := Compare(v, best)
-			if best.Type == 0 || (a.op == "$max" && c > 0) || (a.op == "$min" && c < 0) {
-				best = v
-			}
-		}
-	}
-	switch a.op {
-	case "$sum":
-		return s.value(), nil
-	case "$avg":
-		return s.avg(), nil
-	case "$push", "$addToSet":
-		return Array(list), nil
-	}
-	if best.Type == 0 {
-		return Null, nil
-	}
-	return best, nil
-}
-
-type groupStage struct {
-	id     Expr
-	fields []string
-	accs   []accumulator
-}
-
-func compileGroup(spec bson.RawValue) (Stage, error) {
-	d, ok := spec.DocumentOK()
-	if !ok {
-		return nil, mongoerr.New(15947, "a group's fields must be specified in an object")
-	}
-	elems, _ := bson.Raw(d).Elements()
-	g := groupStage{}
-	hasID := false
-	for _, e := range elems {
-		if e.Key() == "_id" {
-			id, err := CompileExpr(e.Value())
-			if err != nil {
-				return nil, err
-			}
-			g.id, hasID = id, true
-			continue
-		}
-		acc, err := compileAccumulator(e.Key(), e.Value())
+		out, err := s.p.Apply(d)
 		if err != nil {
 			return nil, err
 		}
-		g.fields, g.accs = append(g.fields, e.Key()), append(g.accs, acc)
-	}
-	if !hasID {
-		return nil, mongoerr.New(15955, "a group specification must include an _id")
-	}
-	return g, nil
-}
-
-func (groupStage) Name() string { return "$group" }
-func (g groupStage) Run(_ Env, in []bson.Raw) ([]bson.Raw, error) {
-	order, groups, err := partitionBy(in, g.id)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]bson.Raw, 0, len(order))
-	keys := append([]string{"_id"}, g.fields...)
-	for _, id := range order {
-		docs := groups[groupKey(id)]
-		vals := []bson.RawValue{id}
-		for _, a := range g.accs {
-			v, err := a.over(docs)
-			if err != nil {
-				return nil, err
-			}
-			vals = append(vals, v)
-		}
-		out = append(out, Build(keys, vals))
-	}
-	return out, nil
-}
-
-// groupKey is a map key under which equal values (1 and 1.0 among them) meet.
-// partitionBy splits in by each document's value of key (a missing value
-// counts as null; numbers of equal value are one key, as groupKey says),
-// giving the values in the order first seen and, by groupKey, each one's
-// documents in input order. A nil key puts every document in one
-// partition, null. $group and $setWindowFields both partition this way.
-func partitionBy(in []bson.Raw, key Expr) ([]bson.RawValue, map[string][]bson.Raw, error) {
-	parts := map[string][]bson.Raw{}
-	var order []bson.RawValue
-	for _, d := range in {
-		v := Null
-		if key != nil {
-			var err error
-			if v, err = key.Eval(d); err != nil {
-				return nil, nil, err
-			}
-			if v.Type == 0 {
-				v = Null
-			}
-		}
-		k := groupKey(v)
-		if _, seen := parts[k]; !seen {
-			order = append(order, v)
-		}
-		parts[k] = append(parts[k], d)
-	}
-	return order, parts, nil
-}
-
-func groupKey(v bson.RawValue) string {
-	if IsNumber(v) {
-		return fmt.Sprintf("n%v", Float(v))
-	}
-	return string(rune(typeOrder(v.Type))) + string(v.Value)
+		return out, checkDocSize(out)
+	})
 }

@@ -44,11 +44,20 @@ func compileSkip(spec bson.RawValue) (Stage, error) {
 }
 
 func (skipStage) Name() string { return "$skip" }
-func (s skipStage) Run(_ Env, in []bson.Raw) ([]bson.Raw, error) {
-	if int64(len(in)) <= int64(s) {
-		return nil, nil
-	}
-	return in[s:], nil
+func (s skipStage) open(x *Execution, in stream) stream {
+	skipped := int64(0)
+	return streamFunc(func() (bson.Raw, error) {
+		for ; skipped < int64(s); skipped++ {
+			d, err := in.next()
+			if err != nil || d == nil {
+				return nil, err
+			}
+			if err := x.tick(); err != nil {
+				return nil, err
+			}
+		}
+		return in.next()
+	})
 }
 
 type unwindStage struct {
@@ -106,31 +115,50 @@ func compileUnwind(spec bson.RawValue) (Stage, error) {
 }
 
 func (unwindStage) Name() string { return "$unwind" }
-func (u unwindStage) Run(_ Env, in []bson.Raw) ([]bson.Raw, error) {
-	var out []bson.Raw
-	for _, d := range in {
-		v := lookupDocs(d, u.path)
-		switch {
-		case v.Type == bson.TypeArray:
-			vals, _ := v.Array().Values()
-			if len(vals) == 0 {
-				if u.preserve {
-					out = append(out, u.withIndex(setPath(d, u.path, Missing), Null))
+
+// open: $unwind streams, one output document at a time, however long the
+// array it opens.
+func (u unwindStage) open(x *Execution, in stream) stream {
+	var d bson.Raw
+	var elems []bson.RawValue
+	i := 0
+	return streamFunc(func() (bson.Raw, error) {
+		for {
+			if i < len(elems) {
+				if err := x.tick(); err != nil {
+					return nil, err
 				}
-				continue
+				out := u.withIndex(setPath(d, u.path, elems[i]), Int64(int64(i)))
+				i++
+				return out, checkDocSize(out)
 			}
-			for i, e := range vals {
-				out = append(out, u.withIndex(setPath(d, u.path, e), Int64(int64(i))))
+			elems, i = nil, 0
+			var err error
+			if d, err = in.next(); err != nil || d == nil {
+				return nil, err
 			}
-		case v.Type == 0 || v.Type == bson.TypeNull || v.Type == bson.TypeUndefined:
-			if u.preserve {
-				out = append(out, u.withIndex(d, Null))
+			if err := x.tick(); err != nil {
+				return nil, err
 			}
-		default:
-			out = append(out, u.withIndex(d, Null))
+			v := lookupDocs(d, u.path)
+			switch {
+			case v.Type == bson.TypeArray:
+				elems, _ = v.Array().Values()
+				if len(elems) == 0 && u.preserve {
+					out := u.withIndex(setPath(d, u.path, Missing), Null)
+					return out, checkDocSize(out)
+				}
+			case nullish(v):
+				if u.preserve {
+					out := u.withIndex(d, Null)
+					return out, checkDocSize(out)
+				}
+			default:
+				out := u.withIndex(d, Null)
+				return out, checkDocSize(out)
+			}
 		}
-	}
-	return out, nil
+	})
 }
 
 func (u unwindStage) withIndex(d bson.Raw, i bson.RawValue) bson.Raw {
@@ -196,11 +224,32 @@ func compileCount(spec bson.RawValue) (Stage, error) {
 }
 
 func (countStage) Name() string { return "$count" }
-func (c countStage) Run(_ Env, in []bson.Raw) ([]bson.Raw, error) {
-	if len(in) == 0 {
-		return nil, nil
-	}
-	return []bson.Raw{Build([]string{string(c)}, []bson.RawValue{Int32(int32(len(in)))})}, nil
+func (c countStage) open(x *Execution, in stream) stream {
+	done := false
+	return streamFunc(func() (bson.Raw, error) {
+		if done {
+			return nil, nil
+		}
+		done = true
+		var n sumAcc
+		for {
+			d, err := in.next()
+			if err != nil {
+				return nil, err
+			}
+			if d == nil {
+				break
+			}
+			if err := x.tick(); err != nil {
+				return nil, err
+			}
+			n.add(Int32(1))
+		}
+		if n.n == 0 {
+			return nil, nil
+		}
+		return Build([]string{string(c)}, []bson.RawValue{n.value()}), nil
+	})
 }
 
 type addFieldsStage struct {
@@ -230,21 +279,28 @@ func compileAddFields(name string, spec bson.RawValue) (Stage, error) {
 }
 
 func (a addFieldsStage) Name() string { return a.name }
-func (a addFieldsStage) Run(_ Env, in []bson.Raw) ([]bson.Raw, error) {
-	out := make([]bson.Raw, len(in))
-	for i, d := range in {
+func (a addFieldsStage) open(x *Execution, in stream) stream {
+	return streamFunc(func() (bson.Raw, error) {
+		d, err := in.next()
+		if err != nil || d == nil {
+			return nil, err
+		}
+		if err := x.tick(); err != nil {
+			return nil, err
+		}
 		nd := d
-		for j, x := range a.exprs {
-			v, err := x.Eval(d)
+		for j, e := range a.exprs {
+			v, err := e.Eval(d)
 			if err != nil {
 				return nil, err
 			}
 			if v.Type == 0 {
 				continue
 			}
-			nd = setPath(nd, a.paths[j], v)
+			if nd = setPath(nd, a.paths[j], v); len(nd) > MaxInternalDocBytes {
+				return nil, checkDocSize(nd)
+			}
 		}
-		out[i] = nd
-	}
-	return out, nil
+		return nd, nil
+	})
 }

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 
@@ -103,31 +104,74 @@ func compareSortValues(a, b sortValue) int {
 	return Compare(a.v, b.v)
 }
 
+// keyed is a document with its sort key values and its place in the input
+// (which breaks ties: sorts are stable).
+type keyed struct {
+	doc  bson.Raw
+	vals []sortValue
+	seq  int
+}
+
+func keyOf(d bson.Raw, keys []SortKey, seq int) keyed {
+	k := keyed{doc: d, seq: seq, vals: make([]sortValue, len(keys))}
+	for i, key := range keys {
+		k.vals[i] = sortKeyOf(d, key)
+	}
+	return k
+}
+
+func compareKeyed(a, b keyed, keys []SortKey) int {
+	for i, k := range keys {
+		c := compareSortValues(a.vals[i], b.vals[i])
+		if k.Desc {
+			c = -c
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(a.seq, b.seq)
+}
+
+// sortKeyed sorts ks by keys, checking x for an interrupt as it compares
+// (x nil: no checks).
+func sortKeyed(x *Execution, ks []keyed, keys []SortKey) (err error) {
+	return sortInterruptible(x, ks, func(a, b keyed) int { return compareKeyed(a, b, keys) })
+}
+
+// sortInterruptible sorts s by cmp, counting each comparison as work: an
+// interrupt seen there stops the sort (by a panic it recovers, the one
+// way out of slices.SortFunc) and is returned.
+func sortInterruptible[T any](x *Execution, s []T, cmp func(a, b T) int) (err error) {
+	if x == nil {
+		slices.SortFunc(s, cmp)
+		return nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			i, ok := r.(interrupted)
+			if !ok {
+				panic(r)
+			}
+			err = i.err
+		}
+	}()
+	slices.SortFunc(s, func(a, b T) int {
+		if err := x.tick(); err != nil {
+			panic(interrupted{err})
+		}
+		return cmp(a, b)
+	})
+	return nil
+}
+
 // Sort orders docs in place, stably, by keys.
 func Sort(docs []bson.Raw, keys []SortKey) {
-	type keyed struct {
-		doc  bson.Raw
-		vals []sortValue
-	}
 	ks := make([]keyed, len(docs))
 	for i, d := range docs {
-		ks[i].doc = d
-		for _, k := range keys {
-			ks[i].vals = append(ks[i].vals, sortKeyOf(d, k))
-		}
+		ks[i] = keyOf(d, keys, i)
 	}
-	slices.SortStableFunc(ks, func(a, b keyed) int {
-		for i, k := range keys {
-			c := compareSortValues(a.vals[i], b.vals[i])
-			if k.Desc {
-				c = -c
-			}
-			if c != 0 {
-				return c
-			}
-		}
-		return 0
-	})
+	_ = sortKeyed(nil, ks, keys)
 	for i := range ks {
 		docs[i] = ks[i].doc
 	}

@@ -120,51 +120,6 @@ func compileWindowOutput(field string, spec bson.RawValue) (windowOutput, error)
 	return wo, nil
 }
 
-func (windowStage) Name() string { return "$setWindowFields" }
-func (w windowStage) Run(_ Env, in []bson.Raw) ([]bson.Raw, error) {
-	order, parts, err := partitionBy(in, w.partition)
-	if err != nil {
-		return nil, err
-	}
-	// mongod sorts by the partition key, then by sortBy.
-	slices.SortStableFunc(order, Compare)
-	out := make([]bson.Raw, 0, len(in))
-	for _, k := range order {
-		docs := parts[groupKey(k)]
-		if w.sortBy != nil {
-			docs = slices.Clone(docs)
-			Sort(docs, w.sortBy)
-		}
-		for i, d := range docs {
-			keys, vals := docFields(d)
-			for _, o := range w.outputs {
-				lo, hi := 0, len(docs)-1
-				if !o.loInf {
-					lo = max(i+o.lo, 0)
-				}
-				if !o.hiInf {
-					hi = min(i+o.hi, len(docs)-1)
-				}
-				var window []bson.Raw
-				if lo <= hi {
-					window = docs[lo : hi+1]
-				}
-				v, err := o.acc.over(window)
-				if err != nil {
-					return nil, err
-				}
-				if j := slices.Index(keys, o.field); j >= 0 {
-					vals[j] = v
-				} else {
-					keys, vals = append(keys, o.field), append(vals, v)
-				}
-			}
-			out = append(out, Build(keys, vals))
-		}
-	}
-	return out, nil
-}
-
 func docFields(d bson.Raw) ([]string, []bson.RawValue) {
 	elems, _ := d.Elements()
 	keys := make([]string, len(elems))
@@ -244,8 +199,42 @@ func compileMerge(db string, spec bson.RawValue) (Stage, error) {
 }
 
 func (mergeStage) Name() string { return "$merge" }
-func (m mergeStage) Run(env Env, in []bson.Raw) ([]bson.Raw, error) {
-	return nil, env.Merge(&m.spec, in)
+func (m mergeStage) open(x *Execution, in stream) stream {
+	return writeStream(x, "$merge", in, func(docs []bson.Raw) error { return x.env.Merge(&m.spec, docs) })
+}
+
+// writeStream is a write stage's output: nothing, once it has read its
+// whole input (the documents to write, held against the operation's
+// limit) and written it.
+func writeStream(x *Execution, stage string, in stream, write func([]bson.Raw) error) stream {
+	done := false
+	return streamFunc(func() (bson.Raw, error) {
+		if done {
+			return nil, nil
+		}
+		done = true
+		var docs []bson.Raw
+		var held int64
+		defer func() { x.uncharge(held) }()
+		for {
+			d, err := in.next()
+			if err != nil {
+				return nil, err
+			}
+			if d == nil {
+				break
+			}
+			if err := x.tick(); err != nil {
+				return nil, err
+			}
+			if err := x.charge(int64(len(d)), stage); err != nil {
+				return nil, err
+			}
+			held += int64(len(d))
+			docs = append(docs, d)
+		}
+		return nil, write(docs)
+	})
 }
 
 type outStage struct{ db, coll string }
@@ -267,13 +256,29 @@ func compileOut(db string, spec bson.RawValue) (Stage, error) {
 }
 
 func (outStage) Name() string { return "$out" }
-func (o outStage) Run(env Env, in []bson.Raw) ([]bson.Raw, error) {
-	return nil, env.Out(o.db, o.coll, in)
+func (o outStage) open(x *Execution, in stream) stream {
+	return writeStream(x, "$out", in, func(docs []bson.Raw) error { return x.env.Out(o.db, o.coll, docs) })
 }
 
 type currentOpStage struct{ opts bson.Raw }
 
 func (currentOpStage) Name() string { return "$currentOp" }
-func (c currentOpStage) Run(env Env, _ []bson.Raw) ([]bson.Raw, error) {
-	return env.CurrentOp(c.opts)
+func (c currentOpStage) open(x *Execution, _ stream) stream {
+	var ops []bson.Raw
+	loaded := false
+	return streamFunc(func() (bson.Raw, error) {
+		if !loaded {
+			loaded = true
+			var err error
+			if ops, err = x.env.CurrentOp(c.opts); err != nil {
+				return nil, err
+			}
+		}
+		if len(ops) == 0 {
+			return nil, nil
+		}
+		d := ops[0]
+		ops = ops[1:]
+		return d, nil
+	})
 }

@@ -3,6 +3,12 @@
 // use. Filters and pipelines are compiled once and then run over documents
 // kept as bson.Raw.
 //
+// A pipeline runs as mongod runs one (exec.go): documents stream through
+// the stages one at a time as the caller pulls them, blocking stages hold
+// what they must within mongod's memory limits (Limits), and every stage
+// checks for an interrupt as it works, so that no aggregate can exhaust
+// the process's memory or outlive a kill.
+//
 // It is written by hand because no Go library executes MongoDB queries in
 // process (FerretDB needs a SQL backend and lacks $setWindowFields, $merge
 // and $out); only the subset mongosim serves is implemented, and anything
