@@ -58,6 +58,12 @@ func TestBadWorkloadFilesNameTheLine(t *testing.T) {
 		{"name: x\nkind: spill_to_disk\nmerge_partial_write: {ops: 3}\n", "settings of another kind"},
 		{"kind: merge_partial_write\n", "missing name"},
 		{"name: x\nkind: merge_partial_write\nmerge_partial_write: {ops: 0}\n", "merge_partial_write.ops"},
+		// The client's settings: the driver's meanings (0 connections is
+		// no limit; at least one connection made at a time).
+		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  maxPoolSize: -1\n", "w.yaml:4: spill_to_disk.maxPoolSize: -1 is outside [0, 1000000]"},
+		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  maxConnecting: 0\n", "w.yaml:4: spill_to_disk.maxConnecting: 0 is outside [1, 1000000]"},
+		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  timeout: 2h\n", "w.yaml:4: spill_to_disk.timeout: 2h0m0s is outside [0s, 1h0m0s]"},
+		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  maxPoolSize: many\n", "w.yaml:4: "},
 		{"- a\n- b\n", "w.yaml:1: want a mapping"},
 		{"name: [\n", "w.yaml:"},
 	} {
