@@ -187,6 +187,10 @@ func (s *Server) dispatch(r *request) ([]byte, bool) {
 		}
 	}
 	reply, err := cmd.run(s, r)
+	if errors.Is(err, errProcessDied) {
+		r.conn.nc.Close()
+		return nil, false
+	}
 	if s.log.Enabled(s.ctx, slog.LevelDebug) {
 		s.log.Debug("command", "conn", r.conn.id, "name", r.name, "db", r.db, "err", err)
 	}

@@ -1,7 +1,7 @@
 package mongosim
 
 import (
-	"github.com/qmlsab/qmlsab/mongosim/query"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -11,6 +11,7 @@ import (
 	"github.com/qmlsab/qmlsab/internal/queryshape"
 	"github.com/qmlsab/qmlsab/mongosim/model"
 	"github.com/qmlsab/qmlsab/mongosim/mongoerr"
+	"github.com/qmlsab/qmlsab/mongosim/query"
 )
 
 // simulation runs the member's execution-control, memory and shedding
@@ -210,6 +211,12 @@ func (s *Server) syncFailPointsLocked(r *request) {
 	}
 }
 
+// errProcessDied is the end of an operation whose member the model
+// OOM-killed: the kernel's SIGKILL leaves mongod no time to answer, so the
+// command gets no reply and its connection closes (the client sees a
+// network error), whatever the race with closing every connection.
+var errProcessDied = errors.New("the member died under the operation (simulated OOM kill): no reply")
+
 // QueryMemoryLimitExceeded's number is not in any stored error_codes.yml;
 // clients should match its codeName, which is mongod's.
 func outcomeError(o model.Outcome) error {
@@ -221,7 +228,7 @@ func outcomeError(o model.Outcome) error {
 			"Operation load-shed because the server is under memory pressure. Retry when the server is less loaded.").
 			WithLabels("SystemOverloadedError", "RetryableError")
 	case model.CodeHostUnreachable:
-		return killError(0)
+		return errProcessDied
 	case mongoerr.CursorNotFound:
 		return mongoerr.New(mongoerr.CursorNotFound, "cursor not found (killed or shed)")
 	}

@@ -134,7 +134,9 @@ func errorsAs(err error, target any) bool { return errors.As(err, target) }
 // storm's buffers push the primary past its memory limit; the member is
 // OOM-killed through the real Server.Kill, the real replica set elects
 // another primary, and the supervisor restarts the dead member, which
-// rejoins as a secondary.
+// rejoins as a secondary. The queries running on it when it died get no
+// reply — a SIGKILLed mongod answers nothing — so their client sees a
+// network error, never ShutdownInProgress.
 func TestWireStormOOMKillsPrimaryAndSetRecovers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-time storm")
@@ -157,6 +159,7 @@ func TestWireStormOOMKillsPrimaryAndSetRecovers(t *testing.T) {
 	coll := client.Database("storm").Collection("events", options.Collection().SetWriteConcern(&writeconcern.WriteConcern{W: 3}))
 	stormtest.LoadData(t, ctx, coll)
 	var wg sync.WaitGroup
+	var answeredShutdown, networkErrors atomic.Int64
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) && rs.OOMKills() == 0 {
 		time.Sleep(25 * time.Millisecond)
@@ -165,7 +168,14 @@ func TestWireStormOOMKillsPrimaryAndSetRecovers(t *testing.T) {
 			defer wg.Done()
 			octx, ocancel := context.WithTimeout(ctx, 10*time.Second)
 			defer ocancel()
-			_ = stormtest.Query(octx, coll, 20) // outcomes are not the point here
+			err := stormtest.Query(octx, coll, 20) // only how the dying member ends them matters here
+			var ce mongo.CommandError
+			switch {
+			case errorsAs(err, &ce) && ce.Code == 91:
+				answeredShutdown.Add(1)
+			case mongo.IsNetworkError(err):
+				networkErrors.Add(1)
+			}
 		}()
 	}
 	if rs.OOMKills() == 0 {
@@ -194,4 +204,10 @@ func TestWireStormOOMKillsPrimaryAndSetRecovers(t *testing.T) {
 	t.Logf("member %d (primary at the start: %d) OOM-killed and restarted; primary now %d; %d OOM kills", killed, first, newPrimary, rs.OOMKills())
 	cancel()
 	wg.Wait()
+	if n := answeredShutdown.Load(); n > 0 {
+		t.Errorf("%d queries got a ShutdownInProgress reply from the OOM-killed member; a killed process answers nothing", n)
+	}
+	if networkErrors.Load() == 0 {
+		t.Error("no query saw a network error when the primary was OOM-killed under the storm")
+	}
 }

@@ -215,6 +215,7 @@ var Knobs = func() []Knob {
 	wl("batchDocs", "getMore batch size", "", true, func(c *virtual.Config) any { return &c.Workload.BatchDocs })
 	wl("outputShare", "share of scanned documents a query returns", "", false, func(c *virtual.Config) any { return &c.Workload.OutputShare })
 	wl("canaryRate", "canaries per second", UnitPerSec, false, func(c *virtual.Config) any { return &c.Workload.CanaryRate })
+	wl("maxPoolSize", "connections each client keeps to one member at most (0: no limit)", "", true, func(c *virtual.Config) any { return &c.Workload.MaxPoolSize })
 	ks = append(ks, Knob{Name: "workload.windowShare", Doc: "share of $setWindowFields in the storm's mix, the rest split evenly between $sort and $group", Min: 0, Max: 1,
 		set: func(s *Setting, v Value) error {
 			rest := (1 - v.Num) / 2

@@ -67,10 +67,12 @@ func (d *Driver) defaults() {
 
 // client connects with an appName and no retries of its own: every shed,
 // kill and failure must reach the measurement (maxAdaptiveRetries=0 turns
-// off the driver's overload retries).
+// off the driver's overload retries). Its pool and server selection are
+// the spec's client settings, which the virtual clock's client obeys too.
 func (d *Driver) client(app string, extra ...*options.ClientOptions) (*mongo.Client, error) {
 	return mongo.Connect(append([]*options.ClientOptions{options.Client().ApplyURI(d.URI).SetAppName(app).SetRetryReads(false).SetRetryWrites(false).
-		SetMaxAdaptiveRetries(0).SetServerSelectionTimeout(d.Spec.ServerSelectionTimeout)}, extra...)...)
+		SetMaxAdaptiveRetries(0).SetServerSelectionTimeout(d.Spec.ServerSelectionTimeout).
+		SetMaxPoolSize(uint64(d.Spec.MaxPoolSize)).SetMaxConnecting(uint64(d.Spec.MaxConnecting))}, extra...)...)
 }
 
 // Load writes the real collection unless it is already there
@@ -154,10 +156,11 @@ const stormDrain = 10 * time.Second
 // Run runs the phases from start and returns every outcome.
 func (d *Driver) Run(ctx context.Context, start time.Time, seed uint64) (store.Results, error) {
 	d.defaults()
-	// The storm is an open loop of many clients: no connection pool may
-	// cap how many of its queries are in the server at once (the model's
-	// own trials have no such cap either).
-	storm, err := d.client(d.Spec.AppName, options.Client().SetMaxPoolSize(0))
+	// The storm is an open loop of queries through one client: its
+	// connection pool (maxPoolSize) caps how many of them are in the
+	// server at once, and the rest wait for a connection, as the virtual
+	// clock's client does.
+	storm, err := d.client(d.Spec.AppName)
 	if err != nil {
 		return store.Results{}, err
 	}
@@ -208,6 +211,16 @@ func (d *Driver) Run(ctx context.Context, start time.Time, seed uint64) (store.R
 				}
 				return err
 			}
+			// opCtx bounds one operation (the aggregate, a getMore) by the
+			// spec's timeout, the driver's timeoutMS. The client's own
+			// timeout option would not do: the driver applies it only to a
+			// context without a deadline, and ctx has the trial's.
+			opCtx := func() (context.Context, context.CancelFunc) {
+				if d.Spec.Timeout > 0 {
+					return context.WithTimeout(ctx, d.Spec.Timeout)
+				}
+				return ctx, func() {}
+			}
 			// The comment tells mongosim which modelled query this one
 			// stands for (a real mongod ignores it); real batches are sized
 			// so that the cursor takes as many getMores as the model's.
@@ -218,12 +231,25 @@ func (d *Driver) Run(ctx context.Context, start time.Time, seed uint64) (store.R
 			opts := options.Aggregate().SetAllowDiskUse(true).
 				SetBatchSize(int32(max((realOut+q.GetMores())/(q.GetMores()+1), 1))).
 				SetComment(bson.D{{Key: queryshape.HintKey, Value: q}})
-			cur, err := events.Aggregate(ctx, pipeline(q.Stage), opts)
+			actx, cancelAggregate := opCtx()
+			cur, err := events.Aggregate(actx, pipeline(q.Stage), opts)
+			cancelAggregate()
 			if err != nil {
 				return cutOff(err)
 			}
 			defer cur.Close(context.Background())
-			for cur.Next(ctx) {
+			for {
+				// Next sends a getMore only when the batch is used up: only
+				// then is it an operation, with a timeout of its own.
+				nctx, cancelNext := ctx, func() {}
+				if cur.RemainingBatchLength() == 0 {
+					nctx, cancelNext = opCtx()
+				}
+				more := cur.Next(nctx)
+				cancelNext()
+				if !more {
+					break
+				}
 			}
 			return cutOff(cur.Err())
 		})
@@ -232,7 +258,7 @@ func (d *Driver) Run(ctx context.Context, start time.Time, seed uint64) (store.R
 	var seq atomic.Int64
 	var writes sync.Map // scheduled time -> the canary was a write
 	canaryRes := OpenLoop{Rate: d.Spec.CanaryRate}.Run(ctx, start, end, func(ctx context.Context, at time.Time) error {
-		cctx, cancel := context.WithDeadline(ctx, at.Add(max(d.Spec.CanarySLO*5, 5*time.Second)))
+		cctx, cancel := context.WithDeadline(ctx, at.Add(d.Spec.CanaryTimeout()))
 		defer cancel()
 		i := seq.Add(1)
 		write := i%2 == 0

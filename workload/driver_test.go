@@ -76,3 +76,50 @@ func TestDriverRunsTheStormAndCanariesOverTheWire(t *testing.T) {
 	}
 	t.Logf("%d canaries (availability %.2f), %d storm queries %v", len(res.Canaries), metric.Summarize(store.Records{Results: res})[metric.Availability], len(res.Storm), stages)
 }
+
+// The wall storm's client is the spec's: with one connection and a
+// timeout shorter than a query, the queries that wait for the connection
+// or run past the timeout fail with Timeout (the driver's timeoutMS,
+// applied to each operation) and none is cut off as unfinished. (Before,
+// the storm's pool was unlimited and it had no timeout: every query
+// completed.)
+func TestDriverUsesTheSpecsPoolAndTimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time workload")
+	}
+	f, _ := arms.Lookup("F")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rs, err := mongosim.StartReplicaSet(ctx, mongosim.ReplicaSetOptions{Parameters: f.SetParameters, MemLimitMB: 4096,
+		Sim: mongosim.SimOptions{CPUs: 4, BaselineMB: 512, ScanScale: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rs.Close)
+	spec := DefaultSpillToDisk()
+	spec.Phases = Phases{Warmup: time.Second, Storm: 3 * time.Second, Recovery: time.Second}
+	spec.StormRate, spec.CanaryRate = 40, 5
+	spec.ServerSelectionTimeout = 10 * time.Second
+	spec.MaxPoolSize, spec.Timeout = 1, 50*time.Millisecond
+	d := &Driver{Spec: spec, URI: rs.URI()}
+	if err := d.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err := d.Run(ctx, time.Now().Add(200*time.Millisecond), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := map[string]int{}
+	for _, s := range res.Storm {
+		codes[s.Code]++
+	}
+	t.Logf("%d storm queries: %v", len(res.Storm), codes)
+	if codes[Timeout] == 0 {
+		t.Errorf("no storm query timed out with one connection and a 50 ms timeout: %v", codes)
+	}
+	for code, n := range codes {
+		if code != "" && code != Timeout {
+			t.Errorf("%d storm queries ended with %q; want success or Timeout", n, code)
+		}
+	}
+}

@@ -39,21 +39,35 @@ func (w SpillToDisk) MarshalJSON() ([]byte, error) {
 		plain
 		CanarySLO              store.Seconds `json:"canary_slo_s"`
 		ServerSelectionTimeout store.Seconds `json:"server_selection_timeout_s"`
-	}{plain(w), store.Seconds(w.CanarySLO), store.Seconds(w.ServerSelectionTimeout)})
+		Timeout                store.Seconds `json:"timeout_s"`
+	}{plain(w), store.Seconds(w.CanarySLO), store.Seconds(w.ServerSelectionTimeout), store.Seconds(w.Timeout)})
 }
 
-// UnmarshalJSON reads the storm's settings, durations in seconds.
+// UnmarshalJSON reads the storm's settings, durations in seconds. The
+// client's pool settings came after the first manifests: a workload
+// written without them reads with the driver's defaults (and no timeout,
+// which is what a missing timeout_s reads as).
 func (w *SpillToDisk) UnmarshalJSON(b []byte) error {
 	type plain SpillToDisk
 	var v struct {
 		plain
 		CanarySLO              store.Seconds `json:"canary_slo_s"`
 		ServerSelectionTimeout store.Seconds `json:"server_selection_timeout_s"`
+		Timeout                store.Seconds `json:"timeout_s"`
+		MaxPoolSize            *int          `json:"max_pool_size"`
+		MaxConnecting          *int          `json:"max_connecting"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
 	*w = SpillToDisk(v.plain)
-	w.CanarySLO, w.ServerSelectionTimeout = v.CanarySLO.Duration(), v.ServerSelectionTimeout.Duration()
+	w.CanarySLO, w.ServerSelectionTimeout, w.Timeout = v.CanarySLO.Duration(), v.ServerSelectionTimeout.Duration(), v.Timeout.Duration()
+	w.MaxPoolSize, w.MaxConnecting = DefaultMaxPoolSize, DefaultMaxConnecting
+	if v.MaxPoolSize != nil {
+		w.MaxPoolSize = *v.MaxPoolSize
+	}
+	if v.MaxConnecting != nil {
+		w.MaxConnecting = *v.MaxConnecting
+	}
 	return nil
 }

@@ -193,6 +193,18 @@ type record struct {
 var unsupportedByCode = map[int32]string{238: "NotImplemented", 59: "CommandNotFound", 168: "InvalidPipelineOperator",
 	40324: "Location40324", 16436: "Location16436", 15952: "Location15952", 72: "InvalidOptions", 9: "FailedToParse"}
 
+// The codes of the driver's own failures, beside the server's code names:
+// an operation's client gave up on it (server selection, a connection
+// from the pool, the operation's timeout: Timeout), its connection broke
+// (the member died under it: NetworkError), or its server's pool was
+// cleared while it waited for a connection (PoolCleared). The virtual
+// clock's client records the same codes for the same events.
+const (
+	Timeout      = store.ClientTimeout
+	NetworkError = "NetworkError"
+	PoolCleared  = "PoolCleared"
+)
+
 // trialEnded marks the error of an operation the trial's end cut off.
 type trialEnded struct{ err error }
 
@@ -228,11 +240,20 @@ func Classify(err error) (store.Outcome, string) {
 	if errors.As(err, &we) && len(we.WriteErrors) > 0 {
 		return store.Failed, "WriteError"
 	}
+	// The driver's only error with a Retryable method is the one an
+	// operation gets when its server's connection pool was cleared (the
+	// server failed another operation with a network error) while it
+	// waited for a connection, or when it asked for one before the
+	// server was seen healthy again.
+	var cleared interface{ Retryable() bool }
+	if errors.As(err, &cleared) && cleared.Retryable() {
+		return store.Failed, PoolCleared
+	}
 	switch { // a deadline that cut a read short is a timeout, not a network fault
 	case mongo.IsTimeout(err), errors.Is(err, context.DeadlineExceeded):
 		return store.Failed, store.ClientTimeout
 	case mongo.IsNetworkError(err):
-		return store.Failed, "NetworkError"
+		return store.Failed, NetworkError
 	case errors.Is(err, mongo.ErrClientDisconnected):
 		return store.Failed, "ClientDisconnected"
 	}

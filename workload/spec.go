@@ -129,7 +129,10 @@ const (
 	MaxSpread      = 2.0     // σ of the log-normal size spreads
 	MaxBatchDocs   = 10_000_000
 	MaxMergeOps    = 10_000
-	MaxSourceDocs  = 1_000_000
+	// MaxPoolSize bounds maxPoolSize and maxConnecting: the virtual
+	// client keeps counts, not connections, so it only refuses nonsense.
+	MaxPoolSize   = 1_000_000
+	MaxSourceDocs = 1_000_000
 	// MaxTrialHeapBytes is a trial's memory budget: a workload whose
 	// TrialBytes exceed it is refused, and a run of P trials at once needs
 	// at most P times it.
@@ -186,6 +189,9 @@ func (s Spec) Validate() error {
 			inRange(w.OutputShare, 0, 1, k, "outputShare"),
 			durRange(w.CanarySLO, time.Millisecond, time.Hour, k, "canarySLO"),
 			durRange(w.ServerSelectionTimeout, time.Millisecond, time.Hour, k, "serverSelectionTimeout"),
+			inRange(w.MaxPoolSize, 0, MaxPoolSize, k, "maxPoolSize"),
+			inRange(w.MaxConnecting, 1, MaxPoolSize, k, "maxConnecting"),
+			durRange(w.Timeout, 0, time.Hour, k, "timeout"),
 		} {
 			if err != nil {
 				if fe := err.(*FieldError); fe.Path[len(fe.Path)-1] == "stormRate" && w.StormRate <= MaxStormRate && w.StormRate > 0 {

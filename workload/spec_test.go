@@ -65,6 +65,12 @@ func TestBadWorkloadFilesNameTheLine(t *testing.T) {
 			"w.yaml:5: merge_partial_write.sourceDocs: 1000000 source documents: even one op over them needs ~5.1 GiB, the budget is 1 GiB a trial"},
 		{"name: x\nkind: merge_partial_write\nmerge_partial_write:\n  ops: 10000\n  sourceDocs: 1000\n",
 			"w.yaml:4: merge_partial_write.ops: 10000 ops over 1000 source documents (an op that is not shed writes them all: 10000000 documents): a trial needs ~21.5 GiB"},
+		// The client's settings: the driver's meanings (0 connections is
+		// no limit; at least one connection made at a time).
+		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  maxPoolSize: -1\n", "w.yaml:4: spill_to_disk.maxPoolSize: -1 is outside [0, 1000000]"},
+		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  maxConnecting: 0\n", "w.yaml:4: spill_to_disk.maxConnecting: 0 is outside [1, 1000000]"},
+		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  timeout: 2h\n", "w.yaml:4: spill_to_disk.timeout: 2h0m0s is outside [0s, 1h0m0s]"},
+		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  maxPoolSize: many\n", "w.yaml:4: "},
 		{"- a\n- b\n", "w.yaml:1: want a mapping"},
 		{"name: [\n", "w.yaml:"},
 	} {

@@ -53,9 +53,43 @@ type SpillToDisk struct {
 	OutputShare float64       `yaml:"outputShare" json:"output_share"` // share of scanned documents the pipeline returns
 	CanaryRate  float64       `yaml:"canaryRate" json:"canary_rate"`   // canaries per second (reads and writes alternate)
 	CanarySLO   time.Duration `yaml:"canarySLO" json:"canary_slo_s"`
-	// ServerSelectionTimeout is how long the client waits for a primary.
+	// The client's settings, the Go driver's options of the same names,
+	// the same on both clocks (the wall storm's driver is configured with
+	// them; the virtual engine's client obeys them, docs/model.md "The
+	// client"). Each client — the storm's, the canaries' — has its own
+	// connection pool to each member.
+	//
+	// ServerSelectionTimeout is how long an operation waits for a primary
+	// and then for a connection to it (the driver bounds both waits by it).
 	ServerSelectionTimeout time.Duration `yaml:"serverSelectionTimeout" json:"server_selection_timeout_s"`
+	// MaxPoolSize is how many connections a client keeps to one member at
+	// most (0: no limit): an operation that finds every one busy waits
+	// for one, first come first served.
+	MaxPoolSize int `yaml:"maxPoolSize" json:"max_pool_size"`
+	// MaxConnecting is how many connections to one member a client
+	// establishes at once: a pool (empty when its member becomes primary)
+	// grows this many connections at a time.
+	MaxConnecting int `yaml:"maxConnecting" json:"max_connecting"`
+	// Timeout is the driver's timeoutMS for the storm's operations: each
+	// one (the aggregate, each getMore) fails with a timeout this long
+	// after it starts, whether it waits for a primary, for a connection
+	// or for the server's reply. 0 (the default): no limit, as the storm
+	// always ran; an operation still unanswered when the trial ends (on
+	// the wall clock, after a 10 s drain) is unfinished.
+	Timeout time.Duration `yaml:"timeout" json:"timeout_s"`
 }
+
+// Client defaults: the Go driver's (maxPoolSize 100, maxConnecting 2,
+// serverSelectionTimeoutMS 30 s, no timeoutMS).
+const (
+	DefaultMaxPoolSize            = 100
+	DefaultMaxConnecting          = 2
+	DefaultServerSelectionTimeout = 30 * time.Second
+)
+
+// CanaryTimeout is how long a canary may take before its client gives up
+// on it (a timeout): five times the SLO, and at least 5 s.
+func (w SpillToDisk) CanaryTimeout() time.Duration { return max(5*w.CanarySLO, 5*time.Second) }
 
 // DefaultSpillToDisk is the built-in storm, sized to overload an M50 as
 // the sweeper investigation's Atlas runs did: each query feeds ~40 MB into a blocking
@@ -83,7 +117,9 @@ func DefaultSpillToDisk() SpillToDisk {
 		CanaryRate:    20,
 		CanarySLO:     time.Second,
 
-		ServerSelectionTimeout: 30 * time.Second,
+		ServerSelectionTimeout: DefaultServerSelectionTimeout,
+		MaxPoolSize:            DefaultMaxPoolSize,
+		MaxConnecting:          DefaultMaxConnecting,
 	}
 }
 

@@ -93,7 +93,9 @@ type Trial struct {
 	Tally   Tally
 }
 
-// codeName is the name a client sees for a model error code.
+// codeName is the name a client sees for a model error code: a member
+// that died under an operation broke its connection (the driver's network
+// error), the rest are the server's code names.
 func codeName(code int32) string {
 	switch code {
 	case 0:
@@ -103,7 +105,7 @@ func codeName(code int32) string {
 	case model.CodeQueryMemoryLimitExceeded:
 		return "QueryMemoryLimitExceeded"
 	case model.CodeHostUnreachable:
-		return "HostUnreachable"
+		return workload.NetworkError
 	}
 	return fmt.Sprintf("Location%d", code)
 }
@@ -128,8 +130,10 @@ type sim struct {
 	nodeSeq uint64
 
 	stormStart, stormEnd time.Duration
-	pending              []*stormQuery // waiting for a primary
 	cursorSeq            int64
+	// The storm's and the canaries' clients (client.go): their own
+	// connection pools, as on the wall clock.
+	storm, canaries *client
 
 	tally Tally
 	rec   store.Records
@@ -144,6 +148,9 @@ type sim struct {
 	freeQueries  []*stormQuery
 	freeCanaries []*canaryOp
 	census       collect.Census
+	// afterTick, when set, is called at the end of every tick: a test's
+	// probe of the trial as it runs.
+	afterTick func()
 }
 
 // opRecord is one client operation's outcome as its client saw it,
@@ -158,16 +165,20 @@ type opRecord struct {
 }
 
 // stormQuery is one storm query from its aggregate to its last getMore,
-// in one allocation: its client's record, what its cursor has left, and
-// the one model.Op its requests use in turn (the model keeps no
-// reference to an op once it has called its Done, so the next getMore
-// reuses it). A query waits here for a primary too.
+// in one allocation: its client's record, its place in the client's
+// queues, what its cursor has left, and the one model.Op its requests
+// use in turn (the model keeps no reference to an op once it has called
+// its Done, so the next getMore reuses it).
 type stormQuery struct {
-	s    *sim
-	node *model.Node // the member its cursor lives on
-	op   model.Op
-	rest cursorRest
-	rec  opRecord
+	s      *sim
+	req    request
+	member int // the member its cursor lives on (-1: its aggregate is not sent)
+	op     model.Op
+	rest   cursorRest
+	rec    opRecord
+	// answered: its record is written (the client gave up on it while a
+	// request was in flight, whose reply is still to come).
+	answered bool
 	// done is q.finished, bound once: the Done of each of its requests.
 	done func(model.Outcome)
 }
@@ -179,13 +190,23 @@ const checkEvery = 50
 // Run runs one trial of arm in model time. It returns ctx's error, and
 // no trial, when ctx ends first.
 func Run(ctx context.Context, cfg Config, arm arms.Arm) (Trial, error) {
-	cfg = cfg.withDefaults()
-	params, err := model.ParamsFrom(arm.SetParameters)
+	s, err := newSim(cfg, arm)
 	if err != nil {
 		return Trial{}, err
 	}
+	return s.run(ctx)
+}
+
+// newSim is a trial of arm ready to run.
+func newSim(cfg Config, arm arms.Arm) (*sim, error) {
+	cfg = cfg.withDefaults()
+	params, err := model.ParamsFrom(arm.SetParameters)
+	if err != nil {
+		return nil, err
+	}
 	s := &sim{cfg: cfg, arm: arm, params: params, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)),
 		primary: 0, elect: -1}
+	s.storm, s.canaries = newClient(s, stormClient(cfg.Workload)), newClient(s, canaryClient(cfg.Workload))
 	for i := range s.members {
 		s.members[i] = &member{up: true}
 		s.startNode(i)
@@ -204,10 +225,15 @@ func Run(ctx context.Context, cfg Config, arm arms.Arm) (Trial, error) {
 		// thousands in a default-profile trial.
 		s.rec.Kills = make([]store.Kill, 0, cap(s.rec.Storm))
 	}
-	if err := s.loop(ctx, ph.Total()); err != nil {
+	return s, nil
+}
+
+// run runs the trial to its end.
+func (s *sim) run(ctx context.Context) (Trial, error) {
+	if err := s.loop(ctx, s.cfg.Workload.Phases.Total()); err != nil {
 		return Trial{}, err
 	}
-	return Trial{Start: cfg.Start, Records: s.rec, Tally: s.tally}, nil
+	return Trial{Start: s.cfg.Start, Records: s.rec, Tally: s.tally}, nil
 }
 
 // at is the record time of a model instant.
@@ -220,6 +246,8 @@ func (s *sim) startNode(i int) {
 	mb := s.members[i]
 	mb.node, mb.up, mb.startedAt, mb.process = n, true, s.now, s.nodeSeq
 	n.OnCrash = func() { s.crash(i) }
+	s.storm.memberUp(i)
+	s.canaries.memberUp(i)
 }
 
 func (s *sim) crash(i int) {
@@ -227,6 +255,10 @@ func (s *sim) crash(i int) {
 	mb.up = false
 	mb.restartAt = s.now + s.cfg.RestartDelay
 	s.tally.Restarts++
+	// The clients' pools to it are cleared (each operation it failed in
+	// flight has cleared them already, if there was one).
+	s.storm.memberDied(i)
+	s.canaries.memberDied(i)
 	if s.primary == i {
 		s.primary = -1
 		s.scheduleElection()
@@ -282,14 +314,19 @@ func (s *sim) loop(ctx context.Context, total time.Duration) error {
 				s.primary = s.pickPrimary()
 				s.members[s.primary].node.AdvanceTo(s.now) // it takes the load from now
 				s.tally.Failovers++
-				s.flushPending()
+				// What waited for a primary now waits for a connection to it.
+				s.storm.primaryElected(s.primary)
+				s.canaries.primaryElected(s.primary)
 			}
 		}
+		// Connections made, and requests whose client gives up on them.
+		s.storm.tick()
+		s.canaries.tick()
 		// Open-loop storm arrivals.
 		for s.now < s.stormEnd && s.now >= nextStorm {
 			q := s.newStormQuery(w.Query(s.rng))
 			s.track(&q.rec, nextStorm, q.rest.shape.Stage, false)
-			s.startQuery(q)
+			s.storm.start(&q.req, nextStorm, true, -1)
 			nextStorm += s.expo(w.StormRate)
 		}
 		// Canaries at a fixed rate, alternating reads and writes.
@@ -306,6 +343,9 @@ func (s *sim) loop(ctx context.Context, total time.Duration) error {
 		if s.now >= nextObserve {
 			nextObserve = s.now + s.cfg.SampleInterval
 			s.observe()
+		}
+		if s.afterTick != nil {
+			s.afterTick()
 		}
 	}
 	// A last sample at the trial's end, as a wire sampler takes one just
@@ -353,8 +393,11 @@ func (s *sim) track(rec *opRecord, at time.Duration, stage string, write bool) {
 }
 
 // answer ends a tracked operation with a server's code.
-func (s *sim) answer(rec *opRecord, code int32) {
-	rec.latency, rec.code = s.now-rec.scheduled, codeName(code)
+func (s *sim) answer(rec *opRecord, code int32) { s.fail(rec, codeName(code)) }
+
+// fail ends a tracked operation with a code name ("": success).
+func (s *sim) fail(rec *opRecord, code string) {
+	rec.latency, rec.code = s.now-rec.scheduled, code
 	s.report(rec)
 }
 
@@ -415,24 +458,41 @@ func (s *sim) primaryNode() *model.Node {
 	return s.members[s.primary].node
 }
 
-// startQuery sends a storm query's aggregate; a client that finds no
-// primary waits for one (server selection) up to its timeout.
-func (s *sim) startQuery(q *stormQuery) {
-	n := s.primaryNode()
-	if n == nil {
-		s.pending = append(s.pending, q)
+// send sends the query's next request, which now holds a connection to
+// member: its aggregate, or the getMore finished prepared.
+func (q *stormQuery) send(member int) {
+	s := q.s
+	if q.member < 0 {
+		s.cursorSeq++
+		shape := q.rest.shape
+		q.member, q.rest.left = member, shape.OutputBytes
+		cursor := int64(0)
+		if q.rest.left > 0 {
+			cursor = s.cursorSeq
+		}
+		q.op = model.Op{Kind: model.KindAggregate, AppName: s.cfg.Workload.AppName, Eligible: true, CursorID: cursor,
+			Work: s.params.AggregateWork(shape), Done: q.done}
+	}
+	s.members[member].node.Submit(&q.op)
+}
+
+// gaveUp is the end of the query by its client: a timeout, or its
+// member's pool cleared while it waited for a connection.
+func (q *stormQuery) gaveUp(code string) {
+	s := q.s
+	s.fail(&q.rec, code)
+	if q.req.abandoned {
+		q.answered = true // its request's reply frees it (finished)
 		return
 	}
-	s.cursorSeq++
-	shape := q.rest.shape
-	q.node, q.rest.left = n, shape.OutputBytes
-	cursor := int64(0)
-	if q.rest.left > 0 {
-		cursor = s.cursorSeq
+	// It was waiting: if for a getMore, its cursor is open on a live
+	// member, and the driver closes it (killCursors).
+	if q.member >= 0 {
+		if n := s.members[q.member].node; !n.Dead() {
+			n.KillCursor(q.op.CursorID)
+		}
 	}
-	q.op = model.Op{Kind: model.KindAggregate, AppName: s.cfg.Workload.AppName, Eligible: true, CursorID: cursor,
-		Work: s.params.AggregateWork(shape), Done: q.done}
-	n.Submit(&q.op)
+	s.freeQueries = append(s.freeQueries, q)
 }
 
 // cursorRest is what an open cursor has left to return. Its getMores are
@@ -467,20 +527,6 @@ func (c *cursorRest) next(p model.Params) (w model.Work, ok bool) {
 	return w, true
 }
 
-func (s *sim) flushPending() {
-	p := s.pending
-	s.pending = nil
-	for _, q := range p {
-		if at := q.rec.scheduled; s.now-at > s.cfg.Workload.ServerSelectionTimeout {
-			q.rec.latency, q.rec.code = s.now-at, "Timeout"
-			s.report(&q.rec)
-			s.freeQueries = append(s.freeQueries, q)
-			continue
-		}
-		s.startQuery(q)
-	}
-}
-
 // newStormQuery is a query of shape, reusing an answered one's memory
 // when there is one: an answered query is referenced by nothing (its
 // record was copied, the model let go of its op when it called Done),
@@ -490,51 +536,91 @@ func (s *sim) newStormQuery(shape model.QueryShape) *stormQuery {
 		q := s.freeQueries[k-1]
 		s.freeQueries[k-1] = nil
 		s.freeQueries = s.freeQueries[:k-1]
-		// Its op is set whole when it is sent (startQuery), its record
-		// when it is tracked: only what comes before is reset here.
-		q.node, q.rest = nil, cursorRest{shape: shape}
+		// Its op is set whole when it is sent, its record when it is
+		// tracked, its request when it starts: only what comes before is
+		// reset here.
+		q.member, q.rest, q.answered = -1, cursorRest{shape: shape}, false
+		q.req.reset(q)
 		return q
 	}
-	q := &stormQuery{s: s, rest: cursorRest{shape: shape}}
+	q := &stormQuery{s: s, member: -1, rest: cursorRest{shape: shape}}
+	q.req.reset(q)
 	q.done = q.finished
 	return q
 }
 
-// finished is the end of the query's current request: the client sends
-// the next getMore, until the cursor is exhausted or a request fails.
+// finished is the reply to the query's current request: its connection
+// goes back to the pool, and the client starts the next getMore, until
+// the cursor is exhausted or a request fails.
 func (q *stormQuery) finished(o model.Outcome) {
 	s := q.s
+	if o.Code == model.CodeHostUnreachable {
+		// The member died under it: its connections broke.
+		s.storm.memberDied(q.req.member)
+	}
+	if q.answered {
+		// Its client gave up on it in flight. A getMore's cursor is closed
+		// (killCursors); an aggregate's cursor the client never learnt of.
+		if o.Code == 0 && q.op.Kind == model.KindGetMore {
+			s.members[q.member].node.KillCursor(q.op.CursorID)
+		}
+		s.storm.checkIn(&q.req)
+		s.freeQueries = append(s.freeQueries, q)
+		return
+	}
 	if o.Code != 0 {
 		q.rec.trackedBytes = o.TrackedBytes
 		s.answer(&q.rec, o.Code)
+		s.storm.checkIn(&q.req)
 		s.freeQueries = append(s.freeQueries, q)
 		return
 	}
 	next, more := q.rest.next(s.params)
-	switch {
-	case !more:
+	if !more {
 		s.answer(&q.rec, 0)
+		s.storm.checkIn(&q.req)
 		s.freeQueries = append(s.freeQueries, q)
-	case q.node.Dead():
-		s.answer(&q.rec, model.CodeHostUnreachable)
-		s.freeQueries = append(s.freeQueries, q)
-	default:
-		q.op = model.Op{Kind: model.KindGetMore, AppName: q.op.AppName, Eligible: true, CursorID: q.op.CursorID, Work: next, Done: q.done}
-		q.node.Submit(&q.op)
+		return
 	}
+	s.storm.checkIn(&q.req)
+	q.op = model.Op{Kind: model.KindGetMore, AppName: q.op.AppName, Eligible: true, CursorID: q.op.CursorID, Work: next, Done: q.done}
+	s.storm.start(&q.req, s.now, false, q.member)
 }
 
-// canaryOp is a canary's record and its model.Op in one allocation,
-// reused once answered (as a stormQuery is).
+// canaryOp is a canary's record, its place in its client's queues and its
+// model.Op in one allocation, reused once answered (as a stormQuery is).
 type canaryOp struct {
-	s    *sim
-	op   model.Op
-	rec  opRecord
-	done func(model.Outcome) // c.finished, bound once
+	s        *sim
+	req      request
+	op       model.Op
+	rec      opRecord
+	answered bool                // its client gave up on it in flight
+	done     func(model.Outcome) // c.finished, bound once
 }
+
+func (c *canaryOp) send(member int) { c.s.members[member].node.Submit(&c.op) }
 
 func (c *canaryOp) finished(o model.Outcome) {
-	c.s.answer(&c.rec, o.Code)
+	s := c.s
+	if o.Code == model.CodeHostUnreachable {
+		s.canaries.memberDied(c.req.member)
+	}
+	if !c.answered {
+		s.answer(&c.rec, o.Code)
+	}
+	s.canaries.checkIn(&c.req)
+	s.freeCanaries = append(s.freeCanaries, c)
+}
+
+// gaveUp is the end of the canary by its client: past its deadline
+// waiting for a primary, a connection or the reply, or its member's pool
+// cleared.
+func (c *canaryOp) gaveUp(code string) {
+	c.s.fail(&c.rec, code)
+	if c.req.abandoned {
+		c.answered = true // the reply frees it
+		return
+	}
 	c.s.freeCanaries = append(c.s.freeCanaries, c)
 }
 
@@ -544,31 +630,28 @@ func (s *sim) newCanary() *canaryOp {
 		s.freeCanaries[k-1] = nil
 		s.freeCanaries = s.freeCanaries[:k-1]
 		*c = canaryOp{s: s, done: c.done}
+		c.req.reset(c)
 		return c
 	}
 	c := &canaryOp{s: s}
+	c.req.reset(c)
 	c.done = c.finished
 	return c
 }
 
+// canary starts a canary scheduled at at: its client selects the primary
+// (waiting for one up to the canary's deadline) and sends it on a
+// connection of its own pool.
 func (s *sim) canary(at time.Duration, write bool) {
 	c := s.newCanary()
 	s.track(&c.rec, at, "", write)
-	n := s.primaryNode()
-	if n == nil {
-		// No primary: the client waits for one past the SLO.
-		c.rec.latency, c.rec.code = s.cfg.Workload.CanarySLO, "Timeout"
-		s.report(&c.rec)
-		s.freeCanaries = append(s.freeCanaries, c)
-		return
-	}
 	kind := model.KindFind
 	if write {
 		kind = model.KindInsert
 	}
 	c.op = model.Op{Kind: kind, AppName: s.cfg.Workload.CanaryAppName, Eligible: !write, Write: write, Work: model.PointWork(),
 		Done: c.done}
-	n.Submit(&c.op)
+	s.canaries.start(&c.req, at, true, -1)
 }
 
 // actor is the arm's killOp actor: the same decision function the real
