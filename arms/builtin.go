@@ -24,7 +24,11 @@ import (
 // the low-priority read pool (executionControlConcurrentReadLowPriorityTransactions;
 // mongod's default is the number of CPUs, 8 on an M50).
 var baseParameters = map[string]string{
-	"executionControlDeprioritizationGate":                  "true",
+	"executionControlDeprioritizationGate": "true",
+	// The investigation saw the primary's read pool at 128 tickets before
+	// the storm: both pools start at probing's maximum (mongod's own
+	// start is 2 × the cores over both pools).
+	"throughputProbingInitialConcurrency":                   "256",
 	"internalQueryMaxBlockingSortMemoryUsageBytes":          "33554432",
 	"throughputProbingMinConcurrency":                       FittedProbingFloor,
 	"executionControlConcurrentReadLowPriorityTransactions": FittedLowPriorityTickets,

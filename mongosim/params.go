@@ -26,6 +26,9 @@ func newParameters(startup map[string]string) (*parameters, error) {
 	for _, s := range model.ParamSpecs {
 		p.vals[s.Name] = s.Default
 	}
+	// mongosim is a test server: it starts as mongod does under its test
+	// harness, with test commands (failpoints) on.
+	p.vals["enableTestCommands"] = true
 	for k, v := range startup {
 		spec, ok := findParam(k)
 		if !ok {

@@ -36,10 +36,12 @@ type Dim struct {
 // dimension whose objective per value is the model-selection evidence.
 const HazardKnob = "param.simShedHazard"
 
-// DefaultSpace is the joint fit's search space on the single-process
-// model: the storm (rate and mix), the two admission settings the
-// investigation did not report, the killOp actor's rule (D) and the
-// shedder's hazard form (E's build). docs/model.md says why each range.
+// DefaultSpace is the joint fit's search space: the storm (rate and mix),
+// its clients' connections, the query's sizes, the sort's spill limit, the
+// two admission settings the investigation did not report, the killOp
+// actor's rule (D) and the shedder's hazard form (E's build). Each range
+// holds mongod's default where mongod has one. docs/model.md says why each
+// range.
 func DefaultSpace() []Dim {
 	var pols []Value
 	for _, p := range killop.Policies {
@@ -50,6 +52,11 @@ func DefaultSpace() []Dim {
 		{Knob: mustKnob("workload.windowShare"), Lo: 0.5, Hi: 0.9, Why: "share of $setWindowFields in the storm; the investigation says most victims were $setWindowFields"},
 		{Knob: mustKnob("param.throughputProbingMinConcurrency"), Lo: 4, Hi: 16, Why: "probing floor: mongod's default is 4; the investigation saw the read pool held at ~10–14 tickets"},
 		{Knob: mustKnob("param.executionControlConcurrentReadLowPriorityTransactions"), Lo: 2, Hi: 8, Why: "low-priority read tickets: mongod's default is the CPU count (8 on an M50); Atlas's setting is not reported"},
+		{Knob: mustKnob("workload.maxPoolSize"), Lo: 100, Hi: 5000, Log: true, Why: "connections the storm's clients may have in the server at once: one Go driver's default pool (100) to a fleet of clients; the investigation does not say how many clients drove its storm"},
+		{Knob: mustKnob("workload.scanDocs"), Lo: 5_000, Hi: 200_000, Log: true, Why: "documents a query scans into its blocking stage (median); with docBytes, what it spills and how often it yields (every internalQueryExecYieldIterations documents); not reported"},
+		{Knob: mustKnob("workload.docBytes"), Lo: 200, Hi: 8_000, Log: true, Why: "bytes a scanned document adds to the stage's buffer; not reported"},
+		{Knob: mustKnob("workload.loadBytes"), Lo: 8 << 20, Hi: 32 << 20, Log: true, Why: "the $setWindowFields partition a getMore loads (median): most victims were $setWindowFields holding ~21 MB (tracked p50), which this range brackets"},
+		{Knob: mustKnob("param.internalQueryMaxBlockingSortMemoryUsageBytes"), Lo: 32 << 20, Hi: 100 << 20, Log: true, Why: "the sort's spill limit: mongod's default is 100 MiB; explain output from Atlas clusters shows 32 MiB; which one the investigation's clusters had is not reported"},
 		{Knob: mustKnob("killop.policy"), Values: pols, Why: "D's actor is \"mongotune-style\" with no rule given: one of the named killop policies"},
 		{Knob: mustKnob(HazardKnob), Values: []Value{Str(model.HazardOdds), Str(model.HazardLinear)}, Why: "E's build: master's odds hazard or a linear one; only E's observed flows can tell"},
 	}
@@ -163,8 +170,7 @@ func (p Point) Matches(arm string) bool {
 
 // FitConfig is a fit: the base setting, the space and its budget.
 type FitConfig struct {
-	// Base is the setting every point starts from (the single-process
-	// model unless Base.Hardware.Host is set).
+	// Base is the setting every point starts from.
 	Base virtual.Config
 	// D and E are the fitted arms (the observations are of them); F is
 	// predicted only, and M (master's formula with E's marks, optional)

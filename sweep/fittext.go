@@ -23,8 +23,6 @@ type FitReport struct {
 	Title string
 	// Profile names the trial profile the fit ran at.
 	Profile string
-	// HostModel says the host model ran (not the single-process one).
-	HostModel bool
 	// Took is the fit's wall time.
 	Took time.Duration
 	// Next, when not empty, is printed after the predictions: how to go
@@ -38,10 +36,7 @@ type FitReport struct {
 // the verdict.
 func WriteFit(w io.Writer, cfg FitConfig, r *FitResult, rep FitReport) {
 	b := r.Best
-	modelName := "the single-process model"
-	if rep.HostModel {
-		modelName = "the host model"
-	}
+	modelName := "spill I/O through the page cache, the OOM killer on host memory"
 	fmt.Fprintf(w, "%s\n\n", rep.Title)
 	start := fmt.Sprintf("a Latin hypercube of %d points", cfg.Samples)
 	if r.Start == "grid" {

@@ -191,11 +191,10 @@ func fitAction(c *cli.Context) error {
 		sets = append(sets, "--set "+s)
 	}
 	sweep.WriteFit(c.App.Writer, cfg, r, sweep.FitReport{
-		Title:     "qmlsab calibrate --fit (SIMULATED: a model of mongod on an M50, not a measurement)",
-		Profile:   c.String("profile"),
-		HostModel: c.Bool("host"),
-		Took:      time.Since(start),
-		Next:      "To sweep around the fitted point: qmlsab sweep " + strings.Join(sets, " ") + " --vary NAME=FROM:TO:STEP ...",
+		Title:   "qmlsab calibrate --fit (SIMULATED: a model of mongod on an M50, not a measurement)",
+		Profile: c.String("profile"),
+		Took:    time.Since(start),
+		Next:    "To sweep around the fitted point: qmlsab sweep " + strings.Join(sets, " ") + " --vary NAME=FROM:TO:STEP ...",
 	})
 	return nil
 }

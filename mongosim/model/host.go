@@ -5,10 +5,9 @@ import "time"
 // Host is the machine a member runs on, beyond what mongod itself tracks:
 // the memory the kernel's OOM killer counts, the WiredTiger cache, the
 // allocator, untracked per-operation memory and the page cache spill files
-// are written through. A nil Hardware.Host keeps the single-process model
-// (RSS = baseline + tracked × overhead, OOM at MemLimitBytes), which the
-// wire server still uses. Every field has a documented default (an Atlas
-// M50) and a plausible range; docs/model-host.md gives the sources.
+// are written through. A nil Hardware.Host takes DefaultHostFor the
+// machine's memory. Every field has a documented default (an Atlas M50)
+// and a plausible range; docs/model-host.md gives the sources.
 type Host struct {
 	// OtherProcessBytes is resident memory of the other processes on the
 	// host (Atlas's automation, monitoring and backup agents, sshd, ...).

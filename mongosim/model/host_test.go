@@ -121,8 +121,9 @@ func TestPageCacheBoundsDirtyPagesDrainsAtDiskRateAndStallsWriters(t *testing.T)
 		t.Fatalf("after deleting file 2: dirty %.0f dropped %.0f", pc.dirty, pc.dropped)
 	}
 
-	// In a node: spillers write far faster than the disk drains.
-	n := hostNode(t, nil, nil)
+	// In a node: spillers write far faster than the disk drains (they
+	// keep their tickets: no yield by count).
+	n := hostNode(t, nil, with(startFull, map[string]string{"internalQueryExecYieldIterations": "0"}))
 	for range 8 {
 		n.Submit(spiller())
 	}

@@ -20,9 +20,16 @@ func cpuOp() *Op {
 	return &Op{Kind: KindFind, Eligible: true, Work: Work{ScanDocs: 1 << 40, CPUPerDoc: time.Microsecond}}
 }
 
+// startFull starts both pools at the maximum, as the sweeper
+// investigation's primary had them before its storm (128 read tickets).
+var startFull = map[string]string{"throughputProbingInitialConcurrency": "256"}
+
 func TestProbingConvergesNearCPUCountUnderCPUBoundLoad(t *testing.T) {
 	hw := DefaultHardware()
-	n := NewNode(hw, params(t, nil), 1)
+	// Yields by time only: with mongod's 1000-iteration yields as well,
+	// every running op releases its ticket each millisecond of CPU, and
+	// the walk down is slower (98 tickets after 120 s; docs/model.md).
+	n := NewNode(hw, params(t, with(startFull, map[string]string{"internalQueryExecYieldIterations": "0"})), 1)
 	for range 300 {
 		n.Submit(cpuOp())
 	}
@@ -39,7 +46,7 @@ func TestProbingConvergesNearCPUCountUnderCPUBoundLoad(t *testing.T) {
 }
 
 func TestProbingStaysPutUnderLightLoad(t *testing.T) {
-	n := NewNode(DefaultHardware(), params(t, nil), 1)
+	n := NewNode(DefaultHardware(), params(t, startFull), 1)
 	for i := range 600 {
 		n.Submit(&Op{Kind: KindFind, Work: PointWork()})
 		n.AdvanceTo(time.Duration(i+1) * 50 * time.Millisecond)

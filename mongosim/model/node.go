@@ -49,7 +49,7 @@ type Node struct {
 	dead        bool
 
 	host    *hostState
-	stalled int        // writers paused in balance_dirty_pages this tick
+	stalled int // writers paused in balance_dirty_pages this tick
 
 	// Counters.
 	OperationsShed, OperationsShedQueued int64
@@ -110,13 +110,13 @@ func NewNode(hw Hardware, p Params, seed uint64) *Node {
 	return n
 }
 
-// initialConcurrency splits throughputProbingInitialConcurrency. 0 starts
-// both pools at the maximum (the investigation saw the read pool at 128 before the
-// storm; mongod master would start at 2 × cores).
+// initialConcurrency splits throughputProbingInitialConcurrency; 0 is
+// mongod master's rule: 2 × the logical cores over both pools, clamped to
+// [2 × min, 2 × max].
 func (n *Node) initialConcurrency() (int, int) {
 	total := n.p.InitialConcurrency
 	if total <= 0 {
-		return n.p.MaxConcurrency, n.p.MaxConcurrency
+		total = min(max(2*n.hw.CPUs, 2*n.p.MinConcurrency), 2*n.p.MaxConcurrency)
 	}
 	return n.split(float64(total))
 }
@@ -677,7 +677,7 @@ func (n *Node) crash() {
 	n.running = nil
 	n.cursors = map[int64]cursor{}
 	n.trackedTotal = 0 // the process's memory died with it
-	n.host.pc.clear()   // and its spill files
+	n.host.pc.clear()  // and its spill files
 	n.live = liveCounts{}
 	if n.OnCrash != nil {
 		n.OnCrash()
@@ -814,4 +814,3 @@ func (n *Node) RunNow(write bool) bool {
 
 // Idle reports whether no operation is queued or running.
 func (n *Node) Idle() bool { return n.ops.len() == 0 }
-

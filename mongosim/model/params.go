@@ -85,7 +85,7 @@ type Params struct {
 	ProbeStep                 float64       // throughputProbingStepMultiple
 	MinConcurrency            int           // throughputProbingMinConcurrency (per pool)
 	MaxConcurrency            int           // throughputProbingMaxConcurrency (per pool)
-	InitialConcurrency        int           // throughputProbingInitialConcurrency (total; 0 = 2 × max, i.e. both pools start full)
+	InitialConcurrency        int           // throughputProbingInitialConcurrency (total over both pools; 0: 2 × logical cores)
 	EMAWeight                 float64       // throughputProbingConcurrencyMovingAverageWeight
 	ReadWriteRatio            float64       // throughputProbingReadWriteRatio
 	DeprioritizationGate      bool          // executionControlDeprioritizationGate
@@ -177,6 +177,10 @@ type ParamSpec struct {
 	// only at startup (--setParameter).
 	Runtime bool
 	Doc     string
+	// Source is where the name, type and default come from: mongod's
+	// parameter declaration (its IDL file), or "model" for a knob of
+	// mongosim's own (sim*), which mongod does not have.
+	Source string
 	// field points at the model's copy (nil: a parameter the model does
 	// not read, such as logLevel).
 	field func(p *Params) any
@@ -345,80 +349,80 @@ var ParamSpecs = func() []ParamSpec {
 	type row = ParamSpec
 	b := func(r row, lo, hi float64) row { r.Min, r.Max, r.HasBounds = lo, hi, true; return r }
 	return []ParamSpec{
-		{Name: "logLevel", Type: TypeInt, Default: int64(0), Runtime: true, Doc: "verbosity of the server log"},
-		{Name: "allowDiskUseByDefault", Type: TypeBool, Default: true, Runtime: true, Doc: "blocking stages may spill to disk unless a query says allowDiskUse: false"},
-		{Name: "enableTestCommands", Type: TypeBool, Default: true, Doc: "failpoints and other test-only commands"},
-		b(row{Name: "throughputProbingConcurrencyAdjustmentIntervalMillis", Type: TypeInt, Default: int64(100), Runtime: false, unit: ms,
+		{Name: "logLevel", Source: "mongod server_options (logComponentVerbosity's default level)", Type: TypeInt, Default: int64(0), Runtime: true, Doc: "verbosity of the server log"},
+		{Name: "allowDiskUseByDefault", Source: "mongod query_knobs.idl (true since 6.0)", Type: TypeBool, Default: true, Runtime: true, Doc: "blocking stages may spill to disk unless a query says allowDiskUse: false"},
+		{Name: "enableTestCommands", Source: "mongod's startup parameter (false); mongosim sets it true at start, as a test server", Type: TypeBool, Default: false, Doc: "failpoints and other test-only commands"},
+		b(row{Name: "throughputProbingConcurrencyAdjustmentIntervalMillis", Source: "mongod execution_control_parameters.idl (master)", Type: TypeInt, Default: int64(100), Runtime: false, unit: ms,
 			Doc: "how often throughput probing resizes the ticket pools", field: durField(func(p *Params) *time.Duration { return &p.ProbeInterval })}, 1, math.MaxInt32),
-		b(row{Name: "throughputProbingStepMultiple", Type: TypeDouble, Default: 0.1, Runtime: true,
+		b(row{Name: "throughputProbingStepMultiple", Source: "mongod execution_control_parameters.idl (master)", Type: TypeDouble, Default: 0.1, Runtime: true,
 			Doc: "fraction by which a probe grows or shrinks the pools", field: doubleField(func(p *Params) *float64 { return &p.ProbeStep })}, 0.000001, 0.5),
-		b(row{Name: "throughputProbingMinConcurrency", Type: TypeInt, Default: int64(4), Runtime: true,
+		b(row{Name: "throughputProbingMinConcurrency", Source: "mongod execution_control_parameters.idl (master)", Type: TypeInt, Default: int64(4), Runtime: true,
 			Doc: "smallest ticket pool probing may set", field: intField(func(p *Params) *int { return &p.MinConcurrency })}, 1, math.MaxInt32),
-		b(row{Name: "throughputProbingMaxConcurrency", Type: TypeInt, Default: int64(128), Runtime: true,
+		b(row{Name: "throughputProbingMaxConcurrency", Source: "mongod execution_control_parameters.idl (master)", Type: TypeInt, Default: int64(128), Runtime: true,
 			Doc: "largest ticket pool probing may set", field: intField(func(p *Params) *int { return &p.MaxConcurrency })}, 1, math.MaxInt32),
-		b(row{Name: "throughputProbingInitialConcurrency", Type: TypeInt, Default: int64(0), Runtime: false,
-			Doc: "tickets at startup over both pools (0: both pools start at the maximum)", field: intField(func(p *Params) *int { return &p.InitialConcurrency })}, 0, math.MaxInt32),
-		b(row{Name: "throughputProbingConcurrencyMovingAverageWeight", Type: TypeDouble, Default: 0.2, Runtime: true,
+		b(row{Name: "throughputProbingInitialConcurrency", Source: "mongod execution_control_parameters.idl (master)", Type: TypeInt, Default: int64(0), Runtime: false,
+			Doc: "tickets at startup over both pools (0: 2 × the logical cores, clamped to [2 × min, 2 × max])", field: intField(func(p *Params) *int { return &p.InitialConcurrency })}, 0, math.MaxInt32),
+		b(row{Name: "throughputProbingConcurrencyMovingAverageWeight", Source: "mongod execution_control_parameters.idl (master)", Type: TypeDouble, Default: 0.2, Runtime: true,
 			Doc: "weight of the newest throughput in probing's moving average", field: doubleField(func(p *Params) *float64 { return &p.EMAWeight })}, 0.000001, 1),
-		b(row{Name: "throughputProbingReadWriteRatio", Type: TypeDouble, Default: 0.5, Runtime: true,
+		b(row{Name: "throughputProbingReadWriteRatio", Source: "mongod execution_control_parameters.idl (master)", Type: TypeDouble, Default: 0.5, Runtime: true,
 			Doc: "share of probed tickets given to reads", field: doubleField(func(p *Params) *float64 { return &p.ReadWriteRatio })}, 0, 1),
-		{Name: "executionControlDeprioritizationGate", Type: TypeBool, Default: false, Runtime: true,
+		{Name: "executionControlDeprioritizationGate", Source: "mongod execution_control_parameters.idl (master)", Type: TypeBool, Default: false, Runtime: true,
 			Doc: "low-priority pools are used at all (Atlas sets it on)", field: boolField(func(p *Params) *bool { return &p.DeprioritizationGate })},
-		{Name: "executionControlHeuristicDeprioritization", Type: TypeBool, Default: true, Runtime: true,
+		{Name: "executionControlHeuristicDeprioritization", Source: "mongod execution_control_parameters.idl (master)", Type: TypeBool, Default: true, Runtime: true,
 			Doc: "operations that took many admissions move to low priority", field: boolField(func(p *Params) *bool { return &p.HeuristicDeprioritization })},
-		b(row{Name: "executionControlHeuristicNumAdmissionsDeprioritizeThreshold", Type: TypeInt, Default: int64(3), Runtime: true,
+		b(row{Name: "executionControlHeuristicNumAdmissionsDeprioritizeThreshold", Source: "mongod execution_control_parameters.idl (master)", Type: TypeInt, Default: int64(3), Runtime: true,
 			Doc: "admissions after which an operation is deprioritized", field: intField(func(p *Params) *int { return &p.DeprioritizeThreshold })}, 1, math.MaxInt32),
-		b(row{Name: "executionControlConcurrentReadLowPriorityTransactions", Type: TypeInt, Default: int64(-1), Runtime: true,
+		b(row{Name: "executionControlConcurrentReadLowPriorityTransactions", Source: "mongod execution_control_parameters.idl (master)", Type: TypeInt, Default: int64(-1), Runtime: true,
 			Doc: "low-priority read tickets (-1: the number of CPUs)", field: intField(func(p *Params) *int { return &p.LowPriorityTickets })}, -1, math.MaxInt32),
-		b(row{Name: "internalQueryExecYieldPeriodMS", Type: TypeInt, Default: int64(10), Runtime: true, unit: ms,
+		b(row{Name: "internalQueryExecYieldPeriodMS", Source: "mongod query_knobs.idl", Type: TypeInt, Default: int64(10), Runtime: true, unit: ms,
 			Doc: "a running query yields its ticket after this long", field: durField(func(p *Params) *time.Duration { return &p.YieldPeriod })}, 0, math.MaxInt32),
-		b(row{Name: "internalQueryExecYieldIterations", Type: TypeInt, Default: int64(1000), Runtime: true,
+		b(row{Name: "internalQueryExecYieldIterations", Source: "mongod query_knobs.idl", Type: TypeInt, Default: int64(1000), Runtime: true,
 			Doc: "a running query yields its ticket after this many work() calls (documents, in the model); 0: never by count", field: longField(func(p *Params) *int64 { return &p.YieldIterations })}, 0, math.MaxInt32),
-		b(row{Name: "internalQueryMaxBlockingSortMemoryUsageBytes", Type: TypeLong, Default: int64(100 << 20), Runtime: true,
+		b(row{Name: "internalQueryMaxBlockingSortMemoryUsageBytes", Source: "mongod query_knobs.idl (explain output from Atlas clusters shows 32 MiB)", Type: TypeLong, Default: int64(100 << 20), Runtime: true,
 			Doc: "$sort memory before it spills", field: longField(func(p *Params) *int64 { return &p.SortMemoryBytes })}, 1, 1<<50),
-		b(row{Name: "internalDocumentSourceGroupMaxMemoryBytes", Type: TypeLong, Default: int64(100 << 20), Runtime: true,
+		b(row{Name: "internalDocumentSourceGroupMaxMemoryBytes", Source: "mongod query_knobs.idl", Type: TypeLong, Default: int64(100 << 20), Runtime: true,
 			Doc: "$group memory before it spills", field: longField(func(p *Params) *int64 { return &p.GroupMemoryBytes })}, 1, 1<<50),
-		b(row{Name: "internalDocumentSourceSetWindowFieldsMaxMemoryBytes", Type: TypeLong, Default: int64(100 << 20), Runtime: true,
+		b(row{Name: "internalDocumentSourceSetWindowFieldsMaxMemoryBytes", Source: "mongod query_knobs.idl", Type: TypeLong, Default: int64(100 << 20), Runtime: true,
 			Doc: "$setWindowFields memory before it spills", field: longField(func(p *Params) *int64 { return &p.WindowMemoryBytes })}, 1, 1<<50),
 		// The query engine's other memory limits (mongosim/query obeys
 		// them; the model does not read them).
-		b(row{Name: "internalQueryMaxPushBytes", Type: TypeLong, Default: int64(100 << 20), Runtime: true,
+		b(row{Name: "internalQueryMaxPushBytes", Source: "mongod query_knobs.idl", Type: TypeLong, Default: int64(100 << 20), Runtime: true,
 			Doc: "memory of one $push accumulator (it cannot spill: ExceededMemoryLimit beyond)"}, 1, 1<<50),
-		b(row{Name: "internalQueryMaxAddToSetBytes", Type: TypeLong, Default: int64(100 << 20), Runtime: true,
+		b(row{Name: "internalQueryMaxAddToSetBytes", Source: "mongod query_knobs.idl", Type: TypeLong, Default: int64(100 << 20), Runtime: true,
 			Doc: "memory of one $addToSet accumulator (it cannot spill: ExceededMemoryLimit beyond)"}, 1, 1<<50),
-		b(row{Name: "internalQueryMaxMemoryUsageBytesPerOperation", Type: TypeLong, Default: int64(1 << 30), Runtime: true,
+		b(row{Name: "internalQueryMaxMemoryUsageBytesPerOperation", Source: "mongod query_knobs.idl (master)", Type: TypeLong, Default: int64(1 << 30), Runtime: true,
 			Doc: "memory one query holds, spilled data included (mongosim keeps what a stage spills in memory): ExceededMemoryLimit beyond"}, 1, 1<<50),
-		b(row{Name: "queryMemoryLoadSheddingLowMarkPercent", Type: TypeDouble, Default: -1.0, Runtime: true,
+		b(row{Name: "queryMemoryLoadSheddingLowMarkPercent", Source: "mongod query_memory_load_shedding parameters (master)", Type: TypeDouble, Default: -1.0, Runtime: true,
 			Doc: "RSS share of the memory limit where shedding starts (-1: off)", field: doubleField(func(p *Params) *float64 { return &p.ShedLowPercent })}, -1, 100),
-		b(row{Name: "queryMemoryLoadSheddingHighMarkPercent", Type: TypeDouble, Default: 85.0, Runtime: true,
+		b(row{Name: "queryMemoryLoadSheddingHighMarkPercent", Source: "mongod query_memory_load_shedding parameters (master)", Type: TypeDouble, Default: 85.0, Runtime: true,
 			Doc: "RSS share where every tracked operation is shed (must be above the low mark)", field: doubleField(func(p *Params) *float64 { return &p.ShedHighPercent })}, 0, 100),
-		b(row{Name: "queryMemoryLoadSheddingSizeReferenceBytes", Type: TypeLong, Default: int64(32 << 20), Runtime: true,
+		b(row{Name: "queryMemoryLoadSheddingSizeReferenceBytes", Source: "mongod query_memory_load_shedding parameters (master)", Type: TypeLong, Default: int64(32 << 20), Runtime: true,
 			Doc: "tracked size at which an op's hazard equals the pressure term", field: longField(func(p *Params) *int64 { return &p.ShedSizeReference })}, 1, 1<<30),
-		b(row{Name: "queryMemoryRssMonitorIntervalMillis", Type: TypeInt, Default: int64(100), Runtime: false, unit: ms,
+		b(row{Name: "queryMemoryRssMonitorIntervalMillis", Source: "mongod query_memory_load_shedding parameters (master)", Type: TypeInt, Default: int64(100), Runtime: false, unit: ms,
 			Doc: "how often the shedder samples RSS", field: durField(func(p *Params) *time.Duration { return &p.RSSMonitorInterval })}, 1, math.MaxInt32),
-		{Name: "queryMemoryLoadSheddingSweepQueuedOps", Type: TypeBool, Default: false, Runtime: true,
+		{Name: "queryMemoryLoadSheddingSweepQueuedOps", Source: "model: the sweeper investigation's proposed fix, not in mongod", Type: TypeBool, Default: false, Runtime: true,
 			Doc: "the queued-op sweeper also sheds tracked ops waiting for a ticket (the sweeper fix)", field: boolField(func(p *Params) *bool { return &p.SweepQueuedOps })},
-		{Name: "queryMemoryLoadSheddingWriteStartedLatch", Type: TypeBool, Default: false, Runtime: true,
+		{Name: "queryMemoryLoadSheddingWriteStartedLatch", Source: "model: the partial-write investigation's proposed fix, not in mongod", Type: TypeBool, Default: false, Runtime: true,
 			Doc: "an op that has written is never shed (the write-started fix)", field: boolField(func(p *Params) *bool { return &p.WriteStartedLatch })},
-		{Name: "simGetMoreInheritsPriority", Type: TypeBool, Default: true, Runtime: true,
+		{Name: "simGetMoreInheritsPriority", Source: "model knob (not in mongod)", Type: TypeBool, Default: true, Runtime: true,
 			Doc: "model knob: a query's getMores keep its deprioritization", field: boolField(func(p *Params) *bool { return &p.GetMoreInheritsPriority })},
 		// Full-time diagnostic data capture (diagnostic.data), by mongod's
 		// names and defaults; a member with a dbpath obeys them.
-		{Name: "diagnosticDataCollectionEnabled", Type: TypeBool, Default: true, Runtime: true,
+		{Name: "diagnosticDataCollectionEnabled", Source: "mongod ftdc parameters", Type: TypeBool, Default: true, Runtime: true,
 			Doc: "record serverStatus and replSetGetStatus into <dbpath>/diagnostic.data"},
-		b(row{Name: "diagnosticDataCollectionPeriodMillis", Type: TypeInt, Default: int64(1000), Runtime: true,
+		b(row{Name: "diagnosticDataCollectionPeriodMillis", Source: "mongod ftdc parameters", Type: TypeInt, Default: int64(1000), Runtime: true,
 			Doc: "how often diagnostic.data takes a sample"}, 100, 24*60*60*1000),
-		b(row{Name: "diagnosticDataCollectionSamplesPerChunk", Type: TypeInt, Default: int64(300), Runtime: false,
+		b(row{Name: "diagnosticDataCollectionSamplesPerChunk", Source: "mongod ftdc parameters", Type: TypeInt, Default: int64(300), Runtime: false,
 			Doc: "samples per compressed diagnostic.data chunk"}, 2, 1<<20),
-		b(row{Name: "diagnosticDataCollectionSamplesPerInterimUpdate", Type: TypeInt, Default: int64(10), Runtime: false,
+		b(row{Name: "diagnosticDataCollectionSamplesPerInterimUpdate", Source: "mongod ftdc parameters", Type: TypeInt, Default: int64(10), Runtime: false,
 			Doc: "samples between rewrites of metrics.interim"}, 1, 1<<20),
-		b(row{Name: "diagnosticDataCollectionFileSizeMB", Type: TypeInt, Default: int64(10), Runtime: false,
+		b(row{Name: "diagnosticDataCollectionFileSizeMB", Source: "mongod ftdc parameters", Type: TypeInt, Default: int64(10), Runtime: false,
 			Doc: "size of a diagnostic.data file before the next one starts"}, 1, 1<<20),
-		b(row{Name: "diagnosticDataCollectionDirectorySizeMB", Type: TypeInt, Default: int64(500), Runtime: false,
+		b(row{Name: "diagnosticDataCollectionDirectorySizeMB", Source: "mongod ftdc parameters", Type: TypeInt, Default: int64(500), Runtime: false,
 			Doc: "diagnostic.data's size cap: the oldest files are deleted beyond it"}, 10, 1<<30),
-		{Name: "simShedClockScope", Type: TypeString, Default: "query", Runtime: true, Choices: []string{"query", "operation"},
+		{Name: "simShedClockScope", Source: "model knob (not in mongod)", Type: TypeString, Default: "query", Runtime: true, Choices: []string{"query", "operation"},
 			Doc: "build-variant knob: the inline shedder's clock lives with the query (master) or with each operation", field: func(p *Params) any { return &p.ShedClockScope }},
-		{Name: "simShedHazard", Type: TypeString, Default: HazardOdds, Runtime: true, Choices: []string{HazardOdds, HazardLinear},
+		{Name: "simShedHazard", Source: "model knob (not in mongod)", Type: TypeString, Default: HazardOdds, Runtime: true, Choices: []string{HazardOdds, HazardLinear},
 			Doc: "build-variant knob: the shedder's hazard, master's odds form ln2·size·p/(1−p) pinned to 1 at the high mark, or linear ln2·size·p without the pin", field: func(p *Params) any { return &p.ShedHazard }},
 	}
 }()

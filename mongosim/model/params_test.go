@@ -13,7 +13,7 @@ func TestDefaultParamsFromTheTable(t *testing.T) {
 		ProbeInterval: 100 * time.Millisecond, ProbeStep: 0.1, MinConcurrency: 4, MaxConcurrency: 128,
 		EMAWeight: 0.2, ReadWriteRatio: 0.5,
 		HeuristicDeprioritization: true, DeprioritizeThreshold: 3, LowPriorityTickets: -1,
-		YieldPeriod: 10 * time.Millisecond, YieldIterations: 0,
+		YieldPeriod: 10 * time.Millisecond, YieldIterations: 1000,
 		SortMemoryBytes: 100 << 20, GroupMemoryBytes: 100 << 20, WindowMemoryBytes: 100 << 20,
 		ShedLowPercent: -1, ShedHighPercent: 85, ShedSizeReference: 32 << 20,
 		RSSMonitorInterval: 100 * time.Millisecond, GetMoreInheritsPriority: true, ShedClockScope: "query",
@@ -73,5 +73,37 @@ func TestParamValuesParsedByType(t *testing.T) {
 	// The marks are checked together.
 	if _, err := ParamsFrom(map[string]string{"queryMemoryLoadSheddingLowMarkPercent": "80", "queryMemoryLoadSheddingHighMarkPercent": "70"}); err == nil {
 		t.Error("high mark below the low mark accepted")
+	}
+}
+
+// TestEveryParameterNamesItsSource checks that the table says, for every
+// parameter, where its name and default come from: mongod's declaration,
+// or the model (a knob mongod does not have, named sim* or one of the
+// investigations' fixes).
+func TestEveryParameterNamesItsSource(t *testing.T) {
+	for _, s := range ParamSpecs {
+		switch {
+		case s.Source == "":
+			t.Errorf("%s: no source for its default %v", s.Name, s.Default)
+		case strings.HasPrefix(s.Name, "sim") && !strings.HasPrefix(s.Source, "model"):
+			t.Errorf("%s is a model knob but its source says %q", s.Name, s.Source)
+		}
+	}
+}
+
+// TestDefaultsAreMongods pins the defaults an audit found the model had
+// changed silently: mongod yields every 1000 work() calls, starts its
+// pools at 2 × the cores, has test commands off and a 100 MiB sort limit.
+func TestDefaultsAreMongods(t *testing.T) {
+	p := DefaultParams()
+	if p.YieldIterations != 1000 || p.InitialConcurrency != 0 || p.SortMemoryBytes != 100<<20 {
+		t.Fatalf("defaults %+v; want mongod's (yield iterations 1000, initial concurrency 0, sort limit 100 MiB)", p)
+	}
+	if s, _ := LookupParam("enableTestCommands"); s.Default != false {
+		t.Fatalf("enableTestCommands defaults to %v; mongod's is false", s.Default)
+	}
+	n := NewNode(DefaultHardware(), p, 1)
+	if r, w := n.Pool(false, false).Total, n.Pool(true, false).Total; r != 8 || w != 8 {
+		t.Fatalf("an M50's pools start at %d read + %d write tickets; mongod's rule is 2 × 8 cores over both", r, w)
 	}
 }
