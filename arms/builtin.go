@@ -14,11 +14,10 @@ import (
 
 // baseParameters are the sweeper investigation's Atlas M50 settings shared by every arm:
 // execution control deprioritizes operations after 3 admissions (what sends
-// the storm's aggregations to the low-priority queue), and Atlas's 32 MiB
-// blocking-sort limit.
+// the storm's aggregations to the low-priority queue).
 //
-// Two admission settings the investigation did not report are fitted
-// unknowns (qmlsab calibrate --fit; docs/model.md gives their ranges): the
+// The blocking sort's spill limit and two admission settings the
+// investigation did not report are fitted unknowns (qmlsab calibrate --fit; docs/model.md gives their ranges): the
 // probing floor (throughputProbingMinConcurrency; the investigation saw
 // the read pool held at ~10–14 tickets, mongod's default floor is 4) and
 // the low-priority read pool (executionControlConcurrentReadLowPriorityTransactions;
@@ -29,7 +28,7 @@ var baseParameters = map[string]string{
 	// the storm: both pools start at probing's maximum (mongod's own
 	// start is 2 × the cores over both pools).
 	"throughputProbingInitialConcurrency":                   "256",
-	"internalQueryMaxBlockingSortMemoryUsageBytes":          "33554432",
+	"internalQueryMaxBlockingSortMemoryUsageBytes":          FittedSortLimit,
 	"throughputProbingMinConcurrency":                       FittedProbingFloor,
 	"executionControlConcurrentReadLowPriorityTransactions": FittedLowPriorityTickets,
 }
@@ -37,14 +36,18 @@ var baseParameters = map[string]string{
 // The joint fit's admission settings (qmlsab calibrate --fit): see
 // baseParameters.
 const (
-	FittedProbingFloor       = "10"
-	FittedLowPriorityTickets = "3"
+	FittedProbingFloor       = "6"
+	FittedLowPriorityTickets = "5"
+	// FittedSortLimit is the sort's spill limit, fitted between Atlas's
+	// 32 MiB (seen in explain output from Atlas clusters) and mongod's
+	// default 100 MiB.
+	FittedSortLimit = "40125775"
 )
 
 // FittedHazard is E's build variant: the shedder hazard form the joint fit
 // selects from E's observed flows (simShedHazard; docs/model.md). Master's
 // form ("odds") is arm M's.
-const FittedHazard = "linear"
+const FittedHazard = "odds"
 
 func with(extra map[string]string) map[string]string {
 	m := maps.Clone(baseParameters)

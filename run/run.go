@@ -127,11 +127,11 @@ func ProfileScale(name string) (float64, error) {
 }
 
 // EmbeddedSim is the embedded target's default: the investigation's Atlas
-// M50 (8 vCPUs, 32 GiB, ~6 GiB resident before the storm). Pipelines that
+// M50 (8 vCPUs, 32 GiB, its host: model.DefaultHost). Pipelines that
 // come without a model shape (the merge workload's, a user's) run on small
 // real data standing for ScanScale times as many documents.
 func EmbeddedSim() mongosim.SimOptions {
-	return mongosim.SimOptions{CPUs: 8, BaselineMB: 6 << 10, ScanScale: 200, PartitionMB: 20}
+	return mongosim.SimOptions{CPUs: 8, ScanScale: 200, PartitionMB: 20}
 }
 
 // onTopology returns the arms with the run's topology, when it has one

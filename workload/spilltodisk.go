@@ -87,30 +87,35 @@ const (
 	DefaultServerSelectionTimeout = 30 * time.Second
 )
 
+// FittedMaxPoolSize is the storm's connections per member at the joint
+// fit's point: its range runs from one driver's default pool (100) to a
+// fleet of clients (5000).
+const FittedMaxPoolSize = 517
+
 // CanaryTimeout is how long a canary may take before its client gives up
 // on it (a timeout): five times the SLO, and at least 5 s.
 func (w SpillToDisk) CanaryTimeout() time.Duration { return max(5*w.CanarySLO, 5*time.Second) }
 
-// DefaultSpillToDisk is the built-in storm, sized to overload an M50 as
-// the sweeper investigation's Atlas runs did: each query feeds ~40 MB into a blocking
-// stage (Atlas's 32 MiB sort limit, so it spills), keeps a ~22 MiB buffer
-// while getMores of 1000 documents read its spilled runs back, and queries
-// arrive faster than the spill disk can drain them. The rate and the
-// $setWindowFields share are the joint fit's (qmlsab calibrate --fit, from
-// the sweeper investigation's D and E flows; docs/model.md gives their
-// ranges): 271.5 queries/s and 0.71.
+// DefaultSpillToDisk is the built-in storm at the joint fit's nearest
+// point to the sweeper investigation (qmlsab calibrate --fit under
+// conserved spill I/O; docs/model.md gives each range, and
+// docs/investigations.md what the point misses): 206.8 queries/s, 60 %
+// $setWindowFields, each query scanning ~10,800 documents of ~4.9 KiB
+// (~53 MB, so it spills past the fitted sort limit) and its getMore
+// loading a ~15.5 MiB partition, from clients holding up to 517
+// connections to a member (a fleet of clients, not one driver's 100).
 func DefaultSpillToDisk() SpillToDisk {
 	return SpillToDisk{
 		AppName:       "qmlsab-storm",
 		CanaryAppName: "qmlsab-canary",
 		Phases:        Phases{Warmup: 30 * time.Second, Storm: 150 * time.Second, Recovery: 60 * time.Second},
-		StormRate:     271.5,
-		Mix:           []StageShare{{"$setWindowFields", 0.71}, {"$sort", 0.145}, {"$group", 0.145}},
-		ScanDocs:      80_000,
+		StormRate:     206.82,
+		Mix:           []StageShare{{"$setWindowFields", 0.603172}, {"$sort", 0.198414}, {"$group", 0.198414}},
+		ScanDocs:      10_849,
 		ScanSpread:    0.3,
-		DocBytes:      500,
+		DocBytes:      5022,
 		HoldBytes:     units.Size(8 * units.MiB),
-		LoadBytes:     units.Size(20 * units.MiB),
+		LoadBytes:     units.Size(16_233_806),
 		LoadSpread:    0.3,
 		BatchDocs:     4_000,
 		OutputShare:   0.05,
@@ -118,7 +123,7 @@ func DefaultSpillToDisk() SpillToDisk {
 		CanarySLO:     time.Second,
 
 		ServerSelectionTimeout: DefaultServerSelectionTimeout,
-		MaxPoolSize:            DefaultMaxPoolSize,
+		MaxPoolSize:            FittedMaxPoolSize,
 		MaxConnecting:          DefaultMaxConnecting,
 	}
 }

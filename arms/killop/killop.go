@@ -56,7 +56,7 @@ var Policies = []string{PolicyLargestFirst, PolicyQueuedLargestFirst, PolicyLowP
 
 // PolicyDefault is arm D's rule when a configuration names none: the one
 // the calibration fit selects from D's observed flows (docs/model.md).
-const PolicyDefault = PolicyQueuedLargestFirst
+const PolicyDefault = PolicyLargestFirst
 
 // Default is arm D's actor.
 func Default(appName string) Config {

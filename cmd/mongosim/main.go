@@ -58,7 +58,7 @@ func run(args []string) int {
 	logpath := fs.String("logpath", "", "log file (default: standard output)")
 	memLimit := fs.Int64("simMemLimitMB", 32768, "simulated memory limit of the member, MiB (an Atlas M50)")
 	cpus := fs.Int("simCPUs", 8, "simulated CPUs of the member")
-	baseline := fs.Int64("simBaselineMB", 6144, "simulated resident memory with no query buffers, MiB")
+	baseline := fs.Int64("simBaselineMB", 0, "simulated mongod memory outside the WiredTiger cache and query memory, MiB (default: an M50's share of the memory limit, 1 GiB of 32)")
 	disk := fs.Float64("simDiskMBps", 125, "simulated spill-disk bandwidth, MiB/s")
 	restartDelay := fs.Duration("simRestartDelay", mongosim.DefaultRestartDelay, "how long an OOM-killed member stays down before it restarts")
 	oomExit := fs.Bool("simOOMExit", false, "on a simulated OOM kill, exit (status 137) instead of restarting in-process")
@@ -250,8 +250,8 @@ func checkFlags(fs *flag.FlagSet) error {
 	if err != nil {
 		return err
 	}
-	// Only a baseline given: the default one under a small memory limit
-	// is a fifth of the limit (model.Hardware.WithDefaults).
+	// Only a baseline given is checked against the limit: the default
+	// one is a share of the limit (model.DefaultHostFor).
 	baseSet := false
 	fs.Visit(func(f *flag.Flag) { baseSet = baseSet || f.Name == "simBaselineMB" })
 	mem, base := fs.Lookup("simMemLimitMB").Value.(flag.Getter).Get().(int64), fs.Lookup("simBaselineMB").Value.(flag.Getter).Get().(int64)
