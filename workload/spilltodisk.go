@@ -90,7 +90,7 @@ const (
 // FittedMaxPoolSize is the storm's connections per member at the joint
 // fit's point: its range runs from one driver's default pool (100) to a
 // fleet of clients (5000).
-const FittedMaxPoolSize = 517
+const FittedMaxPoolSize = 500
 
 // CanaryTimeout is how long a canary may take before its client gives up
 // on it (a timeout): five times the SLO, and at least 5 s.
@@ -98,24 +98,24 @@ func (w SpillToDisk) CanaryTimeout() time.Duration { return max(5*w.CanarySLO, 5
 
 // DefaultSpillToDisk is the built-in storm at the joint fit's nearest
 // point to the sweeper investigation (qmlsab calibrate --fit under
-// conserved spill I/O; docs/model.md gives each range, and
-// docs/investigations.md what the point misses): 206.8 queries/s, 60 %
-// $setWindowFields, each query scanning ~10,800 documents of ~4.9 KiB
-// (~53 MB, so it spills past the fitted sort limit) and its getMore
-// loading a ~15.5 MiB partition, from clients holding up to 517
+// conserved spill I/O, rounded to two figures; docs/model.md gives each
+// range, and docs/investigations.md what the point misses): 207
+// queries/s, 60 % $setWindowFields, each query scanning ~10,800 documents
+// of ~5 KB (~54 MB, so it spills past the fitted sort limit) and its
+// getMore loading a ~16 MiB partition, from clients holding up to 500
 // connections to a member (a fleet of clients, not one driver's 100).
 func DefaultSpillToDisk() SpillToDisk {
 	return SpillToDisk{
 		AppName:       "qmlsab-storm",
 		CanaryAppName: "qmlsab-canary",
 		Phases:        Phases{Warmup: 30 * time.Second, Storm: 150 * time.Second, Recovery: 60 * time.Second},
-		StormRate:     206.82,
-		Mix:           []StageShare{{"$setWindowFields", 0.603172}, {"$sort", 0.198414}, {"$group", 0.198414}},
-		ScanDocs:      10_849,
+		StormRate:     207,
+		Mix:           []StageShare{{"$setWindowFields", 0.6}, {"$sort", 0.2}, {"$group", 0.2}},
+		ScanDocs:      10_800,
 		ScanSpread:    0.3,
-		DocBytes:      5022,
+		DocBytes:      5000,
 		HoldBytes:     units.Size(8 * units.MiB),
-		LoadBytes:     units.Size(16_233_806),
+		LoadBytes:     units.Size(16 * units.MiB),
 		LoadSpread:    0.3,
 		BatchDocs:     4_000,
 		OutputShare:   0.05,

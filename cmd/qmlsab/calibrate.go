@@ -87,6 +87,7 @@ func calibrateCommand() *cli.Command {
 				return cli.Exit("qmlsab calibrate: "+err.Error(), 1)
 			}
 			virtual.WriteTable(c.App.Writer, trials)
+			virtual.WriteResiduals(c.App.Writer, trials)
 			ph := cfg.Workload.Phases
 			fmt.Fprintf(c.App.Writer, "\n%d trials of %v model time (warmup %v, storm %v, recovery %v) in %v wall\n",
 				len(trials), ph.Total(), ph.Warmup, ph.Storm, ph.Recovery, time.Since(start).Round(time.Millisecond))

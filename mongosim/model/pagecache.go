@@ -1,5 +1,7 @@
 package model
 
+import "math"
+
 // pageCache is the Linux page cache that spill files are written through
 // and read back from (mm/page-writeback.c, mm/vmscan.c), with every byte
 // accounted for:
@@ -206,7 +208,7 @@ func (p *pageCache) drop(f *spillFile) {
 	p.dirty = max(0, p.dirty-f.dirty)
 	p.clean = max(0, p.clean-f.clean)
 	p.dropped += f.dirty
-	p.unread += max(0, f.written-f.read)
+	p.unread += math.Round(max(0, f.written-f.read)) // whole bytes: see SpillIO
 	f.dirty, f.clean, f.cold = 0, 0, 0
 }
 
@@ -261,9 +263,11 @@ type SpillIO struct {
 // SpillIO returns the member's spill I/O counters.
 func (n *Node) SpillIO() SpillIO {
 	pc := &n.host.pc
+	// Whole bytes a file: a sum of whole numbers is the same in any order
+	// (a map's), so a trial stays deterministic for its seed.
 	live := 0.0
 	for _, f := range pc.files {
-		live += max(0, f.written-f.read)
+		live += math.Round(max(0, f.written-f.read))
 	}
 	return SpillIO{Written: pc.written, ReadBack: pc.readBack, DiskRead: pc.diskRead, WrittenBack: pc.writtenBack,
 		Evicted: pc.evicted, DroppedDirty: pc.dropped, Unread: pc.unread, Dirty: pc.dirty, Clean: pc.clean, LiveUnread: live}

@@ -30,7 +30,7 @@ import (
 // the election reached the new primary in the same instant (~2,800 for
 // E's default trial).
 func TestNewPrimaryReceivesWhatThePoolAllows(t *testing.T) {
-	cfg := DefaultConfig(1)
+	cfg := crashLoops(1)
 	s, err := newSim(cfg, builtins(t, "E")[0])
 	if err != nil {
 		t.Fatal(err)
@@ -256,8 +256,8 @@ func TestADeadMembersPoolIsCleared(t *testing.T) {
 // waits or while it is in flight, a cleared pool — the operation is
 // recorded once, and the trial stays deterministic for its seed.
 func TestEveryOperationIsRecordedOnceWhateverItsClientDoes(t *testing.T) {
-	cfg := DefaultConfig(2)
-	cfg.Workload.Timeout = 2 * time.Second
+	cfg := crashLoops(2)
+	cfg.Workload.Timeout = 8 * time.Second
 	a := builtins(t, "E")[0]
 	x, err := Run(context.Background(), cfg, a)
 	if err != nil {

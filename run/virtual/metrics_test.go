@@ -51,7 +51,7 @@ func TestVirtualTrialsCountServerShedsAndActorKillsApart(t *testing.T) {
 		t.Errorf("D: server sheds/s − admissions/s = %v; a server that sheds nothing shows no sweeper's signature", gap)
 	}
 
-	e, err := Run(context.Background(), DefaultConfig(1), builtins(t, "E")[0])
+	e, err := Run(context.Background(), crashLoops(1), builtins(t, "E")[0])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -247,3 +247,97 @@ func dash(s string) string {
 	}
 	return s
 }
+
+// reviewerCheck is a figure a reviewer of the model would hold against
+// the investigation though the fit does not score it: what the
+// investigation says of it, and how to read it.
+type reviewerCheck struct {
+	arm, name, observed string
+	get                 func(trials []investigation.Trial) (float64, bool)
+	format              string
+	// lo…hi is the observed range when there is one (NaN: none to compare).
+	lo, hi float64
+}
+
+func medianOf(name string, scale float64) func([]investigation.Trial) (float64, bool) {
+	return func(ts []investigation.Trial) (float64, bool) {
+		v := investigation.Observation{Metric: name, Scale: scale}.Value(ts)
+		return v, !math.IsNaN(v)
+	}
+}
+
+var reviewerChecks = []reviewerCheck{
+	{arm: "D", name: "D low-pri queue slope after the fill, /s", observed: "bounded", get: medianOf(metric.LowQueueSlope, 1), format: "%+.2f", lo: math.NaN()},
+	{arm: "D", name: "D trials flagged for sustained queue growth", observed: "none (bounded)", get: func(ts []investigation.Trial) (float64, bool) {
+		n, seen := 0.0, false
+		for _, t := range ts {
+			if v, ok := t[metric.LowQueueGrowth]; ok {
+				n, seen = n+v, true
+			}
+		}
+		return n, seen
+	}, format: "%.0f", lo: 0, hi: 0},
+	{arm: "D", name: "D availability in the storm window", observed: "0.97 (window not reported)", get: medianOf(metric.AvailabilityStorm, 1), format: "%.3f", lo: math.NaN()},
+	{arm: "E", name: "E availability in the storm window", observed: "0.41 (window not reported)", get: medianOf(metric.AvailabilityStorm, 1), format: "%.3f", lo: math.NaN()},
+	{arm: "E", name: "E read tickets (median)", observed: "10–14", get: medianOf(metric.ReadTicketsMed, 1), format: "%.0f", lo: 10, hi: 14},
+	{arm: "E", name: "E victims' tracked p50 MiB", observed: "21 (alike D's)", get: medianOf(metric.VictimTrackedP50, 1.0/(1<<20)), format: "%.1f", lo: 21, hi: 21},
+	{arm: "F", name: "F availability (prediction)", observed: "the fix's target: > 0.9", get: medianOf(metric.Availability, 1), format: "%.2f", lo: 0.9, hi: 1},
+	{arm: "F", name: "F failovers, most in a trial (prediction)", observed: "the fix's target: 0", get: func(ts []investigation.Trial) (float64, bool) {
+		v := investigation.Observation{Metric: metric.Failovers, Reduce: investigation.Max}.Value(ts)
+		return v, !math.IsNaN(v)
+	}, format: "%.0f", lo: 0, hi: 0},
+}
+
+// WriteResiduals prints the investigation whole beside the trials: every
+// observation the fit scores, with its residual and whether it is within
+// tolerance, then the figures a reviewer would check that the fit does
+// not score (D's queue trend, E's read tickets and victims, availability
+// in the storm window, F's outcome), each with its residual where the
+// investigation gives a figure. An arm that did not run is "–".
+func WriteResiduals(w io.Writer, trials []Summary) {
+	of := func(arm string) []investigation.Trial {
+		var out []investigation.Trial
+		for _, t := range trials {
+			if t.Arm == arm {
+				out = append(out, t.Metrics)
+			}
+		}
+		return out
+	}
+	fmt.Fprintln(w, "\nThe investigation's observations, scored by the fit (residual: relative to the observed figure or the nearer end of its range):")
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "observation\tsimulated\tobserved\tresidual\ttolerance\tmatch\t")
+	for _, o := range investigation.Observations {
+		ts := of(o.Arm)
+		if len(ts) == 0 {
+			fmt.Fprintf(tw, "%s\t–\t%s\t–\t±%.2f\t(%s not run)\t\n", o.Name, o.Observed, o.Tol, o.Arm)
+			continue
+		}
+		v := o.Value(ts)
+		r := o.Residual(v)
+		match := "NO"
+		if o.Matches(r) {
+			match = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%+.2f\t±%.2f\t%s\t\n", o.Name, o.FormatValue(v), o.Observed, r, o.Tol, match)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nWhat a reviewer would also check (not scored by the fit):")
+	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "figure\tsimulated\tinvestigation\tresidual\t")
+	for _, c := range reviewerChecks {
+		ts := of(c.arm)
+		v, ok := c.get(ts)
+		sim, res := "–", "–"
+		if len(ts) == 0 {
+			sim = "(" + c.arm + " not run)"
+		} else if ok {
+			sim = fmt.Sprintf(c.format, v)
+			if !math.IsNaN(c.lo) {
+				res = fmt.Sprintf("%+.2f", investigation.Observation{Lo: c.lo, Hi: c.hi, Absolute: c.lo == 0}.Residual(v))
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", c.name, sim, c.observed, res)
+	}
+	tw.Flush()
+}
