@@ -16,11 +16,8 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/qmlsab/qmlsab/arms"
-	"github.com/qmlsab/qmlsab/internal/mongoclient"
 	"github.com/qmlsab/qmlsab/mongosim"
 )
 
@@ -191,7 +188,7 @@ func cmpOr(a, b string) string {
 
 // check runs the startup check and the probe on the data-bearing members.
 func (l *local) check(ctx context.Context) error {
-	info, err := startupCheck(ctx, l.Members(), l.arm)
+	info, err := startupCheck(ctx, loopbackOnly, l.Members(), l.arm)
 	if err != nil {
 		return err
 	}
@@ -200,7 +197,7 @@ func (l *local) check(ctx context.Context) error {
 			info[i].Topology = "mongos" // a shard member behind the routers
 		}
 	}
-	caps, err := probe(ctx, info, l.arm)
+	caps, err := probe(ctx, loopbackOnly, info, l.arm)
 	if err != nil {
 		return err
 	}
@@ -327,7 +324,7 @@ func (l *local) initiate(ctx context.Context, name string, set []*member, config
 	for i, m := range set {
 		members = append(members, bson.D{{Key: "_id", Value: i}, {Key: "host", Value: m.addr()}})
 	}
-	c, err := mongo.Connect(mongoclient.ShortLived(options.Client().ApplyURI("mongodb://" + set[0].addr() + "/?directConnection=true").SetServerSelectionTimeout(15 * time.Second)))
+	c, err := directClient(loopbackOnly, set[0].addr(), 15*time.Second)
 	if err != nil {
 		return err
 	}
@@ -374,7 +371,7 @@ func waitAnyPrimary(ctx context.Context, hosts []string, limit time.Duration) er
 }
 
 func isPrimary(ctx context.Context, host string) bool {
-	c, err := mongo.Connect(mongoclient.ShortLived(options.Client().ApplyURI("mongodb://" + host + "/?directConnection=true").SetServerSelectionTimeout(time.Second)))
+	c, err := directClient(loopbackOnly, host, time.Second)
 	if err != nil {
 		return false
 	}

@@ -86,7 +86,7 @@ func provisionLocalSharded(life, ctx context.Context, arm arms.Arm, opts Options
 
 // addShards adds each shard ("sh0/h:p,...") through the router.
 func addShards(ctx context.Context, router string, shards []string) error {
-	c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + router + "/").SetServerSelectionTimeout(30 * time.Second))
+	c, err := mongo.Connect(loopbackOnly.Client(options.Client().ApplyURI("mongodb://" + router + "/").SetServerSelectionTimeout(30 * time.Second)))
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/internal/mongoclient"
 	"github.com/qmlsab/qmlsab/internal/stormtest"
 	"github.com/qmlsab/qmlsab/mongosim"
 )
@@ -223,11 +224,11 @@ func TestURITargetRefusesRemoteAndUnknownParameters(t *testing.T) {
 		t.Fatalf("error leaks the password: %v", err)
 	}
 	for _, uri := range []string{"mongodb://127.0.0.1:1", "mongodb://localhost:2,[::1]:3/?replicaSet=x"} {
-		if err := CheckLoopback(uri, false); err != nil {
+		if err := checkSeeds(context.Background(), uri, mongoclient.Guard{}); err != nil {
 			t.Errorf("%s: %v", uri, err)
 		}
 	}
-	if err := CheckLoopback("mongodb://10.0.0.5:27017", true); err != nil {
+	if err := checkSeeds(context.Background(), "mongodb://10.0.0.5:27017", mongoclient.Guard{AllowRemote: true}); err != nil {
 		t.Errorf("--allow-remote given: %v", err)
 	}
 	// A build that does not know a parameter the arm needs fails the trial.

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/qmlsab/qmlsab/internal/mongoclient"
 	"github.com/qmlsab/qmlsab/internal/queryshape"
 	"github.com/qmlsab/qmlsab/store"
 
@@ -42,6 +43,9 @@ type Driver struct {
 	// blocking stages on its own partitions) and the canaries' on hashed
 	// _id, before writing them.
 	Sharded bool
+	// Guard is which hosts the driver's clients may connect to (the zero
+	// Guard: the loopback range only).
+	Guard mongoclient.Guard
 
 	canariesDone, canariesOK atomic.Int64
 }
@@ -69,8 +73,8 @@ func (d *Driver) defaults() {
 // kill and failure must reach the measurement (maxAdaptiveRetries=0 turns
 // off the driver's overload retries).
 func (d *Driver) client(app string, extra ...*options.ClientOptions) (*mongo.Client, error) {
-	return mongo.Connect(append([]*options.ClientOptions{options.Client().ApplyURI(d.URI).SetAppName(app).SetRetryReads(false).SetRetryWrites(false).
-		SetMaxAdaptiveRetries(0).SetServerSelectionTimeout(d.Spec.ServerSelectionTimeout)}, extra...)...)
+	return mongo.Connect(append([]*options.ClientOptions{d.Guard.Client(options.Client().ApplyURI(d.URI).SetAppName(app).SetRetryReads(false).SetRetryWrites(false).
+		SetMaxAdaptiveRetries(0).SetServerSelectionTimeout(d.Spec.ServerSelectionTimeout))}, extra...)...)
 }
 
 // Load writes the real collection unless it is already there

@@ -151,7 +151,7 @@ func (d *MergeDriver) direct(host string) (*mongo.Client, error) {
 }
 
 func (d *MergeDriver) directOptions(host string) *options.ClientOptions {
-	return mongoclient.ShortLived(options.Client().ApplyURI(d.URI).SetHosts([]string{host}).SetDirect(true).SetServerSelectionTimeout(10 * time.Second))
+	return d.Guard.Client(mongoclient.ShortLived(options.Client().ApplyURI(d.URI).SetHosts([]string{host}).SetDirect(true).SetServerSelectionTimeout(10 * time.Second)))
 }
 
 // shedCounters reads each shard member's operationsShed; a member that

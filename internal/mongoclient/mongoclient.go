@@ -1,4 +1,6 @@
-// Package mongoclient holds the Go driver settings qmlsab's clients share.
+// Package mongoclient holds the Go driver settings qmlsab's clients share:
+// which hosts they may reach (Guard), and how a short-lived client
+// monitors its server (ShortLived).
 //
 // A client the harness opens for a moment (connect, a command or two,
 // disconnect: arming a failpoint, reading a shed counter, a startup check)
