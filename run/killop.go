@@ -46,7 +46,7 @@ func startKillOp(ctx context.Context, bg *sync.WaitGroup, dep target.Deployment,
 		return 0, fmt.Errorf("killop actor: connecting to %s: %w", dep.Describe(), err)
 	}
 	bg.Go(func() {
-		defer c.Disconnect(context.Background())
+		defer mongoclient.Disconnect(c)
 		if err := actor.KillOp(ctx, c, k, onKill, opts...); err != nil {
 			log.Warn("killop actor stopped", "err", err)
 		}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/qmlsab/qmlsab/internal/mongoclient"
 )
 
 // Faults a trial's deployment can be put through while a run measures it
@@ -70,7 +72,7 @@ func FailCommand(ctx context.Context, dep Deployment, i int, mode any, data bson
 	if err != nil {
 		return 0, err
 	}
-	defer c.Disconnect(context.Background())
+	defer mongoclient.Disconnect(c)
 	var reply struct {
 		Count int64 `bson:"count"`
 	}

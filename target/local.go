@@ -18,6 +18,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/internal/mongoclient"
 	"github.com/qmlsab/qmlsab/mongosim"
 )
 
@@ -328,7 +329,7 @@ func (l *local) initiate(ctx context.Context, name string, set []*member, config
 	if err != nil {
 		return err
 	}
-	defer c.Disconnect(context.Background())
+	defer mongoclient.Disconnect(c)
 	cfg := bson.D{{Key: "_id", Value: name}, {Key: "members", Value: members}}
 	if configsvr {
 		cfg = append(cfg, bson.E{Key: "configsvr", Value: true})
@@ -375,7 +376,7 @@ func isPrimary(ctx context.Context, host string) bool {
 	if err != nil {
 		return false
 	}
-	defer c.Disconnect(context.Background())
+	defer mongoclient.Disconnect(c)
 	r, err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Raw()
 	if err != nil {
 		return false

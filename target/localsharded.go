@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/internal/mongoclient"
 )
 
 // provisionLocalSharded launches a sharded cluster from the arm's mongod
@@ -90,7 +91,7 @@ func addShards(ctx context.Context, router string, shards []string) error {
 	if err != nil {
 		return err
 	}
-	defer c.Disconnect(context.Background())
+	defer mongoclient.Disconnect(c)
 	for _, s := range shards {
 		if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "addShard", Value: s}}).Err(); err != nil {
 			return fmt.Errorf("addShard %s: %w", s, err)

@@ -190,7 +190,7 @@ func startupCheck(ctx context.Context, guard mongoclient.Guard, hosts []string, 
 			return nil, err
 		}
 		info, err := checkMember(ctx, c, h, arm)
-		c.Disconnect(context.Background())
+		mongoclient.Disconnect(c)
 		if err != nil {
 			return nil, err
 		}
@@ -211,7 +211,7 @@ func probe(ctx context.Context, guard mongoclient.Guard, members []MemberInfo, a
 			return Capabilities{}, err
 		}
 		got, err := probeMember(ctx, c, m.Host, m.Topology != "standalone", arm)
-		c.Disconnect(context.Background())
+		mongoclient.Disconnect(c)
 		if err != nil {
 			return Capabilities{}, err
 		}

@@ -51,7 +51,7 @@ func provisionURI(ctx context.Context, arm arms.Arm, opts Options) (Deployment, 
 	if err != nil {
 		return nil, fmt.Errorf("arm %s: connecting to %s: %w", arm.Name, arms.RedactURI(arm.URI), mongouri.RedactError(err, arm.URI))
 	}
-	defer c.Disconnect(context.Background())
+	defer mongoclient.Disconnect(c)
 	members, topology, shardOf, err := discoverMembers(dctx, c, arm.URI, guard)
 	if cause := context.Cause(dctx); cause != nil && ctx.Err() == nil {
 		err = cause // refused by the guard, whatever discovery made of it
@@ -230,17 +230,17 @@ func (u *uriTarget) apply(ctx context.Context, params map[string]string) error {
 		for name, value := range params {
 			r, err := admin.RunCommand(ctx, bson.D{{Key: "getParameter", Value: 1}, {Key: name, Value: 1}}).Raw()
 			if err != nil {
-				c.Disconnect(context.Background())
+				mongoclient.Disconnect(c)
 				return fmt.Errorf("member %s: getParameter %s: %w", h, name, err)
 			}
 			old := r.Lookup(name)
 			u.previous[h][name] = old
 			if err := admin.RunCommand(ctx, bson.D{{Key: "setParameter", Value: 1}, {Key: name, Value: typedLike(old, value)}}).Err(); err != nil {
-				c.Disconnect(context.Background())
+				mongoclient.Disconnect(c)
 				return fmt.Errorf("member %s: setParameter %s=%s: %w", h, name, value, err)
 			}
 		}
-		c.Disconnect(context.Background())
+		mongoclient.Disconnect(c)
 	}
 	return nil
 }
@@ -281,7 +281,7 @@ func (u *uriTarget) Close(ctx context.Context) error {
 				first = fmt.Errorf("member %s: restoring %s: %w", h, name, err)
 			}
 		}
-		c.Disconnect(context.Background())
+		mongoclient.Disconnect(c)
 		delete(u.previous, h)
 	}
 	return first

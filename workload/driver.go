@@ -85,7 +85,7 @@ func (d *Driver) Load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer c.Disconnect(context.Background())
+	defer mongoclient.Disconnect(c)
 	coll := c.Database(d.DB).Collection("events", options.Collection().SetWriteConcern(writeconcern.Majority()))
 	n, err := coll.CountDocuments(ctx, bson.D{})
 	if err != nil {
@@ -165,7 +165,7 @@ func (d *Driver) Run(ctx context.Context, start time.Time, seed uint64) (store.R
 	if err != nil {
 		return store.Results{}, err
 	}
-	defer storm.Disconnect(context.Background())
+	defer mongoclient.Disconnect(storm) // bounded: the spec's serverSelectionTimeout may be long
 	canaryOpts := options.Client()
 	if d.Monitor != nil {
 		canaryOpts.SetServerMonitor(d.Monitor)
@@ -174,7 +174,7 @@ func (d *Driver) Run(ctx context.Context, start time.Time, seed uint64) (store.R
 	if err != nil {
 		return store.Results{}, err
 	}
-	defer canary.Disconnect(context.Background())
+	defer mongoclient.Disconnect(canary)
 	ph := d.Spec.Phases
 	stormStart, stormEnd := start.Add(ph.Warmup), start.Add(ph.Warmup+ph.Storm)
 	end := start.Add(ph.Total())

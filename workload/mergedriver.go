@@ -50,7 +50,7 @@ func (d *MergeDriver) Run(ctx context.Context) (store.MergeRun, error) {
 	if err != nil {
 		return run, err
 	}
-	defer c.Disconnect(context.Background())
+	defer mongoclient.Disconnect(c)
 	if err := d.load(ctx, c); err != nil {
 		return run, fmt.Errorf("loading: %w", err)
 	}
@@ -148,7 +148,7 @@ func (d *MergeDriver) failpoints(ctx context.Context, mode string) error {
 				break
 			}
 		}
-		_ = c.Disconnect(context.Background())
+		_ = mongoclient.Disconnect(c)
 	}
 	return errors.Join(errs...)
 }

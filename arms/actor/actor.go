@@ -120,7 +120,7 @@ func KillOpPerShard(ctx context.Context, guard mongoclient.Guard, shardOf map[st
 			continue
 		}
 		wg.Go(func() {
-			defer c.Disconnect(context.Background())
+			defer mongoclient.Disconnect(c)
 			if err := KillOp(ctx, c, cfg, serial, append(slices.Clone(opts), WithShard(id))...); err != nil {
 				emu.Lock()
 				errs = append(errs, fmt.Errorf("shard %s: %w", id, err))

@@ -149,7 +149,7 @@ func TestGuardedClientRefusesANonLoopbackServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = c.Database("admin").RunCommand(ctx, bson.D{{Key: "ping", Value: 1}}).Err()
-		c.Disconnect(context.Background())
+		Disconnect(c)
 		switch {
 		case g.AllowRemote && err != nil:
 			t.Errorf("--allow-remote given: ping %s: %v", rs.Remote, err)
