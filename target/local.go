@@ -461,8 +461,12 @@ func (l *local) PIDs() []int {
 	return out
 }
 
-// Close stops the members: SIGTERM to each process group, SIGKILL after
-// 10 s, and waits for them all.
+// stopGrace is how long Close waits for the members to exit on SIGTERM
+// before it kills the ones left.
+const stopGrace = 10 * time.Second
+
+// Close stops the members: SIGTERM to each process group, SIGKILL to
+// those still running stopGrace later, and waits for them all.
 func (l *local) Close(context.Context) error {
 	l.mu.Lock()
 	if l.closed {
@@ -481,13 +485,26 @@ func (l *local) Close(context.Context) error {
 			_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGTERM)
 		}
 	}
+	// One grace period for them all, not one each: a sharded cluster's
+	// ten hung processes are killed after it, not after ten of it.
+	grace := time.NewTimer(stopGrace)
+	defer grace.Stop()
+	expired := false
 	for _, m := range members {
 		if m.cmd == nil {
 			continue
 		}
+		if !expired {
+			select {
+			case <-m.exited:
+				continue
+			case <-grace.C:
+				expired = true
+			}
+		}
 		select {
 		case <-m.exited:
-		case <-time.After(10 * time.Second):
+		default:
 			_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
 			<-m.exited
 		}

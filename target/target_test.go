@@ -267,3 +267,34 @@ func TestEmbeddedTarget(t *testing.T) {
 		}
 	}
 }
+
+// Close of a local set whose members all hang (SIGSTOP: SIGTERM never
+// acts on them) kills them after one grace period for them all, not one
+// each: three hung members end within two grace periods, where waiting
+// for each in turn takes three (a sharded cluster's ten, ten).
+func TestLocalTargetCloseKillsHungMembersAfterOneGracePeriod(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	d, err := Provision(ctx, localArm(), Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := d.(*local).PIDs()
+	for _, p := range pids {
+		if err := syscall.Kill(p, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	if err := d.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if took, bound := time.Since(start), 2*stopGrace; took >= bound {
+		t.Errorf("Close of %d hung members took %v; want one grace period of %v for them all (under %v)", len(pids), took.Round(time.Millisecond), stopGrace, bound)
+	}
+	for _, p := range pids {
+		if alive(p) {
+			t.Errorf("process %d still alive after Close", p)
+		}
+	}
+}
