@@ -170,7 +170,7 @@ func addToHistory(c *cli.Context, loc string, dirs []string) error {
 	}
 	// A signal stops the adding between nights, or rolls back the night
 	// being added: each night is in the history whole or not at all.
-	ctx, stop := interruptContext(c.Context)
+	ctx, stop := interruptContext(c.Context, c.App.ErrWriter)
 	defer stop()
 	left := func(i int) string {
 		var dirs []string

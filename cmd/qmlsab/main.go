@@ -99,7 +99,7 @@ func simCommand() *cli.Command {
 			if c.Int("members") < 1 || c.Int("members") > 7 {
 				return cli.Exit("qmlsab sim: --members must be between 1 and 7", 1)
 			}
-			ctx, stop := interruptContext(c.Context)
+			ctx, stop := interruptContext(c.Context, c.App.ErrWriter)
 			defer stop()
 			if d := c.Duration("for"); d > 0 {
 				var cancel context.CancelFunc
