@@ -226,7 +226,11 @@ func (d *Driver) Run(ctx context.Context, start time.Time, seed uint64) (store.R
 			if err != nil {
 				return cutOff(err)
 			}
-			defer cur.Close(context.Background())
+			defer func() {
+				cctx, cancel := mongoclient.Cleanup()
+				defer cancel()
+				_ = cur.Close(cctx)
+			}()
 			for cur.Next(ctx) {
 			}
 			return cutOff(cur.Err())

@@ -29,8 +29,17 @@ func ShortLived(o *options.ClientOptions) *options.ClientOptions {
 	return o.SetServerMonitoringMode(options.ServerMonitoringModePoll)
 }
 
-// DisconnectTimeout bounds Disconnect.
+// DisconnectTimeout bounds Disconnect, and a Cleanup context.
 const DisconnectTimeout = 3 * time.Second
+
+// Cleanup is the context of a command that tidies up after the work (a
+// cursor's killCursors): not the work's context, which may be over
+// already (a signal), nor context.Background, with which a command sent
+// to a member that hangs waits forever (no deadline, no socket timeout),
+// but DisconnectTimeout from now.
+func Cleanup() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), DisconnectTimeout)
+}
 
 // Disconnect closes c within DisconnectTimeout, whatever its servers do.
 // The driver's Disconnect first ends the client's sessions with a command
