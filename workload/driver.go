@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/qmlsab/qmlsab/internal/mongoclient"
 	"github.com/qmlsab/qmlsab/internal/queryshape"
 	"github.com/qmlsab/qmlsab/store"
 
@@ -42,6 +43,9 @@ type Driver struct {
 	// blocking stages on its own partitions) and the canaries' on hashed
 	// _id, before writing them.
 	Sharded bool
+	// Guard is which hosts the driver's clients may connect to (the zero
+	// Guard: the loopback range only).
+	Guard mongoclient.Guard
 
 	canariesDone, canariesOK atomic.Int64
 }
@@ -69,8 +73,8 @@ func (d *Driver) defaults() {
 // kill and failure must reach the measurement (maxAdaptiveRetries=0 turns
 // off the driver's overload retries).
 func (d *Driver) client(app string, extra ...*options.ClientOptions) (*mongo.Client, error) {
-	return mongo.Connect(append([]*options.ClientOptions{options.Client().ApplyURI(d.URI).SetAppName(app).SetRetryReads(false).SetRetryWrites(false).
-		SetMaxAdaptiveRetries(0).SetServerSelectionTimeout(d.Spec.ServerSelectionTimeout)}, extra...)...)
+	return mongo.Connect(append([]*options.ClientOptions{d.Guard.Client(options.Client().ApplyURI(d.URI).SetAppName(app).SetRetryReads(false).SetRetryWrites(false).
+		SetMaxAdaptiveRetries(0).SetServerSelectionTimeout(d.Spec.ServerSelectionTimeout))}, extra...)...)
 }
 
 // Load writes the real collection unless it is already there
@@ -81,7 +85,7 @@ func (d *Driver) Load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer c.Disconnect(context.Background())
+	defer mongoclient.Disconnect(c)
 	coll := c.Database(d.DB).Collection("events", options.Collection().SetWriteConcern(writeconcern.Majority()))
 	n, err := coll.CountDocuments(ctx, bson.D{})
 	if err != nil {
@@ -161,7 +165,7 @@ func (d *Driver) Run(ctx context.Context, start time.Time, seed uint64) (store.R
 	if err != nil {
 		return store.Results{}, err
 	}
-	defer storm.Disconnect(context.Background())
+	defer mongoclient.Disconnect(storm) // bounded: the spec's serverSelectionTimeout may be long
 	canaryOpts := options.Client()
 	if d.Monitor != nil {
 		canaryOpts.SetServerMonitor(d.Monitor)
@@ -170,7 +174,7 @@ func (d *Driver) Run(ctx context.Context, start time.Time, seed uint64) (store.R
 	if err != nil {
 		return store.Results{}, err
 	}
-	defer canary.Disconnect(context.Background())
+	defer mongoclient.Disconnect(canary)
 	ph := d.Spec.Phases
 	stormStart, stormEnd := start.Add(ph.Warmup), start.Add(ph.Warmup+ph.Storm)
 	end := start.Add(ph.Total())
@@ -222,7 +226,11 @@ func (d *Driver) Run(ctx context.Context, start time.Time, seed uint64) (store.R
 			if err != nil {
 				return cutOff(err)
 			}
-			defer cur.Close(context.Background())
+			defer func() {
+				cctx, cancel := mongoclient.Cleanup()
+				defer cancel()
+				_ = cur.Close(cctx)
+			}()
 			for cur.Next(ctx) {
 			}
 			return cutOff(cur.Err())

@@ -240,7 +240,7 @@ func historyCommand() *cli.Command {
 					if len(dirs) == 0 {
 						return fail("add", "give at least one run folder")
 					}
-					ctx, stop := interruptContext(c.Context)
+					ctx, stop := interruptContext(c.Context, c.App.ErrWriter)
 					defer stop()
 					if err := addToHistory(ctx, c, c.String("history-db"), dirs); err != nil {
 						return exitFor(err, fail("add", "%v", err))
