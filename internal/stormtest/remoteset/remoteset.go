@@ -16,6 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/qmlsab/qmlsab/internal/stormtest"
 	"github.com/qmlsab/qmlsab/mongosim"
 )
 
@@ -117,7 +118,7 @@ func StartRemoteShardCluster(t testing.TB, ctx context.Context, parameters map[s
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Close() })
-	c := Connect(t, "mongodb://"+rt.Addr()+"/", "stormtest-addshard")
+	c := stormtest.Connect(t, "mongodb://"+rt.Addr()+"/", "stormtest-addshard")
 	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "addShard", Value: "sh0/" + shard.Addr()}}).Err(); err != nil {
 		t.Fatalf("addShard sh0/%s: %v", shard.Addr(), err)
 	}
