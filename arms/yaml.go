@@ -1,7 +1,6 @@
 package arms
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"slices"
@@ -34,10 +33,9 @@ func LoadFile(path string) ([]Arm, error) {
 // from yaml.v3's node tree because its struct decoder reports neither the
 // line of a type mismatch per field nor unknown keys together with lines.
 func Parse(file string, data []byte) ([]Arm, error) {
-	var doc yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); err != nil {
-		return nil, yamlfile.Wrap(file, err)
+	doc, err := yamlfile.ParseDocument(file, data)
+	if err != nil {
+		return nil, err
 	}
 	p := parser{file: file}
 	if len(doc.Content) == 0 {
@@ -51,7 +49,7 @@ func Parse(file string, data []byte) ([]Arm, error) {
 			}
 		}
 	}
-	if err := yamlfile.Expand(file, &doc); err != nil {
+	if err := yamlfile.Expand(file, doc); err != nil {
 		return nil, err
 	}
 	root := doc.Content[0]

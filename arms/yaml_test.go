@@ -64,6 +64,8 @@ func TestParseErrorsNameFileAndLine(t *testing.T) {
 		{"no name", "arms:\n  - build: x\n", 2, "arm without a name"},
 		{"bad YAML", "arms:\n\t- name: A\n", 2, "cannot start any token"},
 		{"not a mapping", "- A\n- B\n", 1, "want a mapping"},
+		// yaml.v3 would read the first document and drop the second.
+		{"two documents", "arms:\n  - name: A\n---\narms:\n  - name: B\n", 3, "a second YAML document"},
 	} {
 		_, err := Parse("my-arms.yaml", []byte(tc.src))
 		var e *yamlfile.Error

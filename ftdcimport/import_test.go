@@ -183,6 +183,7 @@ func TestImportErrorsNameTheFileAndLine(t *testing.T) {
 			`:5: trial 2 (arm D, 2025-06-02T10:00:00Z until 2025-06-02T10:00:30Z): no diagnostic data in its window; the data spans`},
 		{"outcomes: bad.jsonl\ndiagnosticData: [m0/diagnostic.data]\nphases: {storm: 30s}\ntrials:\n  - {arm: D, start: 2025-06-01T10:00:00Z}\n", `bad.jsonl:2: time "yesterday"`},
 		{"outcomes: bad.csv\ndiagnosticData: [m0/diagnostic.data]\nphases: {storm: 30s}\ntrials:\n  - {arm: D, start: 2025-06-01T10:00:00Z}\n", `bad.csv:1: unknown column "colour"`},
+		{"trials:\n  - {arm: D, start: 2025-06-01T10:00:00Z}\n---\ntrials: []\n", `:3: a second YAML document`},
 		{"workload: merge_partial_write\ndiagnosticData: [m0/diagnostic.data]\nphases: {storm: 30s}\ntrials:\n  - {arm: D, start: 2025-06-01T10:00:00Z}\n", `:1: workload merge_partial_write is a merge_partial_write workload`},
 	} {
 		path := writeFile(t, filepath.Join(dir, "spec.yaml"), tc.spec)
