@@ -279,7 +279,9 @@ func (p parser) killop(n *yaml.Node) (killop.Config, error) {
 		switch k.Value {
 		case "rssHighPercent":
 			c.RSSHighPercent, err = strconv.ParseFloat(v.Value, 64)
-			if err != nil || v.Kind != yaml.ScalarNode || c.RSSHighPercent <= 0 || c.RSSHighPercent > 100 {
+			// Written so that NaN (which strconv reads, and which every
+			// comparison answers false) fails it too.
+			if err != nil || v.Kind != yaml.ScalarNode || !(c.RSSHighPercent > 0 && c.RSSHighPercent <= 100) {
 				return c, p.errf(v, "killop.rssHighPercent: want a number in (0, 100], got %s", yamlfile.KindName(v))
 			}
 		case "interval":
