@@ -97,6 +97,10 @@ func TestGateFilesRefuseWhatWouldEvaluateNothing(t *testing.T) {
 		"name: x\ngates:\n  - metric: sheds_per_s\n    op: \">\"\n    value: 0\n    than: admissions_per_s\n":       "g.yaml:5: value and than",
 		"c: &c {value: 2}\nname: x\ngates:\n  - {<<: *c, metric: sheds_per_s, op: \">\", than: admissions_per_s}\n": "g.yaml:1: value and than", // where the merged value is written
 		"name: x\ngates:\n  - {metric: availability, op: \">\", value: 0.9}\n---\nname: y\n":                        "g.yaml:4: a second YAML document",
+		// Already refused: the finite-value check holds for NaN and ±Inf.
+		"name: x\ngates:\n  - {metric: availability, op: \">\", value: .nan}\n":  "g.yaml:3: value must be a finite number",
+		"name: x\ngates:\n  - {metric: availability, op: \">\", value: .inf}\n":  "g.yaml:3: value must be a finite number",
+		"name: x\ngates:\n  - {metric: availability, op: \">\", value: -.Inf}\n": "g.yaml:3: value must be a finite number",
 	} {
 		if gs, err := ParseGates("g.yaml", []byte(doc)); err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("%q: %v (%+v), want %s…", doc, err, gs, want)
