@@ -2,9 +2,12 @@ package collect
 
 import (
 	"context"
+	"math"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/qmlsab/qmlsab/store"
 )
 
 // CensusOp is what the census reads of one operation in $currentOp.
@@ -57,7 +60,10 @@ func (c *Census) Add(o CensusOp) {
 	} else {
 		c.running++
 	}
-	c.tracked += o.TrackedBytes
+	// Each op counts at most store.MaxTrackedBytes, and the sum saturates
+	// rather than wrap past 2^63 when thousands of ops each report an
+	// absurd size.
+	c.tracked = min(c.tracked+store.ClampTrackedBytes(o.TrackedBytes), math.MaxInt64-store.MaxTrackedBytes)
 	if o.Stage == "" {
 		return
 	}
@@ -148,12 +154,13 @@ func censusOp(d bson.Raw) (CensusOp, bool) {
 }
 
 // wholeBytes reads a byte count reported as an int32 or int64 (mongod's
-// types for it); anything else, or a negative count, is absent.
+// types for it); anything else, or a negative count, is absent. A count
+// above store.MaxTrackedBytes, which no server holds, is clamped to it.
 func wholeBytes(v bson.RawValue) (int64, bool) {
 	switch v.Type {
 	case bson.TypeInt32, bson.TypeInt64:
 		if n, ok := v.AsInt64OK(); ok && n >= 0 {
-			return n, true
+			return store.ClampTrackedBytes(n), true
 		}
 	}
 	return 0, false

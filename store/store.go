@@ -158,15 +158,37 @@ type Trial struct {
 // VictimBinBytes is the width of Victims.Bins.
 const VictimBinBytes = 8 << 20
 
+// VictimBins is the most bins a Victims holds: the last one, bin
+// VictimBins−1 (1016 MiB and up), is an overflow bin that also holds every
+// larger size, so a summary's memory does not depend on the sizes it
+// sees. One bin per 8 MiB up to whatever a record said grew a slice of
+// 2^40 bins (and ran out of memory) for a trackedBytes of 2^63−1.
+const VictimBins = 128
+
+// MaxTrackedBytes bounds an operation's tracked memory as qmlsab records
+// it: 1 PiB, beyond the memory of any server. An imported outcomes record
+// above it is refused; a figure a live server reports above it is clamped
+// to it (ClampTrackedBytes), since what a server reports is a measured
+// outcome, never a crash of the harness.
+const MaxTrackedBytes int64 = 1 << 50
+
+// ClampTrackedBytes is n within [0, MaxTrackedBytes]: a negative count
+// (which no server means) is 0, size unknown.
+func ClampTrackedBytes(n int64) int64 { return min(max(n, 0), MaxTrackedBytes) }
+
 // Victims are a trial's shed or killed storm ops: how many, how many with
 // a known tracked size, a histogram of those sizes (bin i holds
-// [i·8 MiB, (i+1)·8 MiB)), and the count per stage.
+// [i·8 MiB, (i+1)·8 MiB), the last of VictimBins bins everything from
+// its start up), and the count per stage.
 type Victims struct {
 	Count  int            `json:"count"`
 	Sized  int            `json:"sized"`
 	Bins   []int          `json:"bins_8mib,omitempty"`
 	Stages map[string]int `json:"stages,omitempty"`
 }
+
+// victimBin is the bin of a size (bytes > 0).
+func victimBin(bytes int64) int { return int(min(bytes/VictimBinBytes, VictimBins-1)) }
 
 // Add counts one victim (bytes 0: size unknown).
 func (v *Victims) Add(bytes int64, stage string) {
@@ -182,17 +204,21 @@ func (v *Victims) Add(bytes int64, stage string) {
 		return
 	}
 	v.Sized++
-	v.grow(int(bytes / VictimBinBytes))
-	v.Bins[bytes/VictimBinBytes]++
+	b := victimBin(bytes)
+	v.grow(b)
+	v.Bins[b]++
 }
 
-// Merge adds o's victims to v (pooling an arm's trials).
+// Merge adds o's victims to v (pooling an arm's trials). Bins of o past
+// the overflow bin (a summary written before bins were capped) fold into
+// it.
 func (v *Victims) Merge(o *Victims) {
 	v.Count += o.Count
 	v.Sized += o.Sized
-	v.grow(len(o.Bins) - 1)
 	for i, c := range o.Bins {
-		v.Bins[i] += c
+		b := min(i, VictimBins-1)
+		v.grow(b)
+		v.Bins[b] += c
 	}
 	for st, c := range o.Stages {
 		if v.Stages == nil {
@@ -203,8 +229,8 @@ func (v *Victims) Merge(o *Victims) {
 }
 
 func (v *Victims) grow(bin int) {
-	for len(v.Bins) <= bin {
-		v.Bins = append(v.Bins, 0)
+	if len(v.Bins) <= bin {
+		v.Bins = append(v.Bins, make([]int, bin+1-len(v.Bins))...)
 	}
 }
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -213,6 +214,34 @@ func TestInvalidTrialWithoutFilesKeepsTheRunReadable(t *testing.T) {
 	}
 	if r.Manifest.Trials[3].Status != Invalid || len(r.Trials["E"]) != 1 {
 		t.Fatalf("manifest %+v trials %+v", r.Manifest.Trials, r.Trials)
+	}
+}
+
+// A victim's size decides its bin, never the histogram's length: a
+// trackedBytes of 2^63−1 (a hostile import record or server) lands in the
+// overflow bin, where a bin per 8 MiB up to it would need 2^40 of them; a
+// summary written before the cap with more bins folds its tail into the
+// overflow bin when pooled.
+func TestVictimsHistogramIsBoundedWhateverTheSizes(t *testing.T) {
+	var v Victims
+	for _, n := range []int64{math.MaxInt64, MaxTrackedBytes, VictimBins * VictimBinBytes, (VictimBins-1)*VictimBinBytes - 1, 1} {
+		v.Add(n, "$sort")
+	}
+	if len(v.Bins) != VictimBins || v.Bins[VictimBins-1] != 3 || v.Bins[VictimBins-2] != 1 || v.Bins[0] != 1 || v.Sized != 5 {
+		t.Fatalf("%d bins, last two %v, first %d, sized %d", len(v.Bins), v.Bins[len(v.Bins)-2:], v.Bins[0], v.Sized)
+	}
+	old := Victims{Count: 2, Sized: 2, Bins: make([]int, VictimBins+10)}
+	old.Bins[VictimBins+9], old.Bins[3] = 1, 1
+	var pooled Victims
+	pooled.Merge(&old)
+	pooled.Merge(&v)
+	if len(pooled.Bins) != VictimBins || pooled.Bins[VictimBins-1] != 4 || pooled.Bins[3] != 1 || pooled.Sized != 7 {
+		t.Errorf("pooled: %d bins, overflow %d, bin 3 %d, sized %d", len(pooled.Bins), pooled.Bins[len(pooled.Bins)-1], pooled.Bins[3], pooled.Sized)
+	}
+	for n, want := range map[int64]int64{-5: 0, 0: 0, 7: 7, MaxTrackedBytes: MaxTrackedBytes, math.MaxInt64: MaxTrackedBytes} {
+		if got := ClampTrackedBytes(n); got != want {
+			t.Errorf("ClampTrackedBytes(%d) = %d, want %d", n, got, want)
+		}
 	}
 }
 

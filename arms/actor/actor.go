@@ -374,7 +374,10 @@ func OpOf(d bson.Raw) (killop.Op, bool) {
 		return op, false
 	}
 	op.AppName, _ = d.Lookup("appName").StringValueOK()
-	op.TrackedBytes, _ = d.Lookup("inUseTrackedMemBytes").AsInt64OK()
+	// A size above any server's memory (a bug or a hostile server) is
+	// clamped, so a kill records a figure the victims summary can hold.
+	tracked, _ := d.Lookup("inUseTrackedMemBytes").AsInt64OK()
+	op.TrackedBytes = store.ClampTrackedBytes(tracked)
 	op.Queued = d.Lookup("currentQueue").Type == bson.TypeEmbeddedDocument
 	op.LowPriority, _ = d.Lookup("priorityLowered").BooleanOK()
 	op.Stage, _ = d.Lookup("stage").StringValueOK()
