@@ -60,8 +60,8 @@ func MergeShards(ctx context.Context, o MergeOptions) (Manifest, []string, error
 		if err := checkShardFiles(dir); err != nil {
 			return Manifest{}, nil, err
 		}
-		if pid := Writer(dir); pid != 0 {
-			return Manifest{}, nil, fmt.Errorf("%s is still being written (pid %d holds its run.lock); merge when it has finished", dir, pid)
+		if h, held := Writer(dir); held {
+			return Manifest{}, nil, fmt.Errorf("%s is still being written (%s); merge when it has finished", dir, h.holds("its "+lockFile))
 		}
 		r, err := Open(dir)
 		if err != nil {
@@ -239,6 +239,13 @@ func walkRegular(root string, fn func(path string, d fs.DirEntry) error) error {
 // notRegular is the refusal of a path that is not a regular file or a
 // folder, saying what it is.
 func notRegular(path string, mode fs.FileMode) error {
+	return fmt.Errorf("%s is %s: a shard is merged from regular files and folders only (put the file itself in its place)", path, describeMode(path, mode))
+}
+
+// describeMode says what a path that is not a regular file is: "a
+// symbolic link (to X)", "a named pipe (FIFO)", "a folder where a file
+// belongs" and so on.
+func describeMode(path string, mode fs.FileMode) string {
 	kind := "not a regular file or folder"
 	switch {
 	case mode&fs.ModeSymlink != 0:
@@ -257,7 +264,7 @@ func notRegular(path string, mode fs.FileMode) error {
 	case mode.IsDir():
 		kind = "a folder where a file belongs"
 	}
-	return fmt.Errorf("%s is %s: a shard is merged from regular files and folders only (put the file itself in its place)", path, kind)
+	return kind
 }
 
 // mergeCopied, when set (by tests), is called after each file is linked

@@ -24,7 +24,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -327,71 +326,6 @@ func readJSONLinesGz[T any](path string, limit int64) ([]T, error) {
 		return nil, fmt.Errorf("%s: corrupt or truncated: %w", path, err)
 	}
 	return out, nil
-}
-
-// Lock takes a run folder for one writer; the lock file holds the
-// writer's pid. A second writer is refused, naming the holder.
-type Lock struct{ path string }
-
-// Acquire locks dir for writing.
-func Acquire(dir string) (*Lock, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	p := filepath.Join(dir, "run.lock")
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		if errors.Is(err, os.ErrExist) {
-			holder, _ := os.ReadFile(p)
-			pid, _ := strconv.Atoi(strings.TrimSpace(string(holder)))
-			if pid > 0 && !processAlive(pid) {
-				// The writer died (SIGKILL): its lock is stale; take it.
-				os.Remove(p)
-				return Acquire(dir)
-			}
-			return nil, fmt.Errorf("%s is being written by another qmlsab (pid %s); refusing to write it too", dir, strings.TrimSpace(string(holder)))
-		}
-		return nil, err
-	}
-	fmt.Fprintf(f, "%d\n", os.Getpid())
-	f.Close()
-	return &Lock{path: p}, nil
-}
-
-// Writer is the pid of a live process holding dir's lock (0: none).
-func Writer(dir string) int {
-	holder, err := os.ReadFile(filepath.Join(dir, "run.lock"))
-	if err != nil {
-		return 0
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(holder)))
-	if pid > 0 && processAlive(pid) {
-		return pid
-	}
-	return 0
-}
-
-// Release gives the folder back.
-func (l *Lock) Release() error { return os.Remove(l.path) }
-
-func processAlive(pid int) bool {
-	p, err := os.FindProcess(pid)
-	if err != nil {
-		return false
-	}
-	return p.Signal(syscall.Signal(0)) == nil
-}
-
-// Writers is the live writers of any of dirs, as "DIR (pid N)": folders a
-// reader must not take as finished.
-func Writers(dirs []string) []string {
-	var out []string
-	for _, d := range dirs {
-		if pid := Writer(d); pid != 0 {
-			out = append(out, fmt.Sprintf("%s (pid %d holds its run.lock)", d, pid))
-		}
-	}
-	return out
 }
 
 // RunIDEnv is the environment variable that gives a run its stamp: the
