@@ -840,7 +840,7 @@ func phaseAt(ph workload.Phases, el time.Duration) string {
 // trialSimulated reports whether a finished trial says its numbers came
 // from mongosim (false when it wrote no trial.json).
 func trialSimulated(dir, arm string, index int) bool {
-	b, err := os.ReadFile(filepath.Join(store.TrialDir(dir, arm, index), "trial.json"))
+	b, err := store.ReadRunFile(filepath.Join(store.TrialDir(dir, arm, index), store.TrialFile), store.MaxTrialFileBytes)
 	if err != nil {
 		return false
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // Limits on what a reader of a run folder, or of an input to import,
@@ -64,21 +65,57 @@ func (e *LimitError) Unwrap() error { return ErrTooLarge }
 
 // ReadFileCapped reads the whole file at path, refusing one larger than
 // limit bytes (by its size when it is a regular file, so a sparse file is
-// refused unread; by what it yields otherwise).
+// refused unread; by what it yields otherwise). It reads what is no
+// regular file too (an input given as <(command)); a file of a run
+// folder is read with ReadRunFile.
 func ReadFileCapped(path string, limit int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > limit {
-		return nil, &LimitError{Path: path, Limit: limit, What: "is"}
-	}
-	b, err := io.ReadAll(CapReader(f, path, limit, "is"))
+	return readCapped(f, path, limit)
+}
+
+// ReadRunFile reads the whole file of a run folder at path, as
+// ReadFileCapped does, refusing anything but a regular file (openRunFile).
+func ReadRunFile(path string, limit int64) ([]byte, error) {
+	f, err := openRunFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return b, nil
+	defer f.Close()
+	return readCapped(f, path, limit)
+}
+
+// openRunFile opens a file of a run folder for reading. A run folder
+// holds regular files only: the file is opened without waiting for a
+// writer (a named pipe in its place opens at once instead of blocking
+// its reader until a writer comes, maybe never) and anything but a
+// regular file is refused, naming it and what it is.
+func openRunFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s is %s: a run folder holds regular files only", path, describeMode(path, fi.Mode()))
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// readCapped reads f, the file at path, whole, refusing more than limit
+// bytes.
+func readCapped(f *os.File, path string, limit int64) ([]byte, error) {
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > limit {
+		return nil, &LimitError{Path: path, Limit: limit, What: "is"}
+	}
+	return io.ReadAll(CapReader(f, path, limit, "is"))
 }
 
 // CapReader is r, failing with a *LimitError naming path once more than

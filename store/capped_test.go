@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestReadersRefuseASparseFileUnread checks that a trial.json or a
@@ -90,5 +92,50 @@ func TestReadFileCappedReadsAPipeUpToItsLimit(t *testing.T) {
 	buf.Reset()
 	if _, err := buf.ReadFrom(r); err != nil || buf.Len() != 99 {
 		t.Errorf("99 bytes through a 99-byte cap: %d read, %v", buf.Len(), err)
+	}
+}
+
+// A named pipe in a run folder, in the place of any file a reader opens
+// (manifest.json, a trial.json, a .jsonl.gz), is refused at once, named:
+// it used to block report, history add and run --resume in open(2) until
+// a writer came, maybe never.
+func TestRunFolderReadersRefuseANamedPipeWithoutBlocking(t *testing.T) {
+	for _, c := range []struct {
+		file string // relative to the run folder
+		read func(dir string) error
+	}{
+		{ManifestFile, func(dir string) error { _, err := Open(dir); return err }},
+		{ManifestFile, func(dir string) error { _, err := ReadManifest(dir); return err }},
+		{filepath.Join("D", "trial-1", TrialFile), func(dir string) error { _, err := Open(dir); return err }},
+		{filepath.Join("D", "trial-1", SeriesFile), func(dir string) error {
+			_, err := ReadJSONLinesGz[Second](filepath.Join(TrialDir(dir, "D", 1), SeriesFile))
+			return err
+		}},
+		{filepath.Join("D", "trial-1", TrialFile), func(dir string) error {
+			_, err := ReadRunFile(filepath.Join(TrialDir(dir, "D", 1), TrialFile), MaxTrialFileBytes)
+			return err
+		}},
+	} {
+		dir := t.TempDir()
+		writeRun(t, dir)
+		fifo := filepath.Join(dir, c.file)
+		os.Remove(fifo)
+		if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- c.read(dir) }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), fifo+" is a named pipe (FIFO)") {
+				t.Errorf("%s as a named pipe: %v; want it named as one", c.file, err)
+			}
+		case <-time.After(30 * time.Second):
+			// Open the pipe's other end, so the blocked reader returns.
+			if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				w.Close()
+			}
+			t.Fatalf("%s as a named pipe: the reader is still blocked after 30 s", c.file)
+		}
 	}
 }

@@ -298,7 +298,7 @@ func ReadJSONLinesGz[T any](path string) ([]T, error) {
 
 // readJSONLinesGz is ReadJSONLinesGz inflating at most limit bytes.
 func readJSONLinesGz[T any](path string, limit int64) ([]T, error) {
-	f, err := os.Open(path)
+	f, err := openRunFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -446,7 +446,7 @@ func (r *Run) Valid(arm string) []Trial {
 // Open does), without its trials.
 func ReadManifest(dir string) (Manifest, error) {
 	mpath := filepath.Join(dir, ManifestFile)
-	b, err := ReadFileCapped(mpath, MaxManifestBytes)
+	b, err := ReadRunFile(mpath, MaxManifestBytes)
 	if err != nil {
 		return Manifest{}, fileErr(mpath, err)
 	}
@@ -468,7 +468,7 @@ func ReadManifest(dir string) (Manifest, error) {
 // trials.
 func Open(dir string) (*Run, error) {
 	mpath := filepath.Join(dir, "manifest.json")
-	b, err := ReadFileCapped(mpath, MaxManifestBytes)
+	b, err := ReadRunFile(mpath, MaxManifestBytes)
 	if err != nil {
 		return nil, fileErr(mpath, err)
 	}
@@ -484,7 +484,7 @@ func Open(dir string) (*Run, error) {
 			continue
 		}
 		tpath := filepath.Join(TrialDir(dir, ts.Arm, ts.Index), "trial.json")
-		tb, err := ReadFileCapped(tpath, MaxTrialFileBytes)
+		tb, err := ReadRunFile(tpath, MaxTrialFileBytes)
 		if ts.Status == Invalid && errors.Is(err, fs.ErrNotExist) {
 			continue // it failed before it measured anything (its reason is in the manifest)
 		}
