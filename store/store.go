@@ -457,7 +457,28 @@ func ReadManifest(dir string) (Manifest, error) {
 		}
 		return Manifest{}, fmt.Errorf("%s: corrupt or truncated: %w", mpath, err)
 	}
+	if err := checkListedOnce(m.Trials); err != nil {
+		return Manifest{}, fmt.Errorf("%s: %w", mpath, err)
+	}
 	return m, nil
+}
+
+// checkListedOnce refuses a list of trials that names one trial twice: a
+// reader would count it twice (n = 4 from 2 trials).
+func checkListedOnce(trials []TrialStatus) error {
+	type key struct {
+		arm   string
+		index int
+	}
+	first := map[key]int{}
+	for i, ts := range trials {
+		k := key{ts.Arm, ts.Index}
+		if j, ok := first[k]; ok {
+			return fmt.Errorf("arm %s's trial %d is listed twice (trials[%d] and trials[%d]); a run lists each trial once", ts.Arm, ts.Index, j, i)
+		}
+		first[k] = i
+	}
+	return nil
 }
 
 // Open reads a run folder: the manifest (of the v2 or the v1 format; a v1
@@ -465,25 +486,20 @@ func ReadManifest(dir string) (Manifest, error) {
 // every trial the manifest says finished (trial.json of either format,
 // its Schema as the file had it). Trials still running or never finished
 // are not read, so a report of a run in progress sees only finished
-// trials.
+// trials. A manifest listing a trial twice, and a trial.json that says it
+// is another trial than the one whose folder it is in, are refused,
+// naming the file.
 func Open(dir string) (*Run, error) {
-	mpath := filepath.Join(dir, "manifest.json")
-	b, err := ReadRunFile(mpath, MaxManifestBytes)
+	m, err := ReadManifest(dir)
 	if err != nil {
-		return nil, fileErr(mpath, err)
+		return nil, err
 	}
-	r := &Run{Dir: dir, Trials: map[string][]Trial{}}
-	if r.Manifest, err = decodeManifest(b); err != nil {
-		if isSchemaError(err) {
-			return nil, fmt.Errorf("%s: %w", mpath, err)
-		}
-		return nil, fmt.Errorf("%s: corrupt or truncated: %w", mpath, err)
-	}
+	r := &Run{Dir: dir, Manifest: m, Trials: map[string][]Trial{}}
 	for _, ts := range r.Manifest.Trials {
 		if ts.Status != Valid && ts.Status != Invalid {
 			continue
 		}
-		tpath := filepath.Join(TrialDir(dir, ts.Arm, ts.Index), "trial.json")
+		tpath := filepath.Join(TrialDir(dir, ts.Arm, ts.Index), TrialFile)
 		tb, err := ReadRunFile(tpath, MaxTrialFileBytes)
 		if ts.Status == Invalid && errors.Is(err, fs.ErrNotExist) {
 			continue // it failed before it measured anything (its reason is in the manifest)
@@ -497,6 +513,10 @@ func Open(dir string) (*Run, error) {
 				return nil, fmt.Errorf("%s: %w", tpath, err)
 			}
 			return nil, fmt.Errorf("%s: corrupt or truncated: %w", tpath, err)
+		}
+		if t.Arm != ts.Arm || t.Index != ts.Index {
+			return nil, fmt.Errorf("%s: the file is arm %q's trial %d, but it stands in the folder of arm %q's trial %d; a trial.json is its own folder's trial",
+				tpath, t.Arm, t.Index, ts.Arm, ts.Index)
 		}
 		r.Trials[ts.Arm] = append(r.Trials[ts.Arm], t)
 	}
