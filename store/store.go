@@ -273,8 +273,12 @@ func WriteJSON(path string, v any) error {
 }
 
 // WriteJSONLinesGz writes records as gzip-compressed JSON lines, atomically
-// (for samples and events, which are large).
+// (for samples and events, which are large); more records than a reader
+// takes (RecordLimit) are refused, naming the file.
 func WriteJSONLinesGz[T any](path string, records []T) error {
+	if limit := RecordLimit(path); int64(len(records)) > limit {
+		return fmt.Errorf("encoding %s: %d records, more than the %d a reader takes of a trial's %s: %w", path, len(records), limit, filepath.Base(path), ErrTooLarge)
+	}
 	var buf strings.Builder
 	zw := gzip.NewWriter(&buf)
 	enc := json.NewEncoder(zw)
@@ -290,8 +294,9 @@ func WriteJSONLinesGz[T any](path string, records []T) error {
 }
 
 // ReadJSONLinesGz reads what WriteJSONLinesGz wrote; a truncated or
-// corrupt file, or one inflating past its limit (InflatedLimit), is an
-// error naming it.
+// corrupt file, one inflating past its limit (InflatedLimit) or one
+// holding more records than a trial writes (RecordLimit) is an error
+// naming it.
 func ReadJSONLinesGz[T any](path string) ([]T, error) {
 	return readJSONLinesGz[T](path, InflatedLimit(path))
 }
@@ -310,9 +315,12 @@ func readJSONLinesGz[T any](path string, limit int64) ([]T, error) {
 	var out []T
 	sc := bufio.NewScanner(CapReader(zr, path, limit, "inflates to"))
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	line := 0
+	line, maxRecords := 0, RecordLimit(path)
 	for sc.Scan() {
 		line++
+		if int64(line) > maxRecords {
+			return nil, tooManyRecords(path, maxRecords)
+		}
 		var r T
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			return nil, fmt.Errorf("%s: record %d: %w", path, line, err)

@@ -1,9 +1,12 @@
 package workload
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/qmlsab/qmlsab/store"
 )
 
 // TestTrialBytesRefusesWhatDoesNotFit checks the memory model at the
@@ -74,5 +77,28 @@ func TestTrialBytesGrowsWithEachTerm(t *testing.T) {
 	w.BatchDocs, w.ScanDocs, w.DocBytes, w.HoldBytes = 1, MaxScanDocs, MaxDocBytes, MaxBufferBytes
 	if w.TrialBytes() != b {
 		t.Errorf("modelled sizes changed the trial's memory: %d, want %d", w.TrialBytes(), b)
+	}
+}
+
+// A run folder's reader refuses a file of more records than a trial
+// writes (store.RecordLimit); those limits rest on this package's bounds,
+// so that no trial the bounds accept writes a file the reader refuses.
+func TestStoreRecordLimitsHoldTheWorkloadBounds(t *testing.T) {
+	if store.MaxTrialSeconds != MaxTrialLength.Seconds() {
+		t.Errorf("store.MaxTrialSeconds %d, MaxTrialLength %v", store.MaxTrialSeconds, MaxTrialLength)
+	}
+	// Poisson arrivals: the count scatters around rate × storm by its
+	// square root; 10 standard deviations above is never met.
+	if float64(store.MaxStormRecords) < MaxStormOps+10*math.Sqrt(MaxStormOps) {
+		t.Errorf("store.MaxStormRecords %d: want room above MaxStormOps %d for Poisson arrivals", store.MaxStormRecords, MaxStormOps)
+	}
+	if float64(store.MaxCanaryRecords) < MaxCanaryRate*MaxTrialLength.Seconds() {
+		t.Errorf("store.MaxCanaryRecords %d < MaxCanaryRate %v × MaxTrialLength %v", store.MaxCanaryRecords, MaxCanaryRate, MaxTrialLength)
+	}
+	if store.MaxMergeRecords < MaxMergeOps {
+		t.Errorf("store.MaxMergeRecords %d < MaxMergeOps %d", store.MaxMergeRecords, MaxMergeOps)
+	}
+	if store.MaxSecondRecords < MaxTrialLength.Seconds()+1 {
+		t.Errorf("store.MaxSecondRecords %d: fewer than the seconds of the longest trial, %v", store.MaxSecondRecords, MaxTrialLength)
 	}
 }
