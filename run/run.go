@@ -265,6 +265,11 @@ func Execute(ctx context.Context, cfg Config) (string, error) {
 		return "", err
 	}
 	defer lock.Release()
+	// What a writer of this folder killed mid-write left (its lock is
+	// ours now, so it is dead).
+	if err := lock.RemoveStaleTemporaries(); err != nil {
+		return "", err
+	}
 	m, err := manifest(cfg)
 	if err != nil {
 		return "", err

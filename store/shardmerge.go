@@ -34,10 +34,12 @@ type MergeOptions struct {
 // recomputes them from the trials. Everything is checked before anything
 // is written — a shard's files must be regular files in real folders
 // (checkShardFiles), its plan digest must be the one its plan gives — and
-// the folder is built beside Out and renamed into place, so on any error,
-// and when ctx ends (the CLI cancels it on SIGINT, SIGTERM and SIGHUP),
-// nothing is left: the folder being built is removed. It returns the
-// merged manifest and what a partial merge lacks.
+// the folder is built beside Out and renamed into place (BuildBeside), so
+// on any error, and when ctx ends (the CLI cancels it on SIGINT, SIGTERM
+// and SIGHUP), nothing is left: the folder being built is removed. A
+// folder a merge killed outright (SIGKILL) left beside Out is removed by
+// the next merge into Out; one merge into Out runs at a time. It returns
+// the merged manifest and what a partial merge lacks.
 func MergeShards(ctx context.Context, o MergeOptions) (Manifest, []string, error) {
 	switch {
 	case o.Expect < 1:
@@ -133,38 +135,25 @@ func MergeShards(ctx context.Context, o MergeOptions) (Manifest, []string, error
 		}
 	}
 
-	parent := filepath.Dir(out)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return Manifest{}, nil, fmt.Errorf("MergeOptions.Out %s: %w", o.Out, err)
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(out)+".merging-")
+	b, err := BuildBeside(out, Merging)
 	if err != nil {
-		return Manifest{}, nil, fmt.Errorf("MergeOptions.Out %s: %w", o.Out, err)
+		return Manifest{}, nil, fmt.Errorf("MergeOptions.Out %w", err)
 	}
-	done := false
-	defer func() {
-		if !done {
-			os.RemoveAll(tmp)
-		}
-	}()
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return Manifest{}, nil, err
-	}
+	defer b.Close() // removes the folder being built unless it was committed
 	for _, c := range copies {
-		if err := c(ctx, tmp); err != nil {
+		if err := c(ctx, b.Dir); err != nil {
 			return Manifest{}, nil, err
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		return Manifest{}, nil, fmt.Errorf("merge stopped (%w); nothing was written to %s", err, o.Out)
 	}
-	if err := WriteJSON(filepath.Join(tmp, ManifestFile), m); err != nil {
+	if err := WriteJSON(filepath.Join(b.Dir, ManifestFile), m); err != nil {
 		return Manifest{}, nil, err
 	}
-	if err := os.Rename(tmp, out); err != nil {
+	if err := b.Commit(); err != nil {
 		return Manifest{}, nil, fmt.Errorf("MergeOptions.Out %s: %w", o.Out, err)
 	}
-	done = true
 	return m, problems, nil
 }
 
