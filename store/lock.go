@@ -113,14 +113,17 @@ func Writers(dirs []string) []string {
 func lockExclusive(path string) (*os.File, *Holder, error) {
 	readersSince := time.Time{}
 	for {
-		f, err := openLockFile(path, os.O_RDWR|os.O_CREATE)
+		// Read-only: an fd open for writing for the run's life would keep
+		// its file system from being remounted read-only (EBUSY), as a
+		// failing disk is; the pid is written through another.
+		f, err := openLockFile(path, os.O_RDONLY|os.O_CREATE)
 		if err != nil {
 			return nil, nil, err
 		}
 		err = flock(f, unix.LOCK_EX|unix.LOCK_NB)
 		switch {
 		case err == nil && isAt(f, path):
-			if err := writePID(f); err != nil {
+			if err := writePID(f, path); err != nil {
 				f.Close()
 				return nil, nil, fmt.Errorf("writing %s: %w", path, err)
 			}
@@ -237,15 +240,30 @@ func isAt(f *os.File, path string) bool {
 	return err == nil && os.SameFile(fi, at)
 }
 
-// writePID makes the lock file say this process holds it.
-func writePID(f *os.File) error {
-	if err := f.Truncate(0); err != nil {
+// writePID makes the lock file f, held at path, say this process holds
+// it.
+func writePID(f *os.File, path string) error {
+	w, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
 		return err
 	}
-	if _, err := f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0); err != nil {
-		return err
+	fi, err := w.Stat()
+	held, herr := f.Stat()
+	switch {
+	case err != nil:
+	case herr != nil:
+		err = herr
+	case !os.SameFile(fi, held):
+		err = errors.New("the lock file was replaced as it was taken")
+	default:
+		if _, err = w.WriteString(strconv.Itoa(os.Getpid()) + "\n"); err == nil {
+			err = w.Sync()
+		}
 	}
-	return f.Sync()
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // readHolder is the pid the lock file names (Holder{} when it names
