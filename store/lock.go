@@ -23,10 +23,11 @@ import (
 // decides, not a look at the pid. The pid in the file only says who the
 // holder is.
 //
-// The file exists only while a writer holds it: the holder removes it
-// before it lets go, so a process that opened the old file takes the lock
-// only when that file is still the one at the path (lockExclusive), and
-// tries again otherwise. A reader asking whether a folder is being
+// A writer removes the file before it lets go (a killed one leaves it,
+// free), so a process that opened the old file takes the lock only when
+// that file is still the one at the path (lockExclusive), and tries
+// again otherwise. The same lock guards a folder being built beside an
+// --out (BuildBeside). A reader asking whether a folder is being
 // written (Writer) takes a shared flock for an instant; a writer that
 // finds only such a reader there tries again.
 

@@ -2,8 +2,11 @@
 // manifest, one folder per arm and trial, and the files in it. Every file
 // is written atomically (a temporary file, synced, then renamed), so an
 // interrupted run keeps every trial it finished and never leaves a torn
-// file; one writer at a time holds the folder's lock. The reader checks
-// schema versions and names any corrupt or truncated file. Files are
+// file; one writer at a time holds the folder's lock (lock.go), and the
+// next one removes what a killed one left (temporaries.go). The reader
+// checks schema versions, takes regular files only, caps what it reads
+// of each file in bytes and in records (capped.go) and names any corrupt,
+// truncated or inconsistent file. Files are
 // written in the v2 format (snake_case keys, durations in seconds,
 // encoding.go) and read in it or in the v1 format before it.
 package store
