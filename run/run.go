@@ -279,6 +279,11 @@ func Execute(ctx context.Context, cfg Config) (string, error) {
 		return "", err
 	}
 	defer lock.Release()
+	// What a writer of this folder killed mid-write left (its lock is
+	// ours now, so it is dead).
+	if err := lock.RemoveStaleTemporaries(); err != nil {
+		return "", err
+	}
 	m, err := manifest(cfg)
 	if err != nil {
 		return "", err
@@ -862,7 +867,7 @@ func phaseAt(ph workload.Phases, el time.Duration) string {
 // trialSimulated reports whether a finished trial says its numbers came
 // from mongosim (false when it wrote no trial.json).
 func trialSimulated(dir, arm string, index int) bool {
-	b, err := os.ReadFile(filepath.Join(store.TrialDir(dir, arm, index), "trial.json"))
+	b, err := store.ReadRunFile(filepath.Join(store.TrialDir(dir, arm, index), store.TrialFile), store.MaxTrialFileBytes)
 	if err != nil {
 		return false
 	}

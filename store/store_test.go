@@ -265,3 +265,56 @@ func TestVictimsMergeEqualsAddingAll(t *testing.T) {
 		t.Errorf("merged %+v, want %+v", pooled, all)
 	}
 }
+
+// A manifest that lists one trial twice is refused, naming the file and
+// the trial: a report counted it twice (n = 4 from 2 trials).
+func TestOpenRefusesATrialListedTwice(t *testing.T) {
+	dir := t.TempDir()
+	writeRun(t, dir)
+	m, err := ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Trials = append(m.Trials, m.Trials[0])
+	if err := WriteJSON(filepath.Join(dir, ManifestFile), m); err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(dir, ManifestFile) + `: arm D's trial 1 is listed twice (trials[0] and trials[4])`
+	r, err := Open(dir)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		n := 0
+		if r != nil {
+			n = len(r.Valid("D"))
+		}
+		t.Errorf("Open of a manifest listing D 1 twice: %v (%d valid D trials); want %q", err, n, want)
+	}
+	if _, err := ReadManifest(dir); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("ReadManifest of a manifest listing D 1 twice: %v; want %q", err, want)
+	}
+}
+
+// A trial.json that says it is another trial than the one whose folder
+// it is in is refused, naming it: it was silently left out of the report.
+func TestOpenRefusesATrialJSONOfAnotherTrial(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		edit func(*Trial)
+		says string
+	}{
+		{"another index", func(tr *Trial) { tr.Index = 7 }, `arm "D"'s trial 7`},
+		{"another arm", func(tr *Trial) { tr.Arm = "E" }, `arm "E"'s trial 1`},
+	} {
+		dir := t.TempDir()
+		writeRun(t, dir)
+		p := filepath.Join(TrialDir(dir, "D", 1), TrialFile)
+		tr := Trial{Schema: TrialSchema, Arm: "D", Index: 1, Metrics: map[string]float64{}}
+		c.edit(&tr)
+		if err := WriteJSON(p, tr); err != nil {
+			t.Fatal(err)
+		}
+		want := p + ": the file is " + c.says + `, but it stands in the folder of arm "D"'s trial 1`
+		if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: Open = %v; want %q", c.name, err, want)
+		}
+	}
+}
