@@ -1,7 +1,6 @@
 package arms
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"slices"
@@ -34,10 +33,9 @@ func LoadFile(path string) ([]Arm, error) {
 // from yaml.v3's node tree because its struct decoder reports neither the
 // line of a type mismatch per field nor unknown keys together with lines.
 func Parse(file string, data []byte) ([]Arm, error) {
-	var doc yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); err != nil {
-		return nil, yamlfile.Wrap(file, err)
+	doc, err := yamlfile.ParseDocument(file, data)
+	if err != nil {
+		return nil, err
 	}
 	p := parser{file: file}
 	if len(doc.Content) == 0 {
@@ -51,7 +49,7 @@ func Parse(file string, data []byte) ([]Arm, error) {
 			}
 		}
 	}
-	if err := yamlfile.Expand(file, &doc); err != nil {
+	if err := yamlfile.Expand(file, doc); err != nil {
 		return nil, err
 	}
 	root := doc.Content[0]
@@ -281,7 +279,9 @@ func (p parser) killop(n *yaml.Node) (killop.Config, error) {
 		switch k.Value {
 		case "rssHighPercent":
 			c.RSSHighPercent, err = strconv.ParseFloat(v.Value, 64)
-			if err != nil || v.Kind != yaml.ScalarNode || c.RSSHighPercent <= 0 || c.RSSHighPercent > 100 {
+			// Written so that NaN (which strconv reads, and which every
+			// comparison answers false) fails it too.
+			if err != nil || v.Kind != yaml.ScalarNode || !(c.RSSHighPercent > 0 && c.RSSHighPercent <= 100) {
 				return c, p.errf(v, "killop.rssHighPercent: want a number in (0, 100], got %s", yamlfile.KindName(v))
 			}
 		case "interval":

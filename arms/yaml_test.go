@@ -64,6 +64,13 @@ func TestParseErrorsNameFileAndLine(t *testing.T) {
 		{"no name", "arms:\n  - build: x\n", 2, "arm without a name"},
 		{"bad YAML", "arms:\n\t- name: A\n", 2, "cannot start any token"},
 		{"not a mapping", "- A\n- B\n", 1, "want a mapping"},
+		// yaml.v3 would read the first document and drop the second.
+		{"two documents", "arms:\n  - name: A\n---\narms:\n  - name: B\n", 3, "a second YAML document"},
+		// strconv reads NaN and Inf, which no range check of < and > refuses.
+		{"NaN percent", "arms:\n  - name: D\n    actors:\n      - killop: {rssHighPercent: NaN}\n", 4, "rssHighPercent: want a number in (0, 100]"},
+		{"Inf percent", "arms:\n  - name: D\n    actors:\n      - killop: {rssHighPercent: +Inf}\n", 4, "rssHighPercent: want a number in (0, 100]"},
+		{"-Inf percent", "arms:\n  - name: D\n    actors:\n      - killop: {rssHighPercent: -Infinity}\n", 4, "rssHighPercent: want a number in (0, 100]"},
+		{"percent above 100", "arms:\n  - name: D\n    actors:\n      - killop: {rssHighPercent: 100.5}\n", 4, "rssHighPercent: want a number in (0, 100]"},
 	} {
 		_, err := Parse("my-arms.yaml", []byte(tc.src))
 		var e *yamlfile.Error

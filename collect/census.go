@@ -2,6 +2,7 @@ package collect
 
 import (
 	"context"
+	"math"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -82,9 +83,17 @@ type stageCount struct {
 	n     int
 }
 
+// addTracked adds an op's tracked bytes to a place's sum: each op counts
+// at most store.MaxTrackedBytes, and the sum saturates at a quarter of
+// int64's range, so that thousands of ops each reporting an absurd size
+// neither wrap one place past 2^63 nor the places' total.
+func addTracked(sum *int64, b int64) {
+	*sum = min(*sum+store.ClampTrackedBytes(b), math.MaxInt64/4)
+}
+
 // Add counts one operation, or one idle cursor's tracked bytes.
 func (c *Census) Add(o CensusOp) {
-	c.tracked[o.place()] += o.TrackedBytes
+	addTracked(&c.tracked[o.place()], o.TrackedBytes)
 	if o.IdleCursor {
 		return
 	}
@@ -195,12 +204,13 @@ func censusOp(d bson.Raw) (CensusOp, bool) {
 }
 
 // wholeBytes reads a byte count reported as an int32 or int64 (mongod's
-// types for it); anything else, or a negative count, is absent.
+// types for it); anything else, or a negative count, is absent. A count
+// above store.MaxTrackedBytes, which no server holds, is clamped to it.
 func wholeBytes(v bson.RawValue) (int64, bool) {
 	switch v.Type {
 	case bson.TypeInt32, bson.TypeInt64:
 		if n, ok := v.AsInt64OK(); ok && n >= 0 {
-			return n, true
+			return store.ClampTrackedBytes(n), true
 		}
 	}
 	return 0, false

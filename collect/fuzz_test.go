@@ -10,6 +10,7 @@ import (
 
 	"github.com/qmlsab/qmlsab/arms/actor"
 	"github.com/qmlsab/qmlsab/arms/killop"
+	"github.com/qmlsab/qmlsab/store"
 )
 
 // FuzzServerReplies feeds arbitrary serverStatus, hostInfo, $currentOp and
@@ -49,6 +50,17 @@ func FuzzServerReplies(f *testing.F) {
 		marshal(bson.D{{Key: "opid", Value: "shard0:9"}, {Key: "op", Value: 3}, {Key: "command", Value: "x"}}),
 		marshal(bson.D{{Key: "isWritablePrimary", Value: 1}, {Key: "topologyVersion", Value: "p"}}))
 
+	// A server reporting an operation's tracked memory beyond any host's
+	// (2^63−1 bytes, a double of 1e300): clamped, never a crash, and the
+	// victims summary a kill feeds stays its fixed size.
+	huge := func(v any) []byte {
+		return marshal(bson.D{{Key: "opid", Value: int64(9)}, {Key: "op", Value: "command"}, {Key: "appName", Value: "qmlsab-storm"},
+			{Key: "inUseTrackedMemBytes", Value: v}, {Key: "currentQueue", Value: bson.D{{Key: "name", Value: "execution"}}}})
+	}
+	f.Add(serverStatus, hostInfo, huge(int64(math.MaxInt64)), hello)
+	f.Add(serverStatus, hostInfo, huge(1e300), hello)
+	f.Add(serverStatus, hostInfo, huge(int64(store.MaxTrackedBytes+1)), hello)
+
 	cfg := killop.Default("qmlsab-storm")
 	cfg.RSSHighPercent = 1 // so that a readable decision acts
 	f.Fuzz(func(t *testing.T, serverStatus, hostInfo, currentOp, hello []byte) {
@@ -63,10 +75,13 @@ func FuzzServerReplies(f *testing.F) {
 			}
 		}
 		if o, ok := censusOp(currentOp); ok {
-			if o.TrackedBytes < 0 {
+			if o.TrackedBytes < 0 || o.TrackedBytes > store.MaxTrackedBytes {
 				t.Fatalf("census op with %d tracked bytes", o.TrackedBytes)
 			}
-			AddCensus(values, []CensusOp{o})
+			AddCensus(values, []CensusOp{o, o, o})
+			if x := values[CensusTrackedBytes]; x < 0 || x > 3*float64(store.MaxTrackedBytes) {
+				t.Fatalf("census of three ops of %d bytes: %v tracked", o.TrackedBytes, x)
+			}
 		}
 		if _, pid, _ := helloFacts(hello); pid != "" {
 			if _, err := hex.DecodeString(pid); err != nil || len(pid) != 24 {
@@ -81,7 +96,15 @@ func FuzzServerReplies(f *testing.F) {
 		if d.Idle == "" && d.LimitMB <= 0 {
 			t.Fatalf("decided without a memory limit: %+v", d)
 		}
+		var victims store.Victims
 		for _, k := range d.Kills {
+			if k.TrackedBytes <= 0 || k.TrackedBytes > store.MaxTrackedBytes {
+				t.Fatalf("killed op %d of %d tracked bytes: outside (0, %d]", k.ID, k.TrackedBytes, store.MaxTrackedBytes)
+			}
+			victims.Add(k.TrackedBytes, k.Stage)
+			if len(victims.Bins) > store.VictimBins {
+				t.Fatalf("a victim of %d bytes grew the summary to %d bins", k.TrackedBytes, len(victims.Bins))
+			}
 			id := bson.Raw(currentOp).Lookup("opid")
 			if n, ok := id.AsInt64OK(); !ok || n != k.ID || (id.Type != bson.TypeInt32 && id.Type != bson.TypeInt64) {
 				t.Fatalf("killed op %d, but the operation's opid is %v", k.ID, id)

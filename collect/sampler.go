@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/qmlsab/qmlsab/internal/mongoclient"
 	"github.com/qmlsab/qmlsab/store"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -29,6 +30,9 @@ type Sampler struct {
 	// Routers are sampled too (their samples are labelled "mongos" and
 	// never primary): what a router reports beside the shards.
 	Routers []string
+	// Guard is which hosts the sampler may connect to (the zero Guard:
+	// the loopback range only).
+	Guard mongoclient.Guard
 
 	mu      sync.Mutex
 	samples []store.Sample
@@ -42,8 +46,8 @@ func (s *Sampler) Run(ctx context.Context) {
 	hosts := append(append([]string(nil), s.Members...), s.Routers...)
 	clients := make([]*mongo.Client, len(hosts))
 	for i, m := range hosts {
-		c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + m + "/?directConnection=true").
-			SetServerSelectionTimeout(s.Timeout).SetConnectTimeout(s.Timeout).SetRetryReads(false))
+		c, err := mongo.Connect(s.Guard.Client(options.Client().ApplyURI("mongodb://" + m + "/?directConnection=true").
+			SetServerSelectionTimeout(s.Timeout).SetConnectTimeout(s.Timeout).SetRetryReads(false)))
 		if err == nil {
 			clients[i] = c
 		}

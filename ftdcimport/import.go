@@ -243,38 +243,29 @@ func Import(spec *Spec, dir string, opts Options) (*Result, error) {
 	}
 
 	// Write beside dir, then rename into place.
-	parent := filepath.Dir(filepath.Clean(dir))
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return nil, err
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".import-*")
+	b, err := store.BuildBeside(dir, store.Importing)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--out %w", err)
 	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		os.RemoveAll(tmp)
-		return nil, err
-	}
+	defer b.Close() // removes the folder being built unless it was committed
 	write := func() error {
 		for _, td := range trials {
 			if err := opts.stopped(); err != nil {
 				return err
 			}
-			if err := store.WriteTrial(store.TrialDir(tmp, td.spec.Arm, td.index), td.files); err != nil {
+			if err := store.WriteTrial(store.TrialDir(b.Dir, td.spec.Arm, td.index), td.files); err != nil {
 				return err
 			}
 		}
-		if err := store.WriteJSON(filepath.Join(tmp, store.ManifestFile), m); err != nil {
+		if err := store.WriteJSON(filepath.Join(b.Dir, store.ManifestFile), m); err != nil {
 			return err
 		}
 		return opts.stopped()
 	}
 	if err := write(); err != nil {
-		os.RemoveAll(tmp)
 		return nil, err
 	}
-	if err := os.Rename(tmp, dir); err != nil {
-		os.RemoveAll(tmp)
+	if err := b.Commit(); err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return nil, fmt.Errorf("--out %s already exists; name a new folder", dir)
 		}

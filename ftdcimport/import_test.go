@@ -178,6 +178,12 @@ func TestImportErrorsNameTheFileAndLine(t *testing.T) {
 	dir := fixture(t)
 	writeFile(t, filepath.Join(dir, "bad.jsonl"), `{"kind":"storm","time":"2025-06-01T10:00:10Z","latencyMs":3}`+"\n"+`{"kind":"storm","time":"yesterday","latencyMs":3}`+"\n")
 	writeFile(t, filepath.Join(dir, "bad.csv"), "kind,time,colour\n")
+	// 2^63−1 tracked bytes: the victims histogram grew a bin per 8 MiB up
+	// to it and the import ran out of memory.
+	writeFile(t, filepath.Join(dir, "huge.jsonl"), `{"kind":"kill","time":"2025-06-01T10:00:11Z","opid":4,"trackedBytes":1048576}`+"\n"+
+		`{"kind":"storm","time":"2025-06-01T10:00:10Z","latencyMs":3,"outcome":"shed","trackedBytes":9223372036854775807}`+"\n")
+	writeFile(t, filepath.Join(dir, "huge.csv"), "kind,time,latencyMs,outcome,trackedBytes\nstorm,2025-06-01T10:00:10Z,3,shed,1125899906842625\n")
+	writeFile(t, filepath.Join(dir, "negative.jsonl"), `{"kind":"kill","time":"2025-06-01T10:00:11Z","opid":4,"trackedBytes":-1}`+"\n")
 	for _, tc := range []struct{ spec, want string }{
 		{"trials:\n  - {arm: D, start: 2025-06-01T10:00:00Z}\ncolour: blue\n", `:3: field colour not found`},
 		{"diagnosticData: [m0/diagnostic.data]\nphases: {storm: 30s}\ntrials:\n  - arm: D\n    start: noon\n", `:5: trial 1: start "noon": want an RFC 3339 time`},
@@ -190,6 +196,10 @@ func TestImportErrorsNameTheFileAndLine(t *testing.T) {
 			`:5: trial 2 (arm D, 2025-06-02T10:00:00Z until 2025-06-02T10:00:30Z): no diagnostic data in its window; the data spans`},
 		{"outcomes: bad.jsonl\ndiagnosticData: [m0/diagnostic.data]\nphases: {storm: 30s}\ntrials:\n  - {arm: D, start: 2025-06-01T10:00:00Z}\n", `bad.jsonl:2: time "yesterday"`},
 		{"outcomes: bad.csv\ndiagnosticData: [m0/diagnostic.data]\nphases: {storm: 30s}\ntrials:\n  - {arm: D, start: 2025-06-01T10:00:00Z}\n", `bad.csv:1: unknown column "colour"`},
+		{"trials:\n  - {arm: D, start: 2025-06-01T10:00:00Z}\n---\ntrials: []\n", `:3: a second YAML document`},
+		{"outcomes: huge.jsonl\ndiagnosticData: [m0/diagnostic.data]\nphases: {storm: 30s}\ntrials:\n  - {arm: D, start: 2025-06-01T10:00:00Z}\n", `huge.jsonl:2: trackedBytes 9223372036854775807: want a number of bytes in [0, 1125899906842624]`},
+		{"outcomes: huge.csv\ndiagnosticData: [m0/diagnostic.data]\nphases: {storm: 30s}\ntrials:\n  - {arm: D, start: 2025-06-01T10:00:00Z}\n", `huge.csv:2: trackedBytes 1125899906842625: want`},
+		{"outcomes: negative.jsonl\ndiagnosticData: [m0/diagnostic.data]\nphases: {storm: 30s}\ntrials:\n  - {arm: D, start: 2025-06-01T10:00:00Z}\n", `negative.jsonl:1: trackedBytes -1: want`},
 		{"workload: merge_partial_write\ndiagnosticData: [m0/diagnostic.data]\nphases: {storm: 30s}\ntrials:\n  - {arm: D, start: 2025-06-01T10:00:00Z}\n", `:1: workload merge_partial_write is a merge_partial_write workload`},
 	} {
 		path := writeFile(t, filepath.Join(dir, "spec.yaml"), tc.spec)

@@ -227,6 +227,9 @@ func (o *Outcomes) add(r record, canarySLO time.Duration) error {
 		return *p
 	}
 	is := func(p *bool) bool { return p != nil && *p }
+	if b := val(r.TrackedBytes); b < 0 || b > store.MaxTrackedBytes {
+		return fmt.Errorf("trackedBytes %d: want a number of bytes in [0, %d] (1 PiB, beyond any server's memory)", b, store.MaxTrackedBytes)
+	}
 	switch r.Kind {
 	case "storm":
 		lat, err := latency()

@@ -10,9 +10,12 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/qmlsab/qmlsab/internal/mongouri"
 )
@@ -202,12 +205,50 @@ func open(ctx context.Context, location string, readOnly bool) (Store, error) {
 	return openSQLite(ctx, location)
 }
 
+// Bounds of a label (CheckLabel).
+const (
+	MaxLabelKeyBytes   = 64
+	MaxLabelValueBytes = 256
+)
+
+// labelKey is the form of a label's name: letters, digits, '_', '.' and
+// '-', starting with a letter, digit or '_'.
+var labelKey = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`)
+
+// CheckLabel checks one label against the form the history stores: a name
+// of 1 to MaxLabelKeyBytes letters, digits, '_', '.' and '-' that starts
+// with a letter, digit or '_' (no "$set", ".a", spaces or newlines: a name
+// is a column of `history list` and a key a MongoDB history matches on),
+// and a value of at most MaxLabelValueBytes bytes of printable UTF-8
+// (spaces allowed; no newline, tab or other control character, which would
+// break `history list`'s one line per night). The value may be empty.
+func CheckLabel(key, value string) error {
+	switch {
+	case key == "":
+		return errors.New("empty label name")
+	case len(key) > MaxLabelKeyBytes:
+		return fmt.Errorf("label name of %d bytes: at most %d", len(key), MaxLabelKeyBytes)
+	case !labelKey.MatchString(key):
+		return fmt.Errorf("label name %q: want letters, digits, '_', '.' or '-', starting with a letter, digit or '_'", key)
+	case len(value) > MaxLabelValueBytes:
+		return fmt.Errorf("label %s: a value of %d bytes: at most %d", key, len(value), MaxLabelValueBytes)
+	case !utf8.ValidString(value):
+		return fmt.Errorf("label %s: the value is not UTF-8", key)
+	}
+	for _, c := range value {
+		if !unicode.IsPrint(c) {
+			return fmt.Errorf("label %s: the value holds %U, a control or non-printing character", key, c)
+		}
+	}
+	return nil
+}
+
 // Validate checks the rules Add enforces: a non-empty id and start time
 // (years 1678-2261), unique non-empty arm names, a baseline and trial and
 // effect arms among the arms (when arms are listed), unique (arm, index)
-// trials and (arm, metric) effects, non-empty metric and label names, and
-// finite numbers (leave out an effect that could not be computed rather
-// than storing NaN).
+// trials and (arm, metric) effects, non-empty metric names, labels of the
+// form CheckLabel allows, and finite numbers (leave out an effect that
+// could not be computed rather than storing NaN).
 func Validate(r Run) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w %q: %s", ErrInvalidRun, r.ID, fmt.Sprintf(format, args...))
@@ -221,9 +262,9 @@ func Validate(r Run) error {
 	if y := r.Started.UTC().Year(); y < 1678 || y > 2261 {
 		return bad("start time %s out of range", r.Started)
 	}
-	for k := range r.Labels {
-		if k == "" {
-			return bad("empty label name")
+	for _, k := range slices.Sorted(maps.Keys(r.Labels)) {
+		if err := CheckLabel(k, r.Labels[k]); err != nil {
+			return bad("%v", err)
 		}
 	}
 	arms := map[string]bool{}

@@ -368,6 +368,21 @@ func IsRetired(name string) bool {
 	return slices.ContainsFunc(Retired, func(m Metric) bool { return m.Name == name })
 }
 
+// Known reports whether name is a metric of the registry (Lookup answers
+// for any name; a gate or filter that names a metric checks it here).
+func Known(name string) bool {
+	return slices.ContainsFunc(Registry, func(m Metric) bool { return m.Name == name })
+}
+
+// Names are the registry's metric names, in report order.
+func Names() []string {
+	out := make([]string, len(Registry))
+	for i, m := range Registry {
+		out[i] = m.Name
+	}
+	return out
+}
+
 // AbsentWithout are the metrics a trial lacking the missing kinds of
 // record cannot have (their Needs), in registry order.
 func AbsentWithout(missing []string) []Metric {

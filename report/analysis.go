@@ -146,6 +146,11 @@ func Analyze(in *Input, opts Options) (*Analysis, error) {
 	} else if !slices.Contains(in.Arms, a.Baseline) {
 		return nil, fmt.Errorf("--baseline %q: the run's arms are %v", a.Baseline, in.Arms)
 	}
+	if opts.Gates != nil {
+		if err := opts.Gates.CheckArms(in.Arms); err != nil {
+			return nil, err
+		}
+	}
 	values := func(arm, metric string) []float64 {
 		var v []float64
 		for _, t := range in.Valid(arm) {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/qmlsab/qmlsab/internal/yamlfile"
 	"github.com/qmlsab/qmlsab/investigation"
@@ -32,6 +33,10 @@ type Gate struct {
 	// meets its expectation when it passes as expected or fails as
 	// expected; an expected failure that passes fails the set.
 	Expect string `yaml:"expect,omitempty"`
+
+	// armsLine is where the gate's arms list is written in its file (0
+	// for a built-in gate), for CheckArms's errors.
+	armsLine int
 }
 
 // Expected outcomes of a gate.
@@ -60,6 +65,29 @@ func (gs GateSet) AppliesTo(g Gate, arm string) bool {
 type GateSet struct {
 	Name  string `yaml:"name"`
 	Gates []Gate `yaml:"gates"`
+	// File is the gate file the set was read from (ParseGates); empty
+	// for a built-in set.
+	File string `yaml:"-"`
+}
+
+// CheckArms refuses a gate file whose gates name an arm the run does not
+// have: such a gate would evaluate nothing for it and the set would pass
+// without it, so a misspelt or stale arm name is an error naming the file,
+// the line of the arms list and the run's arms. "*" names no arm. A
+// built-in set is per investigation arm (D, E, F) and runs on any subset
+// of them, so it is not checked.
+func (gs GateSet) CheckArms(runArms []string) error {
+	if gs.File == "" {
+		return nil
+	}
+	for _, g := range gs.Gates {
+		for _, a := range g.Arms {
+			if a != "*" && !slices.Contains(runArms, a) {
+				return fmt.Errorf("%s:%d: gate %q: arms: %q is not an arm of this run (its arms: %s)", gs.File, max(g.armsLine, 1), g.Name, a, strings.Join(runArms, ", "))
+			}
+		}
+	}
+	return nil
 }
 
 // SweeperAcceptance is the sweeper investigation as a regression test
@@ -240,13 +268,20 @@ func LoadGates(nameOrFile string) (GateSet, error) {
 }
 
 // ParseGates reads a gate file strictly; errors name the file and line.
+// A gate compares its metric with value or with the metric than, never
+// both, and both metrics must be metrics of the registry: a misspelt name
+// would otherwise say "no data" and pass the set. The arms a gate names
+// are checked when the gates meet a run (CheckArms).
 func ParseGates(file string, data []byte) (GateSet, error) {
 	var gs GateSet
 	root, err := yamlfile.DecodeStrict(file, data, &gs)
 	if err != nil {
 		return gs, err
 	}
-	line := func(i int) int { return yamlfile.Line(root, "gates", strconv.Itoa(i)) }
+	gs.File = file
+	line := func(i int, key ...string) int {
+		return yamlfile.Line(root, append([]string{"gates", strconv.Itoa(i)}, key...)...)
+	}
 	if gs.Name == "" {
 		return gs, fmt.Errorf("%s:1: missing name", file)
 	}
@@ -267,9 +302,20 @@ func ParseGates(file string, data []byte) (GateSet, error) {
 			return gs, fmt.Errorf("%s:%d: expect %q: want pass or fail", file, line(i), g.Expect)
 		case slices.Contains(g.Arms, ""):
 			return gs, fmt.Errorf("%s:%d: arms: an empty arm name", file, line(i))
+		case !metric.Known(g.Metric):
+			return gs, fmt.Errorf("%s:%d: metric %q is not a metric qmlsab computes (known: %s)", file, line(i, "metric"), g.Metric, strings.Join(metric.Names(), ", "))
+		case g.Than != "" && !metric.Known(g.Than):
+			return gs, fmt.Errorf("%s:%d: than %q is not a metric qmlsab computes (known: %s)", file, line(i, "than"), g.Than, strings.Join(metric.Names(), ", "))
+		case g.Than != "" && yamlfile.Find(root, "gates", strconv.Itoa(i), "value") != nil:
+			return gs, fmt.Errorf("%s:%d: value and than: a gate compares with a number (value) or with another metric (than), not both", file, line(i, "value"))
 		}
+		gs.Gates[i].armsLine = line(i, "arms")
 		if g.Name == "" {
-			gs.Gates[i].Name = g.Metric + " " + g.Op + " " + strconv.FormatFloat(g.Value, 'g', -1, 64)
+			rhs := strconv.FormatFloat(g.Value, 'g', -1, 64)
+			if g.Than != "" {
+				rhs = g.Than
+			}
+			gs.Gates[i].Name = g.Metric + " " + g.Op + " " + rhs
 		}
 	}
 	return gs, nil

@@ -81,3 +81,57 @@ gates:
 		t.Errorf("summary.md lists arms the set has no gate for:\n%s", summary)
 	}
 }
+
+// A gate file that could only ever say "no data" or ignore what it says
+// is refused at the line that says it: a metric or than the registry does
+// not know (a misspelling passed the set with exit 0), value together with
+// than (value was ignored), and a second YAML document. An arm the run
+// does not have is refused when the gates meet the run, naming the line of
+// the arms list and the run's arms; "*" and the built-in set, whose arms
+// are the investigation's, are not checked.
+func TestGateFilesRefuseWhatWouldEvaluateNothing(t *testing.T) {
+	for doc, want := range map[string]string{
+		"name: x\ngates:\n  - op: \">\"\n    metric: nope\n    value: 1\n":                                          "g.yaml:4: metric \"nope\" is not a metric qmlsab computes (known: availability, ",
+		"name: x\ngates:\n  - metric: sheds_per_s\n    op: \">\"\n    than: nope\n":                                 "g.yaml:5: than \"nope\" is not a metric",
+		"name: x\ngates:\n  - metric: sheds_per_s\n    op: \">\"\n    than: admissions_per_s\n    value: 3\n":       "g.yaml:6: value and than",
+		"name: x\ngates:\n  - metric: sheds_per_s\n    op: \">\"\n    value: 0\n    than: admissions_per_s\n":       "g.yaml:5: value and than",
+		"c: &c {value: 2}\nname: x\ngates:\n  - {<<: *c, metric: sheds_per_s, op: \">\", than: admissions_per_s}\n": "g.yaml:1: value and than", // where the merged value is written
+		"name: x\ngates:\n  - {metric: availability, op: \">\", value: 0.9}\n---\nname: y\n":                        "g.yaml:4: a second YAML document",
+		// Already refused: the finite-value check holds for NaN and ±Inf.
+		"name: x\ngates:\n  - {metric: availability, op: \">\", value: .nan}\n":  "g.yaml:3: value must be a finite number",
+		"name: x\ngates:\n  - {metric: availability, op: \">\", value: .inf}\n":  "g.yaml:3: value must be a finite number",
+		"name: x\ngates:\n  - {metric: availability, op: \">\", value: -.Inf}\n": "g.yaml:3: value must be a finite number",
+	} {
+		if gs, err := ParseGates("g.yaml", []byte(doc)); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q: %v (%+v), want %s…", doc, err, gs, want)
+		}
+	}
+
+	in, err := Load([]string{fixture(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale, err := ParseGates("g.yaml", []byte("name: x\ngates:\n  - {metric: availability, op: \">\", value: 0.9, arms: [D]}\n  - name: typo\n    metric: availability\n    op: \">\"\n    value: 0.9\n    arms: [E, Z]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Analyze(in, Options{Gates: &stale})
+	if want := `g.yaml:8: gate "typo": arms: "Z" is not an arm of this run (its arms: ` + strings.Join(in.Arms, ", ") + ")"; err == nil || err.Error() != want {
+		t.Errorf("a gate naming arm Z: %v, want %s", err, want)
+	}
+	than, err := ParseGates("g.yaml", []byte("name: x\ngates:\n  - {metric: sheds_per_s, op: \">\", than: admissions_per_s}\n"))
+	if err != nil || than.Gates[0].Name != "sheds_per_s > admissions_per_s" {
+		t.Errorf("a gate with than is named after what it compares: %v %+v", err, than)
+	}
+	star, err := ParseGates("g.yaml", []byte("name: x\ngates:\n  - {metric: availability, op: \">\", value: 0.9, arms: [D, \"*\"]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Analyze(in, Options{Gates: &star}); err != nil {
+		t.Errorf("arms D and *: %v", err)
+	}
+	builtin := SweeperAcceptance // names F, which the fixture does not have
+	if _, err := Analyze(in, Options{Gates: &builtin}); err != nil {
+		t.Errorf("the built-in set on a run of some of its arms: %v", err)
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/qmlsab/qmlsab/arms/actor"
 	"github.com/qmlsab/qmlsab/arms/killop"
+	"github.com/qmlsab/qmlsab/internal/mongoclient"
 	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/target"
 )
@@ -26,7 +27,7 @@ const killOpAppName = "qmlsab-killop"
 // decide with), each kill labelled with its shard. Kills go to onKill,
 // which must be safe for concurrent use; rounds counts the decisions of
 // every actor together.
-func startKillOp(ctx context.Context, bg *sync.WaitGroup, dep target.Deployment, k killop.Config, log *slog.Logger, onKill func(store.Kill), rounds *atomic.Int64) (int, error) {
+func startKillOp(ctx context.Context, bg *sync.WaitGroup, dep target.Deployment, guard mongoclient.Guard, k killop.Config, log *slog.Logger, onKill func(store.Kill), rounds *atomic.Int64) (int, error) {
 	opts := []actor.Option{actor.WithLog(log), actor.WithRounds(rounds)}
 	if sh := target.ShardingOf(dep); sh != nil {
 		shards := map[string]bool{}
@@ -34,18 +35,18 @@ func startKillOp(ctx context.Context, bg *sync.WaitGroup, dep target.Deployment,
 			shards[id] = true
 		}
 		bg.Go(func() {
-			if err := actor.KillOpPerShard(ctx, sh.ShardOf(), k, killOpAppName, onKill, opts...); err != nil {
+			if err := actor.KillOpPerShard(ctx, guard, sh.ShardOf(), k, killOpAppName, onKill, opts...); err != nil {
 				log.Warn("killop actor stopped", "err", err)
 			}
 		})
 		return len(shards), nil
 	}
-	c, err := mongo.Connect(options.Client().ApplyURI(dep.URI()).SetAppName(killOpAppName))
+	c, err := mongo.Connect(guard.Client(options.Client().ApplyURI(dep.URI()).SetAppName(killOpAppName)))
 	if err != nil {
 		return 0, fmt.Errorf("killop actor: connecting to %s: %w", dep.Describe(), err)
 	}
 	bg.Go(func() {
-		defer c.Disconnect(context.Background())
+		defer mongoclient.Disconnect(c)
 		if err := actor.KillOp(ctx, c, k, onKill, opts...); err != nil {
 			log.Warn("killop actor stopped", "err", err)
 		}

@@ -27,8 +27,8 @@ func runMergeTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, see
 	defer closeTrial(dep, &status, &reason)
 	tctx, stop := context.WithCancel(ctx)
 	defer stop()
-	sampler := &collect.Sampler{Members: dep.Members(), Interval: cfg.SampleInterval}
-	d := &workload.MergeDriver{Spec: *cfg.Workload.Merge, URI: dep.URI(), Members: dep.Members()}
+	sampler := &collect.Sampler{Members: dep.Members(), Interval: cfg.SampleInterval, Guard: cfg.guard()}
+	d := &workload.MergeDriver{Spec: *cfg.Workload.Merge, URI: dep.URI(), Members: dep.Members(), Guard: cfg.guard()}
 	meta := map[string]any{}
 	if sh := target.ShardingOf(dep); sh != nil {
 		// The sharded cases: every shard's members and the routers are
@@ -44,7 +44,7 @@ func runMergeTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, see
 	var kmu sync.Mutex
 	var kills []store.Kill
 	if k := arm.KillOp(); k != nil {
-		if _, err := startKillOp(tctx, &bg, dep, *k, cfg.Log, func(e store.Kill) { kmu.Lock(); kills = append(kills, e); kmu.Unlock() }, nil); err != nil {
+		if _, err := startKillOp(tctx, &bg, dep, cfg.guard(), *k, cfg.Log, func(e store.Kill) { kmu.Lock(); kills = append(kills, e); kmu.Unlock() }, nil); err != nil {
 			return store.Invalid, err.Error()
 		}
 	}

@@ -76,3 +76,34 @@ func TestARunsPlanDigestRecomputesFromItsManifest(t *testing.T) {
 		t.Errorf("resuming a reseeded run: %v", err)
 	}
 }
+
+// A writer SIGKILLed mid-write leaves its temporaries (.manifest.json.tmp*
+// and a trial file's); the next writer of the folder (run --resume)
+// removes them, and leaves a report's, which no lock guards.
+func TestResumeRemovesWhatAKilledWriterLeft(t *testing.T) {
+	spec, _ := workload.Builtin(workload.KindSpillToDisk)
+	cfg := Config{Arms: planArms(t, "D"), N: 1, Workload: spec, Profile: "quick", Seed: 9, Clock: Virtual, ToolVersion: "test",
+		Host: &store.Host{ID: "h1", Hostname: "one"}, Dir: t.TempDir()}
+	if _, err := Execute(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	stale := []string{filepath.Join(cfg.Dir, ".manifest.json.tmp2718281828"), filepath.Join(store.TrialDir(cfg.Dir, "D", 1), ".samples.jsonl.gz.tmp31415")}
+	report := filepath.Join(cfg.Dir, ".report.html.tmp1618")
+	for _, p := range append(slices.Clone(stale), report) {
+		if err := os.WriteFile(p, []byte("torn"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resume := Config{Arms: cfg.Arms, Resume: true, Dir: cfg.Dir, ToolVersion: "test", Host: cfg.Host}
+	if _, err := Execute(context.Background(), resume); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range stale {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s after the resume: %v; want it removed", p, err)
+		}
+	}
+	if _, err := os.Stat(report); err != nil {
+		t.Errorf("a report's temporary after the resume: %v; want it left", err)
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/arms/actor"
 	"github.com/qmlsab/qmlsab/collect"
+	"github.com/qmlsab/qmlsab/internal/mongoclient"
 	"github.com/qmlsab/qmlsab/internal/mongouri"
 	"github.com/qmlsab/qmlsab/internal/zero"
 	"github.com/qmlsab/qmlsab/metric"
@@ -278,6 +279,11 @@ func Execute(ctx context.Context, cfg Config) (string, error) {
 		return "", err
 	}
 	defer lock.Release()
+	// What a writer of this folder killed mid-write left (its lock is
+	// ours now, so it is dead).
+	if err := lock.RemoveStaleTemporaries(); err != nil {
+		return "", err
+	}
 	m, err := manifest(cfg)
 	if err != nil {
 		return "", err
@@ -572,6 +578,10 @@ func redactArgs(args []string) []string {
 	return out
 }
 
+// guard is which hosts the run's clients may connect to: the loopback
+// range, unless the run allows remote targets.
+func (cfg Config) guard() mongoclient.Guard { return mongoclient.Guard{AllowRemote: cfg.AllowRemote} }
+
 // provision makes a trial's folder and deployment; without a deployment
 // it says why the trial ended (interrupted, or invalid: a harness fault).
 func provision(ctx context.Context, cfg Config, arm arms.Arm, index int) (dir string, dep target.Deployment, status, reason string) {
@@ -674,8 +684,9 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 	}
 	defer closeTrial(dep, &status, &reason)
 	watcher := &collect.PrimaryWatcher{}
-	d := &workload.Driver{Spec: *cfg.Workload.SpillToDisk, URI: dep.URI(), Monitor: watcher.Monitor(), RealDocs: realDocs(arm)}
-	sampler := &collect.Sampler{Members: dep.Members(), Interval: cfg.SampleInterval, Census: true}
+	guard := cfg.guard()
+	d := &workload.Driver{Spec: *cfg.Workload.SpillToDisk, URI: dep.URI(), Monitor: watcher.Monitor(), RealDocs: realDocs(arm), Guard: guard}
+	sampler := &collect.Sampler{Members: dep.Members(), Interval: cfg.SampleInterval, Census: true, Guard: guard}
 	meta := map[string]any{}
 	if sh := target.ShardingOf(dep); sh != nil {
 		// The storm goes through the routers to every shard: the storm's
@@ -709,7 +720,7 @@ func runTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uin
 	actors := 0             // how many killOp actors decide (one per shard on a sharded cluster)
 	if k := arm.KillOp(); k != nil {
 		var err error
-		if actors, err = startKillOp(tctx, &bg, dep, *k, cfg.Log, func(e store.Kill) { kmu.Lock(); kills = append(kills, e); kmu.Unlock() }, &rounds); err != nil {
+		if actors, err = startKillOp(tctx, &bg, dep, guard, *k, cfg.Log, func(e store.Kill) { kmu.Lock(); kills = append(kills, e); kmu.Unlock() }, &rounds); err != nil {
 			return store.Invalid, err.Error()
 		}
 	}
@@ -856,7 +867,7 @@ func phaseAt(ph workload.Phases, el time.Duration) string {
 // trialSimulated reports whether a finished trial says its numbers came
 // from mongosim (false when it wrote no trial.json).
 func trialSimulated(dir, arm string, index int) bool {
-	b, err := os.ReadFile(filepath.Join(store.TrialDir(dir, arm, index), "trial.json"))
+	b, err := store.ReadRunFile(filepath.Join(store.TrialDir(dir, arm, index), store.TrialFile), store.MaxTrialFileBytes)
 	if err != nil {
 		return false
 	}

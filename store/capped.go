@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
+	"unsafe"
 )
 
 // Limits on what a reader of a run folder, or of an input to import,
@@ -36,6 +38,78 @@ const (
 	MaxSpecFileBytes = 4 << 20
 )
 
+// Limits on the records one .jsonl.gz file of a trial holds. Bytes do
+// not bound records: a line "{}" is 3 bytes and decodes to a whole record,
+// so a 255 KB file inflating to just under its byte limit held 89 million
+// of them, ~9 GB as []Second. Each limit is what the largest trial the
+// workload's bounds accept records, with room to spare; the workload
+// package's tests hold the bounds named here to its own (MaxTrialLength,
+// MaxStormOps, MaxCanaryRate, MaxMergeOps). Writers keep them too
+// (WriteJSONLinesGz), so no folder this tool writes is one it cannot read.
+const (
+	// MaxTrialSeconds is the longest trial's phases: 2 h
+	// (workload.MaxTrialLength).
+	MaxTrialSeconds = 2 * 60 * 60
+	// MaxSecondRecords is series.jsonl.gz's and outcomes.jsonl.gz's limit:
+	// one record a second of the trial, four times the longest trial's
+	// phases, since a wall-clock trial records until its storm's last
+	// operations return and an imported trial's window may run past its
+	// phases (its until).
+	MaxSecondRecords = 4 * MaxTrialSeconds
+	// MaxStormRecords is storm.jsonl.gz's: a trial schedules at most
+	// 300,000 storm queries on average (workload.MaxStormOps); its Poisson
+	// arrivals scatter the count by √300,000 ≈ 550, so a tenth more (55
+	// standard deviations) is never met by chance.
+	MaxStormRecords = 300_000 + 300_000/10
+	// MaxCanaryRecords is canaries.jsonl.gz's: at most 1000 canaries a
+	// second (workload.MaxCanaryRate, a fixed rate) over the longest
+	// trial, 7.2 million (the memory budget accepts at most ~3.3 million).
+	MaxCanaryRecords = 1000 * MaxTrialSeconds
+	// MaxMergeRecords is merge.jsonl.gz's: a merge trial runs at most
+	// 10,000 ops (workload.MaxMergeOps).
+	MaxMergeRecords = 10_000
+	// MaxSampleRecords is samples.jsonl.gz's. A trial samples every member
+	// each second (and an imported one keeps its diagnostic data's
+	// samples), and nothing bounds a deployment's members, so the limit is
+	// the count whose records, each a Sample of 112 bytes (64-bit) before
+	// any value in it, take no more memory than the file may inflate to:
+	// about 2.4 million. A sample as written is over 98 bytes before its
+	// values (the longest trial of a 50-member set holds 360,000).
+	MaxSampleRecords = MaxInflatedBytes / int64(unsafe.Sizeof(Sample{}))
+	// MaxEventRecords is events.jsonl.gz's: a trial's events are its
+	// phases, its kills (at most one a storm query or merge op), and new
+	// primaries, restarts and faults (at most one a member's sample each);
+	// like the samples, no more records than fit, as Events of 112 bytes,
+	// in what the file may inflate to: about 2.4 million.
+	MaxEventRecords = MaxInflatedBytes / int64(unsafe.Sizeof(Event{}))
+)
+
+// RecordLimit is the limit on the records the .jsonl.gz file at path
+// holds, by its name (as many as fit in its inflated limit at 64 bytes a
+// record for a name that is none of a trial's files).
+func RecordLimit(path string) int64 {
+	switch filepath.Base(path) {
+	case SeriesFile, OutcomesFile:
+		return MaxSecondRecords
+	case StormFile:
+		return MaxStormRecords
+	case CanaryFile:
+		return MaxCanaryRecords
+	case MergeFile:
+		return MaxMergeRecords
+	case SamplesFile:
+		return MaxSampleRecords
+	case EventsFile:
+		return MaxEventRecords
+	}
+	return InflatedLimit(path) / 64
+}
+
+// tooManyRecords is the refusal of a file holding more than limit records.
+func tooManyRecords(path string, limit int64) error {
+	return fmt.Errorf("%s holds more than %d records, more than a trial's %s holds: %w", path, limit, filepath.Base(path), ErrTooLarge)
+}
+
 // InflatedLimit is the limit on what the .jsonl.gz file at path inflates
 // to, by its name.
 func InflatedLimit(path string) int64 {
@@ -64,21 +138,57 @@ func (e *LimitError) Unwrap() error { return ErrTooLarge }
 
 // ReadFileCapped reads the whole file at path, refusing one larger than
 // limit bytes (by its size when it is a regular file, so a sparse file is
-// refused unread; by what it yields otherwise).
+// refused unread; by what it yields otherwise). It reads what is no
+// regular file too (an input given as <(command)); a file of a run
+// folder is read with ReadRunFile.
 func ReadFileCapped(path string, limit int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > limit {
-		return nil, &LimitError{Path: path, Limit: limit, What: "is"}
-	}
-	b, err := io.ReadAll(CapReader(f, path, limit, "is"))
+	return readCapped(f, path, limit)
+}
+
+// ReadRunFile reads the whole file of a run folder at path, as
+// ReadFileCapped does, refusing anything but a regular file (openRunFile).
+func ReadRunFile(path string, limit int64) ([]byte, error) {
+	f, err := openRunFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return b, nil
+	defer f.Close()
+	return readCapped(f, path, limit)
+}
+
+// openRunFile opens a file of a run folder for reading. A run folder
+// holds regular files only: the file is opened without waiting for a
+// writer (a named pipe in its place opens at once instead of blocking
+// its reader until a writer comes, maybe never) and anything but a
+// regular file is refused, naming it and what it is.
+func openRunFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s is %s: a run folder holds regular files only", path, describeMode(path, fi.Mode()))
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// readCapped reads f, the file at path, whole, refusing more than limit
+// bytes.
+func readCapped(f *os.File, path string, limit int64) ([]byte, error) {
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > limit {
+		return nil, &LimitError{Path: path, Limit: limit, What: "is"}
+	}
+	return io.ReadAll(CapReader(f, path, limit, "is"))
 }
 
 // CapReader is r, failing with a *LimitError naming path once more than

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestReadersRefuseASparseFileUnread checks that a trial.json or a
@@ -90,5 +93,116 @@ func TestReadFileCappedReadsAPipeUpToItsLimit(t *testing.T) {
 	buf.Reset()
 	if _, err := buf.ReadFrom(r); err != nil || buf.Len() != 99 {
 		t.Errorf("99 bytes through a 99-byte cap: %d read, %v", buf.Len(), err)
+	}
+}
+
+// A named pipe in a run folder, in the place of any file a reader opens
+// (manifest.json, a trial.json, a .jsonl.gz), is refused at once, named:
+// it used to block report, history add and run --resume in open(2) until
+// a writer came, maybe never.
+func TestRunFolderReadersRefuseANamedPipeWithoutBlocking(t *testing.T) {
+	for _, c := range []struct {
+		file string // relative to the run folder
+		read func(dir string) error
+	}{
+		{ManifestFile, func(dir string) error { _, err := Open(dir); return err }},
+		{ManifestFile, func(dir string) error { _, err := ReadManifest(dir); return err }},
+		{filepath.Join("D", "trial-1", TrialFile), func(dir string) error { _, err := Open(dir); return err }},
+		{filepath.Join("D", "trial-1", SeriesFile), func(dir string) error {
+			_, err := ReadJSONLinesGz[Second](filepath.Join(TrialDir(dir, "D", 1), SeriesFile))
+			return err
+		}},
+		{filepath.Join("D", "trial-1", TrialFile), func(dir string) error {
+			_, err := ReadRunFile(filepath.Join(TrialDir(dir, "D", 1), TrialFile), MaxTrialFileBytes)
+			return err
+		}},
+	} {
+		dir := t.TempDir()
+		writeRun(t, dir)
+		fifo := filepath.Join(dir, c.file)
+		os.Remove(fifo)
+		if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- c.read(dir) }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), fifo+" is a named pipe (FIFO)") {
+				t.Errorf("%s as a named pipe: %v; want it named as one", c.file, err)
+			}
+		case <-time.After(30 * time.Second):
+			// Open the pipe's other end, so the blocked reader returns.
+			if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				w.Close()
+			}
+			t.Fatalf("%s as a named pipe: the reader is still blocked after 30 s", c.file)
+		}
+	}
+}
+
+// gzipLines is a gzip file of n copies of line.
+func gzipLines(t *testing.T, path, line string, n int) {
+	t.Helper()
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	zw.Write(bytes.Repeat([]byte(line), n))
+	zw.Close()
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A small file of tiny records ("{}", 3 bytes inflated, a whole record
+// decoded) is refused past the records a trial's file of its kind holds,
+// naming it: byte limits did not bound records, and 89 million "{}" in a
+// 255 KB series.jsonl.gz took report out of memory. A file of exactly the
+// limit reads.
+func TestJSONLinesGzRefusesMoreRecordsThanATrialWrites(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		file  string
+		limit int64
+		read  func(string) (int, error)
+	}{
+		{SeriesFile, MaxSecondRecords, func(p string) (int, error) { r, err := ReadJSONLinesGz[Second](p); return len(r), err }},
+		{OutcomesFile, MaxSecondRecords, func(p string) (int, error) { r, err := ReadJSONLinesGz[OutcomeSecond](p); return len(r), err }},
+		{StormFile, MaxStormRecords, func(p string) (int, error) { r, err := ReadJSONLinesGz[StormOp](p); return len(r), err }},
+		{MergeFile, MaxMergeRecords, func(p string) (int, error) { r, err := ReadJSONLinesGz[MergeOp](p); return len(r), err }},
+	} {
+		p := filepath.Join(dir, c.file)
+		gzipLines(t, p, "{}\n", int(c.limit))
+		if n, err := c.read(p); err != nil || int64(n) != c.limit {
+			t.Errorf("%s of %d records, its limit: %d read, %v", c.file, c.limit, n, err)
+		}
+		gzipLines(t, p, "{}\n", int(c.limit)+1)
+		want := fmt.Sprintf("%s holds more than %d records", p, c.limit)
+		if n, err := c.read(p); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s of %d records: %d read, %v; want %q", c.file, c.limit+1, n, err, want)
+		}
+	}
+	// Every trial file has a limit no larger than its records' memory
+	// within its inflated limit.
+	for _, name := range []string{SamplesFile, SeriesFile, StormFile, CanaryFile, OutcomesFile, EventsFile, MergeFile} {
+		if l := RecordLimit(name); l <= 0 || l*56 > InflatedLimit(name) {
+			t.Errorf("RecordLimit(%s) = %d: want a limit whose records (56 bytes and more each) fit in %d bytes", name, l, InflatedLimit(name))
+		}
+	}
+}
+
+// A writer refuses to write more records than a reader takes (an import
+// of a trial window holding more storm operations than a trial runs), so
+// no folder this tool writes is one it cannot read.
+func TestWriteJSONLinesGzRefusesWhatAReaderWouldRefuse(t *testing.T) {
+	p := filepath.Join(t.TempDir(), MergeFile)
+	err := WriteJSONLinesGz(p, make([]MergeOp, MaxMergeRecords+1))
+	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), fmt.Sprintf("encoding %s: %d records, more than the %d", p, MaxMergeRecords+1, MaxMergeRecords)) {
+		t.Errorf("writing %d merge ops: %v; want a refusal naming the file", MaxMergeRecords+1, err)
+	}
+	if _, err := os.Stat(p); !os.IsNotExist(err) {
+		t.Errorf("%s after the refusal: %v; want nothing written", p, err)
+	}
+	if err := WriteJSONLinesGz(p, make([]MergeOp, MaxMergeRecords)); err != nil {
+		t.Errorf("writing %d merge ops, the limit: %v", MaxMergeRecords, err)
 	}
 }

@@ -8,9 +8,6 @@ import (
 	"strings"
 )
 
-// lockFile is a run folder's lock (Acquire).
-const lockFile = "run.lock"
-
 // CheckNewRunFolder checks that dir can become a new run folder: it does
 // not exist yet, or it is an empty folder (one holding nothing but its
 // own run.lock, which the writer takes before it looks). A folder holding

@@ -8,12 +8,16 @@ import (
 	"testing"
 )
 
-// A results folder may be damaged: any manifest bytes and any samples
-// file either read or give an error naming the file, never a panic.
+// A results folder may be damaged: any manifest bytes and any samples or
+// series file either read or give an error naming the file, never a
+// panic, and never more records than a trial's file of its kind holds
+// (RecordLimit): one seed is a file of one "{}" more than a series holds.
 func FuzzOpen(f *testing.F) {
 	f.Add([]byte(`{"schema":"qmlsab/run/v1","toolVersion":"x","created":"2026-11-29T00:00:00Z","host":"h","commandLine":[],"seed":1,"target":"embedded","simulated":true,"trials":[{"arm":"D","index":1,"status":"valid"}]}`),
 		[]byte(`{"At":"2026-11-29T00:00:00Z","Member":"m","Up":true,"Values":{"a":1}}`+"\n"))
 	f.Add([]byte(`{"schema":"qmlsab/run/v1","trials":[{"arm":"../x","index":-1,"status":"invalid"}]}`), []byte("{"))
+	f.Add([]byte(`{"schema":"qmlsab/run/v2","trials":[{"arm":"D","index":1,"status":"valid"},{"arm":"D","index":1,"status":"valid"}]}`),
+		bytes.Repeat([]byte("{}\n"), MaxSecondRecords+1))
 	f.Fuzz(func(t *testing.T, manifest, lines []byte) {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, "manifest.json"), manifest, 0o644)
@@ -34,5 +38,20 @@ func FuzzOpen(f *testing.F) {
 				t.Fatalf("error does not name the file: %v", err)
 			}
 		}
+		checkRecords(t, filepath.Join(td, SeriesFile), gz.Bytes(), ReadJSONLinesGz[Second])
 	})
+}
+
+// checkRecords writes b to path and reads it as records: an error names
+// the file; a read holds no more records than RecordLimit allows.
+func checkRecords[T any](t *testing.T, path string, b []byte, read func(string) ([]T, error)) {
+	t.Helper()
+	os.WriteFile(path, b, 0o644)
+	got, err := read(path)
+	if err != nil && !bytes.Contains([]byte(err.Error()), []byte(path)) {
+		t.Fatalf("error does not name the file: %v", err)
+	}
+	if int64(len(got)) > RecordLimit(path) {
+		t.Fatalf("%s: %d records read, more than its limit %d", path, len(got), RecordLimit(path))
+	}
 }

@@ -34,10 +34,12 @@ type MergeOptions struct {
 // recomputes them from the trials. Everything is checked before anything
 // is written — a shard's files must be regular files in real folders
 // (checkShardFiles), its plan digest must be the one its plan gives — and
-// the folder is built beside Out and renamed into place, so on any error,
-// and when ctx ends (the CLI cancels it on SIGINT, SIGTERM and SIGHUP),
-// nothing is left: the folder being built is removed. It returns the
-// merged manifest and what a partial merge lacks.
+// the folder is built beside Out and renamed into place (BuildBeside), so
+// on any error, and when ctx ends (the CLI cancels it on SIGINT, SIGTERM
+// and SIGHUP), nothing is left: the folder being built is removed. A
+// folder a merge killed outright (SIGKILL) left beside Out is removed by
+// the next merge into Out; one merge into Out runs at a time. It returns
+// the merged manifest and what a partial merge lacks.
 func MergeShards(ctx context.Context, o MergeOptions) (Manifest, []string, error) {
 	switch {
 	case o.Expect < 1:
@@ -60,8 +62,8 @@ func MergeShards(ctx context.Context, o MergeOptions) (Manifest, []string, error
 		if err := checkShardFiles(dir); err != nil {
 			return Manifest{}, nil, err
 		}
-		if pid := Writer(dir); pid != 0 {
-			return Manifest{}, nil, fmt.Errorf("%s is still being written (pid %d holds its run.lock); merge when it has finished", dir, pid)
+		if h, held := Writer(dir); held {
+			return Manifest{}, nil, fmt.Errorf("%s is still being written (%s); merge when it has finished", dir, h.holds("its "+lockFile))
 		}
 		r, err := Open(dir)
 		if err != nil {
@@ -133,38 +135,25 @@ func MergeShards(ctx context.Context, o MergeOptions) (Manifest, []string, error
 		}
 	}
 
-	parent := filepath.Dir(out)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return Manifest{}, nil, fmt.Errorf("MergeOptions.Out %s: %w", o.Out, err)
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(out)+".merging-")
+	b, err := BuildBeside(out, Merging)
 	if err != nil {
-		return Manifest{}, nil, fmt.Errorf("MergeOptions.Out %s: %w", o.Out, err)
+		return Manifest{}, nil, fmt.Errorf("MergeOptions.Out %w", err)
 	}
-	done := false
-	defer func() {
-		if !done {
-			os.RemoveAll(tmp)
-		}
-	}()
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return Manifest{}, nil, err
-	}
+	defer b.Close() // removes the folder being built unless it was committed
 	for _, c := range copies {
-		if err := c(ctx, tmp); err != nil {
+		if err := c(ctx, b.Dir); err != nil {
 			return Manifest{}, nil, err
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		return Manifest{}, nil, fmt.Errorf("merge stopped (%w); nothing was written to %s", err, o.Out)
 	}
-	if err := WriteJSON(filepath.Join(tmp, ManifestFile), m); err != nil {
+	if err := WriteJSON(filepath.Join(b.Dir, ManifestFile), m); err != nil {
 		return Manifest{}, nil, err
 	}
-	if err := os.Rename(tmp, out); err != nil {
+	if err := b.Commit(); err != nil {
 		return Manifest{}, nil, fmt.Errorf("MergeOptions.Out %s: %w", o.Out, err)
 	}
-	done = true
 	return m, problems, nil
 }
 
@@ -239,6 +228,13 @@ func walkRegular(root string, fn func(path string, d fs.DirEntry) error) error {
 // notRegular is the refusal of a path that is not a regular file or a
 // folder, saying what it is.
 func notRegular(path string, mode fs.FileMode) error {
+	return fmt.Errorf("%s is %s: a shard is merged from regular files and folders only (put the file itself in its place)", path, describeMode(path, mode))
+}
+
+// describeMode says what a path that is not a regular file is: "a
+// symbolic link (to X)", "a named pipe (FIFO)", "a folder where a file
+// belongs" and so on.
+func describeMode(path string, mode fs.FileMode) string {
 	kind := "not a regular file or folder"
 	switch {
 	case mode&fs.ModeSymlink != 0:
@@ -257,7 +253,7 @@ func notRegular(path string, mode fs.FileMode) error {
 	case mode.IsDir():
 		kind = "a folder where a file belongs"
 	}
-	return fmt.Errorf("%s is %s: a shard is merged from regular files and folders only (put the file itself in its place)", path, kind)
+	return kind
 }
 
 // mergeCopied, when set (by tests), is called after each file is linked

@@ -43,6 +43,9 @@ func assertNothingWritten(t *testing.T, out string) {
 	if len(left) > 0 {
 		t.Errorf("temporary folders left beside --out: %v", left)
 	}
+	if _, err := os.Lstat(filepath.Join(filepath.Dir(out), "."+filepath.Base(out)+".building.lock")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the building lock beside --out is left (%v)", err)
+	}
 }
 
 // Merge copies regular files and folders only: a trial folder, an arm

@@ -2,8 +2,11 @@
 // manifest, one folder per arm and trial, and the files in it. Every file
 // is written atomically (a temporary file, synced, then renamed), so an
 // interrupted run keeps every trial it finished and never leaves a torn
-// file; one writer at a time holds the folder's lock. The reader checks
-// schema versions and names any corrupt or truncated file. Files are
+// file; one writer at a time holds the folder's lock (lock.go), and the
+// next one removes what a killed one left (temporaries.go). The reader
+// checks schema versions, takes regular files only, caps what it reads
+// of each file in bytes and in records (capped.go) and names any corrupt,
+// truncated or inconsistent file. Files are
 // written in the v2 format (snake_case keys, durations in seconds,
 // encoding.go) and read in it or in the v1 format before it.
 package store
@@ -24,7 +27,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -166,15 +168,37 @@ type Trial struct {
 // VictimBinBytes is the width of Victims.Bins.
 const VictimBinBytes = 8 << 20
 
+// VictimBins is the most bins a Victims holds: the last one, bin
+// VictimBins−1 (1016 MiB and up), is an overflow bin that also holds every
+// larger size, so a summary's memory does not depend on the sizes it
+// sees. One bin per 8 MiB up to whatever a record said grew a slice of
+// 2^40 bins (and ran out of memory) for a trackedBytes of 2^63−1.
+const VictimBins = 128
+
+// MaxTrackedBytes bounds an operation's tracked memory as qmlsab records
+// it: 1 PiB, beyond the memory of any server. An imported outcomes record
+// above it is refused; a figure a live server reports above it is clamped
+// to it (ClampTrackedBytes), since what a server reports is a measured
+// outcome, never a crash of the harness.
+const MaxTrackedBytes int64 = 1 << 50
+
+// ClampTrackedBytes is n within [0, MaxTrackedBytes]: a negative count
+// (which no server means) is 0, size unknown.
+func ClampTrackedBytes(n int64) int64 { return min(max(n, 0), MaxTrackedBytes) }
+
 // Victims are a trial's shed or killed storm ops: how many, how many with
 // a known tracked size, a histogram of those sizes (bin i holds
-// [i·8 MiB, (i+1)·8 MiB)), and the count per stage.
+// [i·8 MiB, (i+1)·8 MiB), the last of VictimBins bins everything from
+// its start up), and the count per stage.
 type Victims struct {
 	Count  int            `json:"count"`
 	Sized  int            `json:"sized"`
 	Bins   []int          `json:"bins_8mib,omitempty"`
 	Stages map[string]int `json:"stages,omitempty"`
 }
+
+// victimBin is the bin of a size (bytes > 0).
+func victimBin(bytes int64) int { return int(min(bytes/VictimBinBytes, VictimBins-1)) }
 
 // Add counts one victim (bytes 0: size unknown).
 func (v *Victims) Add(bytes int64, stage string) {
@@ -190,17 +214,21 @@ func (v *Victims) Add(bytes int64, stage string) {
 		return
 	}
 	v.Sized++
-	v.grow(int(bytes / VictimBinBytes))
-	v.Bins[bytes/VictimBinBytes]++
+	b := victimBin(bytes)
+	v.grow(b)
+	v.Bins[b]++
 }
 
-// Merge adds o's victims to v (pooling an arm's trials).
+// Merge adds o's victims to v (pooling an arm's trials). Bins of o past
+// the overflow bin (a summary written before bins were capped) fold into
+// it.
 func (v *Victims) Merge(o *Victims) {
 	v.Count += o.Count
 	v.Sized += o.Sized
-	v.grow(len(o.Bins) - 1)
 	for i, c := range o.Bins {
-		v.Bins[i] += c
+		b := min(i, VictimBins-1)
+		v.grow(b)
+		v.Bins[b] += c
 	}
 	for st, c := range o.Stages {
 		if v.Stages == nil {
@@ -211,8 +239,8 @@ func (v *Victims) Merge(o *Victims) {
 }
 
 func (v *Victims) grow(bin int) {
-	for len(v.Bins) <= bin {
-		v.Bins = append(v.Bins, 0)
+	if len(v.Bins) <= bin {
+		v.Bins = append(v.Bins, make([]int, bin+1-len(v.Bins))...)
 	}
 }
 
@@ -282,8 +310,12 @@ func WriteJSON(path string, v any) error {
 }
 
 // WriteJSONLinesGz writes records as gzip-compressed JSON lines, atomically
-// (for samples and events, which are large).
+// (for samples and events, which are large); more records than a reader
+// takes (RecordLimit) are refused, naming the file.
 func WriteJSONLinesGz[T any](path string, records []T) error {
+	if limit := RecordLimit(path); int64(len(records)) > limit {
+		return fmt.Errorf("encoding %s: %d records, more than the %d a reader takes of a trial's %s: %w", path, len(records), limit, filepath.Base(path), ErrTooLarge)
+	}
 	var buf strings.Builder
 	zw := gzip.NewWriter(&buf)
 	enc := json.NewEncoder(zw)
@@ -299,15 +331,16 @@ func WriteJSONLinesGz[T any](path string, records []T) error {
 }
 
 // ReadJSONLinesGz reads what WriteJSONLinesGz wrote; a truncated or
-// corrupt file, or one inflating past its limit (InflatedLimit), is an
-// error naming it.
+// corrupt file, one inflating past its limit (InflatedLimit) or one
+// holding more records than a trial writes (RecordLimit) is an error
+// naming it.
 func ReadJSONLinesGz[T any](path string) ([]T, error) {
 	return readJSONLinesGz[T](path, InflatedLimit(path))
 }
 
 // readJSONLinesGz is ReadJSONLinesGz inflating at most limit bytes.
 func readJSONLinesGz[T any](path string, limit int64) ([]T, error) {
-	f, err := os.Open(path)
+	f, err := openRunFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -319,9 +352,12 @@ func readJSONLinesGz[T any](path string, limit int64) ([]T, error) {
 	var out []T
 	sc := bufio.NewScanner(CapReader(zr, path, limit, "inflates to"))
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	line := 0
+	line, maxRecords := 0, RecordLimit(path)
 	for sc.Scan() {
 		line++
+		if int64(line) > maxRecords {
+			return nil, tooManyRecords(path, maxRecords)
+		}
 		var r T
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			return nil, fmt.Errorf("%s: record %d: %w", path, line, err)
@@ -335,71 +371,6 @@ func readJSONLinesGz[T any](path string, limit int64) ([]T, error) {
 		return nil, fmt.Errorf("%s: corrupt or truncated: %w", path, err)
 	}
 	return out, nil
-}
-
-// Lock takes a run folder for one writer; the lock file holds the
-// writer's pid. A second writer is refused, naming the holder.
-type Lock struct{ path string }
-
-// Acquire locks dir for writing.
-func Acquire(dir string) (*Lock, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	p := filepath.Join(dir, "run.lock")
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		if errors.Is(err, os.ErrExist) {
-			holder, _ := os.ReadFile(p)
-			pid, _ := strconv.Atoi(strings.TrimSpace(string(holder)))
-			if pid > 0 && !processAlive(pid) {
-				// The writer died (SIGKILL): its lock is stale; take it.
-				os.Remove(p)
-				return Acquire(dir)
-			}
-			return nil, fmt.Errorf("%s is being written by another qmlsab (pid %s); refusing to write it too", dir, strings.TrimSpace(string(holder)))
-		}
-		return nil, err
-	}
-	fmt.Fprintf(f, "%d\n", os.Getpid())
-	f.Close()
-	return &Lock{path: p}, nil
-}
-
-// Writer is the pid of a live process holding dir's lock (0: none).
-func Writer(dir string) int {
-	holder, err := os.ReadFile(filepath.Join(dir, "run.lock"))
-	if err != nil {
-		return 0
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(holder)))
-	if pid > 0 && processAlive(pid) {
-		return pid
-	}
-	return 0
-}
-
-// Release gives the folder back.
-func (l *Lock) Release() error { return os.Remove(l.path) }
-
-func processAlive(pid int) bool {
-	p, err := os.FindProcess(pid)
-	if err != nil {
-		return false
-	}
-	return p.Signal(syscall.Signal(0)) == nil
-}
-
-// Writers is the live writers of any of dirs, as "DIR (pid N)": folders a
-// reader must not take as finished.
-func Writers(dirs []string) []string {
-	var out []string
-	for _, d := range dirs {
-		if pid := Writer(d); pid != 0 {
-			out = append(out, fmt.Sprintf("%s (pid %d holds its run.lock)", d, pid))
-		}
-	}
-	return out
 }
 
 // RunIDEnv is the environment variable that gives a run its stamp: the
@@ -520,7 +491,7 @@ func (r *Run) Valid(arm string) []Trial {
 // Open does), without its trials.
 func ReadManifest(dir string) (Manifest, error) {
 	mpath := filepath.Join(dir, ManifestFile)
-	b, err := ReadFileCapped(mpath, MaxManifestBytes)
+	b, err := ReadRunFile(mpath, MaxManifestBytes)
 	if err != nil {
 		return Manifest{}, fileErr(mpath, err)
 	}
@@ -531,7 +502,28 @@ func ReadManifest(dir string) (Manifest, error) {
 		}
 		return Manifest{}, fmt.Errorf("%s: corrupt or truncated: %w", mpath, err)
 	}
+	if err := checkListedOnce(m.Trials); err != nil {
+		return Manifest{}, fmt.Errorf("%s: %w", mpath, err)
+	}
 	return m, nil
+}
+
+// checkListedOnce refuses a list of trials that names one trial twice: a
+// reader would count it twice (n = 4 from 2 trials).
+func checkListedOnce(trials []TrialStatus) error {
+	type key struct {
+		arm   string
+		index int
+	}
+	first := map[key]int{}
+	for i, ts := range trials {
+		k := key{ts.Arm, ts.Index}
+		if j, ok := first[k]; ok {
+			return fmt.Errorf("arm %s's trial %d is listed twice (trials[%d] and trials[%d]); a run lists each trial once", ts.Arm, ts.Index, j, i)
+		}
+		first[k] = i
+	}
+	return nil
 }
 
 // Open reads a run folder: the manifest (of the v2 or the v1 format; a v1
@@ -539,26 +531,21 @@ func ReadManifest(dir string) (Manifest, error) {
 // every trial the manifest says finished (trial.json of either format,
 // its Schema as the file had it). Trials still running or never finished
 // are not read, so a report of a run in progress sees only finished
-// trials.
+// trials. A manifest listing a trial twice, and a trial.json that says it
+// is another trial than the one whose folder it is in, are refused,
+// naming the file.
 func Open(dir string) (*Run, error) {
-	mpath := filepath.Join(dir, "manifest.json")
-	b, err := ReadFileCapped(mpath, MaxManifestBytes)
+	m, err := ReadManifest(dir)
 	if err != nil {
-		return nil, fileErr(mpath, err)
+		return nil, err
 	}
-	r := &Run{Dir: dir, Trials: map[string][]Trial{}}
-	if r.Manifest, err = decodeManifest(b); err != nil {
-		if isSchemaError(err) {
-			return nil, fmt.Errorf("%s: %w", mpath, err)
-		}
-		return nil, fmt.Errorf("%s: corrupt or truncated: %w", mpath, err)
-	}
+	r := &Run{Dir: dir, Manifest: m, Trials: map[string][]Trial{}}
 	for _, ts := range r.Manifest.Trials {
 		if ts.Status != Valid && ts.Status != Invalid {
 			continue
 		}
-		tpath := filepath.Join(TrialDir(dir, ts.Arm, ts.Index), "trial.json")
-		tb, err := ReadFileCapped(tpath, MaxTrialFileBytes)
+		tpath := filepath.Join(TrialDir(dir, ts.Arm, ts.Index), TrialFile)
+		tb, err := ReadRunFile(tpath, MaxTrialFileBytes)
 		if ts.Status == Invalid && errors.Is(err, fs.ErrNotExist) {
 			continue // it failed before it measured anything (its reason is in the manifest)
 		}
@@ -571,6 +558,10 @@ func Open(dir string) (*Run, error) {
 				return nil, fmt.Errorf("%s: %w", tpath, err)
 			}
 			return nil, fmt.Errorf("%s: corrupt or truncated: %w", tpath, err)
+		}
+		if t.Arm != ts.Arm || t.Index != ts.Index {
+			return nil, fmt.Errorf("%s: the file is arm %q's trial %d, but it stands in the folder of arm %q's trial %d; a trial.json is its own folder's trial",
+				tpath, t.Arm, t.Index, ts.Arm, ts.Index)
 		}
 		r.Trials[ts.Arm] = append(r.Trials[ts.Arm], t)
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -216,6 +217,34 @@ func TestInvalidTrialWithoutFilesKeepsTheRunReadable(t *testing.T) {
 	}
 }
 
+// A victim's size decides its bin, never the histogram's length: a
+// trackedBytes of 2^63−1 (a hostile import record or server) lands in the
+// overflow bin, where a bin per 8 MiB up to it would need 2^40 of them; a
+// summary written before the cap with more bins folds its tail into the
+// overflow bin when pooled.
+func TestVictimsHistogramIsBoundedWhateverTheSizes(t *testing.T) {
+	var v Victims
+	for _, n := range []int64{math.MaxInt64, MaxTrackedBytes, VictimBins * VictimBinBytes, (VictimBins-1)*VictimBinBytes - 1, 1} {
+		v.Add(n, "$sort")
+	}
+	if len(v.Bins) != VictimBins || v.Bins[VictimBins-1] != 3 || v.Bins[VictimBins-2] != 1 || v.Bins[0] != 1 || v.Sized != 5 {
+		t.Fatalf("%d bins, last two %v, first %d, sized %d", len(v.Bins), v.Bins[len(v.Bins)-2:], v.Bins[0], v.Sized)
+	}
+	old := Victims{Count: 2, Sized: 2, Bins: make([]int, VictimBins+10)}
+	old.Bins[VictimBins+9], old.Bins[3] = 1, 1
+	var pooled Victims
+	pooled.Merge(&old)
+	pooled.Merge(&v)
+	if len(pooled.Bins) != VictimBins || pooled.Bins[VictimBins-1] != 4 || pooled.Bins[3] != 1 || pooled.Sized != 7 {
+		t.Errorf("pooled: %d bins, overflow %d, bin 3 %d, sized %d", len(pooled.Bins), pooled.Bins[len(pooled.Bins)-1], pooled.Bins[3], pooled.Sized)
+	}
+	for n, want := range map[int64]int64{-5: 0, 0: 0, 7: 7, MaxTrackedBytes: MaxTrackedBytes, math.MaxInt64: MaxTrackedBytes} {
+		if got := ClampTrackedBytes(n); got != want {
+			t.Errorf("ClampTrackedBytes(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
+
 func TestVictimsMergeEqualsAddingAll(t *testing.T) {
 	var a, b, all Victims
 	for i, v := range []struct {
@@ -234,5 +263,58 @@ func TestVictimsMergeEqualsAddingAll(t *testing.T) {
 	pooled.Merge(&b)
 	if fmt.Sprint(pooled) != fmt.Sprint(all) {
 		t.Errorf("merged %+v, want %+v", pooled, all)
+	}
+}
+
+// A manifest that lists one trial twice is refused, naming the file and
+// the trial: a report counted it twice (n = 4 from 2 trials).
+func TestOpenRefusesATrialListedTwice(t *testing.T) {
+	dir := t.TempDir()
+	writeRun(t, dir)
+	m, err := ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Trials = append(m.Trials, m.Trials[0])
+	if err := WriteJSON(filepath.Join(dir, ManifestFile), m); err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(dir, ManifestFile) + `: arm D's trial 1 is listed twice (trials[0] and trials[4])`
+	r, err := Open(dir)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		n := 0
+		if r != nil {
+			n = len(r.Valid("D"))
+		}
+		t.Errorf("Open of a manifest listing D 1 twice: %v (%d valid D trials); want %q", err, n, want)
+	}
+	if _, err := ReadManifest(dir); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("ReadManifest of a manifest listing D 1 twice: %v; want %q", err, want)
+	}
+}
+
+// A trial.json that says it is another trial than the one whose folder
+// it is in is refused, naming it: it was silently left out of the report.
+func TestOpenRefusesATrialJSONOfAnotherTrial(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		edit func(*Trial)
+		says string
+	}{
+		{"another index", func(tr *Trial) { tr.Index = 7 }, `arm "D"'s trial 7`},
+		{"another arm", func(tr *Trial) { tr.Arm = "E" }, `arm "E"'s trial 1`},
+	} {
+		dir := t.TempDir()
+		writeRun(t, dir)
+		p := filepath.Join(TrialDir(dir, "D", 1), TrialFile)
+		tr := Trial{Schema: TrialSchema, Arm: "D", Index: 1, Metrics: map[string]float64{}}
+		c.edit(&tr)
+		if err := WriteJSON(p, tr); err != nil {
+			t.Fatal(err)
+		}
+		want := p + ": the file is " + c.says + `, but it stands in the folder of arm "D"'s trial 1`
+		if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: Open = %v; want %q", c.name, err, want)
+		}
 	}
 }

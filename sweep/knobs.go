@@ -482,20 +482,28 @@ func ParseVary(text string) (Axis, error) {
 			f[i] = v
 		}
 		from, to, step := f[0], f[1], f[2]
+		// The grid is counted before it is made: FROM + i·STEP never
+		// passes TO when STEP is below FROM's float64 precision, and a
+		// loop waiting for it to appended until memory ran out. A STEP
+		// under the spacing of float64s at the grid's largest magnitude
+		// (its ulp) is refused: FROM+STEP would be FROM, or two points
+		// would round to one.
+		points := math.Floor((to-from)/step+1e-9) + 1 // 1e-9: 0:1:0.1 is 11 points, not 10
+		largest := max(math.Abs(from), math.Abs(to))
+		ulp := math.Nextafter(largest, math.Inf(1)) - largest
 		switch {
 		case !(step > 0):
 			return Axis{}, fmt.Errorf("%q: STEP must be above 0", text)
 		case to < from:
 			return Axis{}, fmt.Errorf("%q: TO is below FROM", text)
-		case (to-from)/step+1 > MaxAxisPoints+1e-9:
-			return Axis{}, fmt.Errorf("%q: %.0f points; at most %d per axis", text, math.Floor((to-from)/step+1), MaxAxisPoints)
+		case step < ulp:
+			return Axis{}, fmt.Errorf("%q: STEP %v is below the precision of float64 at %v (%.3g): FROM+STEP would be FROM, or points would coincide", text, step, largest, ulp)
+		case !(points <= MaxAxisPoints): // +Inf when TO−FROM overflows
+			return Axis{}, fmt.Errorf("%q: %.4g points; at most %d per axis", text, points, MaxAxisPoints)
 		}
-		for i := 0; ; i++ {
-			v := from + float64(i)*step
-			if v > to+step*1e-9 {
-				break
-			}
-			ax.Values = append(ax.Values, Num(v))
+		for i := range int(points) {
+			// Rounding may take the last point a hair past TO; TO it is.
+			ax.Values = append(ax.Values, Num(min(from+float64(i)*step, to)))
 		}
 	} else {
 		for _, p := range strings.Split(spec, ",") {
@@ -575,6 +583,9 @@ func parseNumber(s, unit string) (float64, error) {
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 		return 0, fmt.Errorf("%q is not a number", s)
+	}
+	if math.IsInf(f*mult, 0) { // 1e308TiB
+		return 0, fmt.Errorf("%q: too large", s)
 	}
 	return f * mult, nil
 }

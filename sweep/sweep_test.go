@@ -65,6 +65,10 @@ func TestParseVaryGrids(t *testing.T) {
 		{"param.simShedClockScope=query,operation", []any{"query", "operation"}},
 		{"killop.rssHighPercent=50:70:20", []any{50.0, 70.0}},
 		{"host.releaseBytesPerSec=0:1GiB/s:512MiB/s", []any{0.0, 512.0 * (1 << 20), 1024.0 * (1 << 20)}},
+		{"workload.stormRate=1:1:1", []any{1.0}},
+		{"workload.stormRate=1:1:0.5", []any{1.0}},
+		// 0.1·3 is 0.30000000000000004 in float64: the last point is TO.
+		{"workload.outputShare=0:0.3:0.1", []any{0.0, 0.1, 0.2, 0.3}},
 	} {
 		ax := mustVary(t, tc.in)
 		var got []any
@@ -96,10 +100,42 @@ func TestParseVaryRefusesBadInput(t *testing.T) {
 		{"param.simShedClockScope=query:operation:1", "takes a list of values"},
 		{"param.simShedClockScope=query,ticket", "ticket is not one of query, operation"},
 		{"param.logLevel=0:2:1", "unknown name param.logLevel"}, // the model does not read it
+		// FROM + i·STEP never passes TO: the grid grew until memory ran out.
+		{"workload.stormRate=1:1:1e-300", `"workload.stormRate=1:1:1e-300": STEP 1e-300 is below the precision of float64 at 1 (2.22e-16): FROM+STEP would be FROM, or points would coincide`},
+		{"workload.stormRate=100:100:5e-15", "below the precision of float64 at 100"},
+		// FROM+STEP is not FROM here, but 0.5+7e-17 and 0.5+1.4e-16 round
+		// to the same float64.
+		{"workload.outputShare=0.5:0.5000000000000002:7e-17", "below the precision of float64 at 0.5000000000000002"},
+		{"workload.stormRate=-1e308:1e308:1e300", "+Inf points; at most 101 per axis"},
+		{"workload.stormRate=NaN:300:50", `"NaN" is not a number`},
+		{"workload.stormRate=100:Inf:50", `"Inf" is not a number`},
+		{"workload.stormRate=100:300:+Inf", `"+Inf" is not a number`},
+		{"workload.stormRate=100:300:NaN", `"NaN" is not a number`},
+		{"workload.stormRate=100,-inf", `"-inf" is not a number`},
+		{"host.otherBytes=0:1e308TiB:1e307TiB", `"1e308": too large`},
 	} {
 		_, err := ParseVary(tc.in)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ParseVary(%q) = %v, want an error containing %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+// A range grid has exactly ⌊(TO−FROM)/STEP⌋+1 points (within float64's
+// rounding of the quotient), each within [FROM, TO], increasing.
+func TestParseVaryCountsItsPoints(t *testing.T) {
+	for _, tc := range []struct {
+		from, to, step float64
+		want           int
+	}{{0, 1, 0.1, 11}, {0, 1, 0.3, 4}, {1, 1, 1, 1}, {0.001, 0.002, 0.001, 2}, {0, 100, 1, 101}, {10, 20, 3, 4}, {0, 0.7, 0.07, 11}} {
+		ax := mustVary(t, fmt.Sprintf("workload.outputShare=%v:%v:%v", tc.from/100, tc.to/100, tc.step/100))
+		if len(ax.Values) != tc.want {
+			t.Errorf("%v:%v:%v (÷100): %d points, want %d", tc.from, tc.to, tc.step, len(ax.Values), tc.want)
+		}
+		for i, v := range ax.Values {
+			if v.Num < tc.from/100 || v.Num > tc.to/100 || (i > 0 && !(v.Num > ax.Values[i-1].Num)) {
+				t.Errorf("%v:%v:%v (÷100): point %d is %v", tc.from, tc.to, tc.step, i, v.Num)
+			}
 		}
 	}
 }

@@ -25,12 +25,12 @@ func provisionEmbedded(ctx context.Context, arm arms.Arm, opts Options) (Deploym
 	if err != nil {
 		return nil, fmt.Errorf("arm %s: starting the embedded mongosim set: %w", arm.Name, err)
 	}
-	info, err := startupCheck(ctx, rs.Hosts(), arm)
+	info, err := startupCheck(ctx, loopbackOnly, rs.Hosts(), arm)
 	if err != nil {
 		rs.Close()
 		return nil, err
 	}
-	caps, err := probe(ctx, info, arm)
+	caps, err := probe(ctx, loopbackOnly, info, arm)
 	if err != nil {
 		rs.Close()
 		return nil, err

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/qmlsab/qmlsab/internal/mongoclient"
 )
@@ -70,11 +68,11 @@ func FailCommand(ctx context.Context, dep Deployment, i int, mode any, data bson
 	if _, ok := dep.(*uriTarget); ok {
 		return 0, fmt.Errorf("%s: qmlsab sets no failpoints on a deployment it did not start", dep.Describe())
 	}
-	c, err := mongo.Connect(mongoclient.ShortLived(options.Client().ApplyURI("mongodb://" + dep.Members()[i] + "/?directConnection=true").SetServerSelectionTimeout(5 * time.Second)))
+	c, err := directClient(loopbackOnly, dep.Members()[i], 5*time.Second)
 	if err != nil {
 		return 0, err
 	}
-	defer c.Disconnect(context.Background())
+	defer mongoclient.Disconnect(c)
 	var reply struct {
 		Count int64 `bson:"count"`
 	}

@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/internal/mongoclient"
@@ -191,7 +189,7 @@ func cmpOr(a, b string) string {
 
 // check runs the startup check and the probe on the data-bearing members.
 func (l *local) check(ctx context.Context) error {
-	info, err := startupCheck(ctx, l.Members(), l.arm)
+	info, err := startupCheck(ctx, loopbackOnly, l.Members(), l.arm)
 	if err != nil {
 		return err
 	}
@@ -200,7 +198,7 @@ func (l *local) check(ctx context.Context) error {
 			info[i].Topology = "mongos" // a shard member behind the routers
 		}
 	}
-	caps, err := probe(ctx, info, l.arm)
+	caps, err := probe(ctx, loopbackOnly, info, l.arm)
 	if err != nil {
 		return err
 	}
@@ -327,11 +325,11 @@ func (l *local) initiate(ctx context.Context, name string, set []*member, config
 	for i, m := range set {
 		members = append(members, bson.D{{Key: "_id", Value: i}, {Key: "host", Value: m.addr()}})
 	}
-	c, err := mongo.Connect(mongoclient.ShortLived(options.Client().ApplyURI("mongodb://" + set[0].addr() + "/?directConnection=true").SetServerSelectionTimeout(15 * time.Second)))
+	c, err := directClient(loopbackOnly, set[0].addr(), 15*time.Second)
 	if err != nil {
 		return err
 	}
-	defer c.Disconnect(context.Background())
+	defer mongoclient.Disconnect(c)
 	cfg := bson.D{{Key: "_id", Value: name}, {Key: "members", Value: members}}
 	if configsvr {
 		cfg = append(cfg, bson.E{Key: "configsvr", Value: true})
@@ -374,11 +372,11 @@ func waitAnyPrimary(ctx context.Context, hosts []string, limit time.Duration) er
 }
 
 func isPrimary(ctx context.Context, host string) bool {
-	c, err := mongo.Connect(mongoclient.ShortLived(options.Client().ApplyURI("mongodb://" + host + "/?directConnection=true").SetServerSelectionTimeout(time.Second)))
+	c, err := directClient(loopbackOnly, host, time.Second)
 	if err != nil {
 		return false
 	}
-	defer c.Disconnect(context.Background())
+	defer mongoclient.Disconnect(c)
 	r, err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Raw()
 	if err != nil {
 		return false
@@ -463,8 +461,12 @@ func (l *local) PIDs() []int {
 	return out
 }
 
-// Close stops the members: SIGTERM to each process group, SIGKILL after
-// 10 s, and waits for them all.
+// stopGrace is how long Close waits for the members to exit on SIGTERM
+// before it kills the ones left.
+const stopGrace = 10 * time.Second
+
+// Close stops the members: SIGTERM to each process group, SIGKILL to
+// those still running stopGrace later, and waits for them all.
 func (l *local) Close(context.Context) error {
 	l.mu.Lock()
 	if l.closed {
@@ -483,13 +485,26 @@ func (l *local) Close(context.Context) error {
 			_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGTERM)
 		}
 	}
+	// One grace period for them all, not one each: a sharded cluster's
+	// ten hung processes are killed after it, not after ten of it.
+	grace := time.NewTimer(stopGrace)
+	defer grace.Stop()
+	expired := false
 	for _, m := range members {
 		if m.cmd == nil {
 			continue
 		}
+		if !expired {
+			select {
+			case <-m.exited:
+				continue
+			case <-grace.C:
+				expired = true
+			}
+		}
 		select {
 		case <-m.exited:
-		case <-time.After(10 * time.Second):
+		default:
 			_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
 			<-m.exited
 		}

@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/internal/mongoclient"
 )
 
 // provisionLocalSharded launches a sharded cluster from the arm's mongod
@@ -86,11 +87,11 @@ func provisionLocalSharded(life, ctx context.Context, arm arms.Arm, opts Options
 
 // addShards adds each shard ("sh0/h:p,...") through the router.
 func addShards(ctx context.Context, router string, shards []string) error {
-	c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + router + "/").SetServerSelectionTimeout(30 * time.Second))
+	c, err := mongo.Connect(loopbackOnly.Client(options.Client().ApplyURI("mongodb://" + router + "/").SetServerSelectionTimeout(30 * time.Second)))
 	if err != nil {
 		return err
 	}
-	defer c.Disconnect(context.Background())
+	defer mongoclient.Disconnect(c)
 	for _, s := range shards {
 		if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "addShard", Value: s}}).Err(); err != nil {
 			return fmt.Errorf("addShard %s: %w", s, err)

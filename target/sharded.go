@@ -55,14 +55,14 @@ func provisionEmbeddedSharded(ctx context.Context, arm arms.Arm, opts Options) (
 			e.shardOf[h] = fmt.Sprintf("sh%d", i)
 		}
 	}
-	if e.startup, err = startupCheck(ctx, e.members, arm); err != nil {
+	if e.startup, err = startupCheck(ctx, loopbackOnly, e.members, arm); err != nil {
 		c.Close()
 		return nil, err
 	}
 	for i := range e.startup {
 		e.startup[i].Topology = "mongos" // each shard member is behind a router
 	}
-	if e.caps, err = probe(ctx, e.startup, arm); err != nil {
+	if e.caps, err = probe(ctx, loopbackOnly, e.startup, arm); err != nil {
 		c.Close()
 		return nil, err
 	}

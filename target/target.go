@@ -25,7 +25,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"net"
 	"slices"
 	"strings"
 	"time"
@@ -36,7 +35,6 @@ import (
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/internal/mongoclient"
-	"github.com/qmlsab/qmlsab/internal/mongouri"
 	"github.com/qmlsab/qmlsab/mongosim"
 )
 
@@ -66,7 +64,10 @@ type Deployment interface {
 type Options struct {
 	// Dir is the trial's folder (dbpaths and member logs of a local target).
 	Dir string
-	// AllowRemote permits a uri target outside the loopback range.
+	// AllowRemote permits a uri target outside the loopback range: its
+	// seed hosts and every member and shard discovery finds. Without it
+	// each is refused, and so is every connection the driver would open
+	// to one (mongoclient.Guard).
 	AllowRemote bool
 	// RestartDelay is how long the local target waits before restarting a
 	// member that died, as an automation agent would (default 5 s).
@@ -114,29 +115,16 @@ func Provision(ctx context.Context, arm arms.Arm, opts Options) (Deployment, err
 	return nil, fmt.Errorf("arm %s: unknown target %q", arm.Name, arm.Target)
 }
 
-// CheckLoopback refuses a URI with any host outside the loopback range:
-// the storm is designed to exhaust a server's memory.
-func CheckLoopback(uri string, allowRemote bool) error {
-	hosts, err := mongouri.Hosts(uri)
-	if err != nil {
-		return err
-	}
-	for _, h := range hosts {
-		host, _, err := net.SplitHostPort(h)
-		if err != nil {
-			host = h
-		}
-		if host == "localhost" {
-			continue
-		}
-		if ip := net.ParseIP(strings.Trim(host, "[]")); ip != nil && ip.IsLoopback() {
-			continue
-		}
-		if !allowRemote {
-			return fmt.Errorf("refusing non-loopback target %s: the storm is designed to exhaust a server's memory; pass --allow-remote if that server is yours to break", host)
-		}
-	}
-	return nil
+// loopbackOnly is the guard of the clients to a deployment qmlsab
+// started (embedded, local): its processes listen on loopback only, and
+// so does every host their clients may reach.
+var loopbackOnly = mongoclient.Guard{}
+
+// directClient connects to one member alone (a startup check, a
+// parameter to set or restore): a short-lived client whose connections
+// pass the guard.
+func directClient(guard mongoclient.Guard, host string, selection time.Duration) (*mongo.Client, error) {
+	return mongo.Connect(guard.Client(mongoclient.ShortLived(options.Client().ApplyURI("mongodb://" + host + "/?directConnection=true").SetServerSelectionTimeout(selection))))
 }
 
 // MemberInfo is the startup check's record of one member.
@@ -194,15 +182,15 @@ func topologyOf(hello bson.Raw) string {
 
 // startupCheck reads each member's buildInfo and the effective values of
 // the arm's parameters, and fails when a build does not know one.
-func startupCheck(ctx context.Context, hosts []string, arm arms.Arm) ([]MemberInfo, error) {
+func startupCheck(ctx context.Context, guard mongoclient.Guard, hosts []string, arm arms.Arm) ([]MemberInfo, error) {
 	var out []MemberInfo
 	for _, h := range hosts {
-		c, err := mongo.Connect(mongoclient.ShortLived(options.Client().ApplyURI("mongodb://" + h + "/?directConnection=true").SetServerSelectionTimeout(10 * time.Second)))
+		c, err := directClient(guard, h, 10*time.Second)
 		if err != nil {
 			return nil, err
 		}
 		info, err := checkMember(ctx, c, h, arm)
-		c.Disconnect(context.Background())
+		mongoclient.Disconnect(c)
 		if err != nil {
 			return nil, err
 		}
@@ -215,15 +203,15 @@ func startupCheck(ctx context.Context, hosts []string, arm arms.Arm) ([]MemberIn
 // read, once the arm's parameters are in force (a section such as
 // queryMemory.loadShedding may appear only with them), and refuses an arm
 // whose killOp actor needs what the server lacks.
-func probe(ctx context.Context, members []MemberInfo, arm arms.Arm) (Capabilities, error) {
+func probe(ctx context.Context, guard mongoclient.Guard, members []MemberInfo, arm arms.Arm) (Capabilities, error) {
 	var caps Capabilities
 	for _, m := range members {
-		c, err := mongo.Connect(mongoclient.ShortLived(options.Client().ApplyURI("mongodb://" + m.Host + "/?directConnection=true").SetServerSelectionTimeout(10 * time.Second)))
+		c, err := directClient(guard, m.Host, 10*time.Second)
 		if err != nil {
 			return Capabilities{}, err
 		}
 		got, err := probeMember(ctx, c, m.Host, m.Topology != "standalone", arm)
-		c.Disconnect(context.Background())
+		mongoclient.Disconnect(c)
 		if err != nil {
 			return Capabilities{}, err
 		}

@@ -16,6 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/internal/mongoclient"
 	"github.com/qmlsab/qmlsab/internal/stormtest"
 	"github.com/qmlsab/qmlsab/mongosim"
 )
@@ -223,11 +224,11 @@ func TestURITargetRefusesRemoteAndUnknownParameters(t *testing.T) {
 		t.Fatalf("error leaks the password: %v", err)
 	}
 	for _, uri := range []string{"mongodb://127.0.0.1:1", "mongodb://localhost:2,[::1]:3/?replicaSet=x"} {
-		if err := CheckLoopback(uri, false); err != nil {
+		if err := checkSeeds(context.Background(), uri, mongoclient.Guard{}); err != nil {
 			t.Errorf("%s: %v", uri, err)
 		}
 	}
-	if err := CheckLoopback("mongodb://10.0.0.5:27017", true); err != nil {
+	if err := checkSeeds(context.Background(), "mongodb://10.0.0.5:27017", mongoclient.Guard{AllowRemote: true}); err != nil {
 		t.Errorf("--allow-remote given: %v", err)
 	}
 	// A build that does not know a parameter the arm needs fails the trial.
@@ -263,6 +264,37 @@ func TestEmbeddedTarget(t *testing.T) {
 			if got := m.Parameters[name]; got != want {
 				t.Errorf("%s: startup record of %s is %q, want %q", m.Host, name, got, want)
 			}
+		}
+	}
+}
+
+// Close of a local set whose members all hang (SIGSTOP: SIGTERM never
+// acts on them) kills them after one grace period for them all, not one
+// each: three hung members end within two grace periods, where waiting
+// for each in turn takes three (a sharded cluster's ten, ten).
+func TestLocalTargetCloseKillsHungMembersAfterOneGracePeriod(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	d, err := Provision(ctx, localArm(), Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := d.(*local).PIDs()
+	for _, p := range pids {
+		if err := syscall.Kill(p, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	if err := d.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if took, bound := time.Since(start), 2*stopGrace; took >= bound {
+		t.Errorf("Close of %d hung members took %v; want one grace period of %v for them all (under %v)", len(pids), took.Round(time.Millisecond), stopGrace, bound)
+	}
+	for _, p := range pids {
+		if alive(p) {
+			t.Errorf("process %d still alive after Close", p)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/internal/mongoclient"
@@ -30,31 +31,44 @@ type uriTarget struct {
 	startup   []MemberInfo
 	caps      Capabilities
 	logger    interface{ Info(string, ...any) }
+	guard     mongoclient.Guard // every connection to a member passes it
 }
 
 func provisionURI(ctx context.Context, arm arms.Arm, opts Options) (Deployment, error) {
-	if err := CheckLoopback(arm.URI, opts.AllowRemote); err != nil {
+	guard := mongoclient.Guard{AllowRemote: opts.AllowRemote}
+	if err := checkSeeds(ctx, arm.URI, guard); err != nil {
 		return nil, fmt.Errorf("arm %s: %w", arm.Name, err)
 	}
-	c, err := mongo.Connect(options.Client().ApplyURI(arm.URI).SetServerSelectionTimeout(15 * time.Second))
+	// The driver connects on its own to the members a replica set's hello
+	// names: each connection it opens passes the guard, and the first it
+	// refuses ends discovery at once, naming the host (rather than after
+	// the server selection timeout).
+	dctx, refused := context.WithCancelCause(ctx)
+	defer refused(nil)
+	watched := guard
+	watched.OnRefuse = func(err error) { refused(fmt.Errorf("a host the driver discovered: %w", err)) }
+	c, err := mongo.Connect(watched.Client(options.Client().ApplyURI(arm.URI).SetServerSelectionTimeout(15 * time.Second)))
 	if err != nil {
 		return nil, fmt.Errorf("arm %s: connecting to %s: %w", arm.Name, arms.RedactURI(arm.URI), mongouri.RedactError(err, arm.URI))
 	}
-	defer c.Disconnect(context.Background())
-	members, topology, shardOf, err := discoverMembers(ctx, c, arm.URI)
+	defer mongoclient.Disconnect(c)
+	members, topology, shardOf, err := discoverMembers(dctx, c, arm.URI, guard)
+	if cause := context.Cause(dctx); cause != nil && ctx.Err() == nil {
+		err = cause // refused by the guard, whatever discovery made of it
+	}
 	if err != nil {
 		return nil, fmt.Errorf("arm %s: discovering the members of %s: %w", arm.Name, arms.RedactURI(arm.URI), mongouri.RedactError(err, arm.URI))
 	}
 	if arm.IsSharded() && topology != "mongos" {
 		return nil, fmt.Errorf("arm %s: topology sharded, but %s is a %s, not a mongos", arm.Name, arms.RedactURI(arm.URI), topology)
 	}
-	u := &uriTarget{uri: arm.URI, members: members, shardOf: shardOf, previous: map[string]map[string]bson.RawValue{}, logger: opts.Logger}
+	u := &uriTarget{uri: arm.URI, members: members, shardOf: shardOf, previous: map[string]map[string]bson.RawValue{}, logger: opts.Logger, guard: guard}
 	if topology == "mongos" {
 		if u.routers, err = mongouri.Hosts(arm.URI); err != nil {
 			return nil, fmt.Errorf("arm %s: %w", arm.Name, err)
 		}
 	}
-	info, err := startupCheck(ctx, members, arm)
+	info, err := startupCheck(ctx, guard, members, arm)
 	if err != nil {
 		return nil, err
 	}
@@ -67,11 +81,27 @@ func provisionURI(ctx context.Context, arm arms.Arm, opts Options) (Deployment, 
 		_ = u.Close(context.Background())
 		return nil, fmt.Errorf("arm %s: %w", arm.Name, err)
 	}
-	if u.caps, err = probe(ctx, u.startup, arm); err != nil {
+	if u.caps, err = probe(ctx, guard, u.startup, arm); err != nil {
 		_ = u.Close(context.Background())
 		return nil, err
 	}
 	return u, nil
+}
+
+// checkSeeds refuses a connection string that names a host outside the
+// loopback range (after resolving its name), unless the guard allows
+// remote hosts.
+func checkSeeds(ctx context.Context, uri string, guard mongoclient.Guard) error {
+	hosts, err := mongouri.Hosts(uri)
+	if err != nil {
+		return err
+	}
+	for _, h := range hosts {
+		if err := guard.Check(ctx, h); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // discoverMembers lists a replica set's members, or through mongos every
@@ -79,9 +109,14 @@ func provisionURI(ctx context.Context, arm arms.Arm, opts Options) (Deployment, 
 // which ("replica set <name>", "mongos", "standalone"), and through mongos
 // shardOf maps each member to its shard's id. A standalone is a
 // one-member deployment of its own, sampled at the host the URI names (a
-// standalone's hello has neither hosts nor me).
-func discoverMembers(ctx context.Context, c *mongo.Client, uri string) (members []string, topology string, shardOf map[string]string, err error) {
-	hello, err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Raw()
+// standalone's hello has neither hosts nor me). Every host discovery
+// finds, whether qmlsab samples it or not (a replica set's passives and
+// arbiters, which the driver connects to, a shard's members), must pass
+// the guard: qmlsab connects to each of them directly.
+func discoverMembers(ctx context.Context, c *mongo.Client, uri string, guard mongoclient.Guard) (members []string, topology string, shardOf map[string]string, err error) {
+	// Any member's hello lists the set: a secondary seed answers while
+	// the primary is one the guard refused.
+	hello, err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}, options.RunCmd().SetReadPreference(readpref.Nearest())).Raw()
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("hello: %w", err)
 	}
@@ -102,6 +137,9 @@ func discoverMembers(ctx context.Context, c *mongo.Client, uri string) (members 
 				hosts = splitComma(list)
 			}
 			for _, h := range hosts {
+				if err := guard.Check(ctx, h); err != nil {
+					return nil, "", nil, fmt.Errorf("shard %s member %s (listShards through the mongos): %w", id, h, err)
+				}
 				out = append(out, h)
 				shardOf[h] = id
 			}
@@ -110,6 +148,23 @@ func discoverMembers(ctx context.Context, c *mongo.Client, uri string) (members 
 			return nil, "", nil, fmt.Errorf("listShards: the mongos has no shards")
 		}
 		return out, "mongos", shardOf, nil
+	}
+	for _, field := range []string{"hosts", "passives", "arbiters", "primary", "me"} {
+		v := hello.Lookup(field)
+		var named []string
+		if arr, ok := v.ArrayOK(); ok {
+			vals, _ := arr.Values()
+			for _, h := range vals {
+				named = append(named, h.StringValue())
+			}
+		} else if h, ok := v.StringValueOK(); ok {
+			named = append(named, h)
+		}
+		for _, h := range named {
+			if err := guard.Check(ctx, h); err != nil {
+				return nil, "", nil, fmt.Errorf("member %s (hello.%s): %w", h, field, err)
+			}
+		}
 	}
 	if arr, ok := hello.Lookup("hosts").ArrayOK(); ok {
 		vals, _ := arr.Values()
@@ -175,23 +230,23 @@ func (u *uriTarget) apply(ctx context.Context, params map[string]string) error {
 		for name, value := range params {
 			r, err := admin.RunCommand(ctx, bson.D{{Key: "getParameter", Value: 1}, {Key: name, Value: 1}}).Raw()
 			if err != nil {
-				c.Disconnect(context.Background())
+				mongoclient.Disconnect(c)
 				return fmt.Errorf("member %s: getParameter %s: %w", h, name, err)
 			}
 			old := r.Lookup(name)
 			u.previous[h][name] = old
 			if err := admin.RunCommand(ctx, bson.D{{Key: "setParameter", Value: 1}, {Key: name, Value: typedLike(old, value)}}).Err(); err != nil {
-				c.Disconnect(context.Background())
+				mongoclient.Disconnect(c)
 				return fmt.Errorf("member %s: setParameter %s=%s: %w", h, name, value, err)
 			}
 		}
-		c.Disconnect(context.Background())
+		mongoclient.Disconnect(c)
 	}
 	return nil
 }
 
 func (u *uriTarget) direct(host string) (*mongo.Client, error) {
-	return mongo.Connect(mongoclient.ShortLived(options.Client().ApplyURI("mongodb://" + host + "/?directConnection=true").SetServerSelectionTimeout(10 * time.Second)))
+	return directClient(u.guard, host, 10*time.Second)
 }
 
 func (u *uriTarget) URI() string                { return u.uri }
@@ -226,7 +281,7 @@ func (u *uriTarget) Close(ctx context.Context) error {
 				first = fmt.Errorf("member %s: restoring %s: %w", h, name, err)
 			}
 		}
-		c.Disconnect(context.Background())
+		mongoclient.Disconnect(c)
 		delete(u.previous, h)
 	}
 	return first

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/qmlsab/qmlsab/internal/mongoclient"
 	"github.com/qmlsab/qmlsab/internal/queryshape"
 	"github.com/qmlsab/qmlsab/store"
 
@@ -42,6 +43,9 @@ type Driver struct {
 	// blocking stages on its own partitions) and the canaries' on hashed
 	// _id, before writing them.
 	Sharded bool
+	// Guard is which hosts the driver's clients may connect to (the zero
+	// Guard: the loopback range only).
+	Guard mongoclient.Guard
 
 	canariesDone, canariesOK atomic.Int64
 }
@@ -70,9 +74,9 @@ func (d *Driver) defaults() {
 // off the driver's overload retries). Its pool and server selection are
 // the spec's client settings, which the virtual clock's client obeys too.
 func (d *Driver) client(app string, extra ...*options.ClientOptions) (*mongo.Client, error) {
-	return mongo.Connect(append([]*options.ClientOptions{options.Client().ApplyURI(d.URI).SetAppName(app).SetRetryReads(false).SetRetryWrites(false).
+	return mongo.Connect(append([]*options.ClientOptions{d.Guard.Client(options.Client().ApplyURI(d.URI).SetAppName(app).SetRetryReads(false).SetRetryWrites(false).
 		SetMaxAdaptiveRetries(0).SetServerSelectionTimeout(d.Spec.ServerSelectionTimeout).
-		SetMaxPoolSize(uint64(d.Spec.MaxPoolSize)).SetMaxConnecting(uint64(d.Spec.MaxConnecting))}, extra...)...)
+		SetMaxPoolSize(uint64(d.Spec.MaxPoolSize)).SetMaxConnecting(uint64(d.Spec.MaxConnecting)))}, extra...)...)
 }
 
 // Load writes the real collection unless it is already there
@@ -83,7 +87,7 @@ func (d *Driver) Load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer c.Disconnect(context.Background())
+	defer mongoclient.Disconnect(c)
 	coll := c.Database(d.DB).Collection("events", options.Collection().SetWriteConcern(writeconcern.Majority()))
 	n, err := coll.CountDocuments(ctx, bson.D{})
 	if err != nil {
@@ -164,7 +168,7 @@ func (d *Driver) Run(ctx context.Context, start time.Time, seed uint64) (store.R
 	if err != nil {
 		return store.Results{}, err
 	}
-	defer storm.Disconnect(context.Background())
+	defer mongoclient.Disconnect(storm) // bounded: the spec's serverSelectionTimeout may be long
 	canaryOpts := options.Client()
 	if d.Monitor != nil {
 		canaryOpts.SetServerMonitor(d.Monitor)
@@ -173,7 +177,7 @@ func (d *Driver) Run(ctx context.Context, start time.Time, seed uint64) (store.R
 	if err != nil {
 		return store.Results{}, err
 	}
-	defer canary.Disconnect(context.Background())
+	defer mongoclient.Disconnect(canary)
 	ph := d.Spec.Phases
 	stormStart, stormEnd := start.Add(ph.Warmup), start.Add(ph.Warmup+ph.Storm)
 	end := start.Add(ph.Total())
@@ -237,7 +241,11 @@ func (d *Driver) Run(ctx context.Context, start time.Time, seed uint64) (store.R
 			if err != nil {
 				return cutOff(err)
 			}
-			defer cur.Close(context.Background())
+			defer func() {
+				cctx, cancel := mongoclient.Cleanup()
+				defer cancel()
+				_ = cur.Close(cctx)
+			}()
 			for {
 				// Next sends a getMore only when the batch is used up: only
 				// then is it an operation, with a timeout of its own.

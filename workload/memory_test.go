@@ -1,9 +1,12 @@
 package workload
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/qmlsab/qmlsab/store"
 )
 
 // TestTrialBytesRefusesWhatDoesNotFit checks the memory model at the
@@ -106,5 +109,28 @@ func TestMergeTrialBytesRefusesWhatDoesNotFit(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%s: error %v, want it to contain %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// A run folder's reader refuses a file of more records than a trial
+// writes (store.RecordLimit); those limits rest on this package's bounds,
+// so that no trial the bounds accept writes a file the reader refuses.
+func TestStoreRecordLimitsHoldTheWorkloadBounds(t *testing.T) {
+	if store.MaxTrialSeconds != MaxTrialLength.Seconds() {
+		t.Errorf("store.MaxTrialSeconds %d, MaxTrialLength %v", store.MaxTrialSeconds, MaxTrialLength)
+	}
+	// Poisson arrivals: the count scatters around rate × storm by its
+	// square root; 10 standard deviations above is never met.
+	if float64(store.MaxStormRecords) < MaxStormOps+10*math.Sqrt(MaxStormOps) {
+		t.Errorf("store.MaxStormRecords %d: want room above MaxStormOps %d for Poisson arrivals", store.MaxStormRecords, MaxStormOps)
+	}
+	if float64(store.MaxCanaryRecords) < MaxCanaryRate*MaxTrialLength.Seconds() {
+		t.Errorf("store.MaxCanaryRecords %d < MaxCanaryRate %v × MaxTrialLength %v", store.MaxCanaryRecords, MaxCanaryRate, MaxTrialLength)
+	}
+	if store.MaxMergeRecords < MaxMergeOps {
+		t.Errorf("store.MaxMergeRecords %d < MaxMergeOps %d", store.MaxMergeRecords, MaxMergeOps)
+	}
+	if store.MaxSecondRecords < MaxTrialLength.Seconds()+1 {
+		t.Errorf("store.MaxSecondRecords %d: fewer than the seconds of the longest trial, %v", store.MaxSecondRecords, MaxTrialLength)
 	}
 }

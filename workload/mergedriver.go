@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/qmlsab/qmlsab/internal/mongoclient"
 	"github.com/qmlsab/qmlsab/store"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -28,6 +29,9 @@ type MergeDriver struct {
 	// (URI then names the routers): the ops run the sharded cases
 	// (runSharded). Nil on a replica set.
 	ShardOf map[string]string
+	// Guard is which hosts the driver's clients may connect to (the zero
+	// Guard: the loopback range only).
+	Guard mongoclient.Guard
 }
 
 func (d *MergeDriver) db() string {
@@ -41,12 +45,12 @@ func (d *MergeDriver) db() string {
 // other (alternating primary and secondary) and disarms the failpoints.
 func (d *MergeDriver) Run(ctx context.Context) (store.MergeRun, error) {
 	var run store.MergeRun
-	c, err := mongo.Connect(options.Client().ApplyURI(d.URI).SetAppName(d.Spec.AppName).SetRetryReads(false).SetRetryWrites(false).
-		SetMaxAdaptiveRetries(0).SetServerSelectionTimeout(30 * time.Second))
+	c, err := mongo.Connect(d.Guard.Client(options.Client().ApplyURI(d.URI).SetAppName(d.Spec.AppName).SetRetryReads(false).SetRetryWrites(false).
+		SetMaxAdaptiveRetries(0).SetServerSelectionTimeout(30 * time.Second)))
 	if err != nil {
 		return run, err
 	}
-	defer c.Disconnect(context.Background())
+	defer mongoclient.Disconnect(c)
 	if err := d.load(ctx, c); err != nil {
 		return run, fmt.Errorf("loading: %w", err)
 	}
@@ -144,7 +148,7 @@ func (d *MergeDriver) failpoints(ctx context.Context, mode string) error {
 				break
 			}
 		}
-		_ = c.Disconnect(context.Background())
+		_ = mongoclient.Disconnect(c)
 	}
 	return errors.Join(errs...)
 }

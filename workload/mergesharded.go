@@ -155,7 +155,7 @@ func (d *MergeDriver) direct(host string) (*mongo.Client, error) {
 }
 
 func (d *MergeDriver) directOptions(host string) *options.ClientOptions {
-	return mongoclient.ShortLived(options.Client().ApplyURI(d.URI).SetHosts([]string{host}).SetDirect(true).SetServerSelectionTimeout(10 * time.Second))
+	return d.Guard.Client(mongoclient.ShortLived(options.Client().ApplyURI(d.URI).SetHosts([]string{host}).SetDirect(true).SetServerSelectionTimeout(10 * time.Second)))
 }
 
 // shedCounters reads each shard member's operationsShed; a member that
@@ -168,7 +168,7 @@ func (d *MergeDriver) shedCounters(ctx context.Context) (map[string]int64, error
 			return nil, err
 		}
 		st, err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Raw()
-		_ = c.Disconnect(context.Background())
+		_ = mongoclient.Disconnect(c)
 		if err != nil {
 			return nil, fmt.Errorf("%s: serverStatus: %w", h, err)
 		}
@@ -191,7 +191,7 @@ func (d *MergeDriver) tempOutDocs(ctx context.Context, shard string) (int64, err
 		if err != nil {
 			return 0, err
 		}
-		defer c.Disconnect(context.Background())
+		defer mongoclient.Disconnect(c)
 		hello, err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Raw()
 		if err != nil {
 			return 0, fmt.Errorf("%s: hello: %w", h, err)

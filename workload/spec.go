@@ -255,9 +255,9 @@ func Parse(file string, data []byte) (Spec, error) {
 	var head struct {
 		Kind string `yaml:"kind"`
 	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return Spec{}, yamlfile.Wrap(file, err)
+	root, err := yamlfile.ParseDocument(file, data)
+	if err != nil {
+		return Spec{}, err
 	}
 	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
 		return Spec{}, yamlfile.Errorf(file, 1, "want a mapping with name and kind")

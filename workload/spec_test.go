@@ -73,6 +73,18 @@ func TestBadWorkloadFilesNameTheLine(t *testing.T) {
 		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  maxPoolSize: many\n", "w.yaml:4: "},
 		{"- a\n- b\n", "w.yaml:1: want a mapping"},
 		{"name: [\n", "w.yaml:"},
+		// A second document is refused, not dropped (yaml.v3 reads the first).
+		{"name: x\nkind: spill_to_disk\n---\nspill_to_disk: {stormRate: 5}\n", "w.yaml:3: a second YAML document"},
+		// NaN and ±Inf in every float the workload takes.
+		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  stormRate: .nan\n", "w.yaml:4: spill_to_disk.stormRate"},
+		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  canaryRate: .inf\n", "w.yaml:4: spill_to_disk.canaryRate"},
+		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  scanSpread: .nan\n", "w.yaml:4: spill_to_disk.scanSpread"},
+		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  loadSpread: -.inf\n", "w.yaml:4: spill_to_disk.loadSpread"},
+		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  outputShare: .nan\n", "w.yaml:4: spill_to_disk.outputShare"},
+		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  mix:\n    - {stage: $sort, weight: .nan}\n", "w.yaml:5: spill_to_disk.mix.0"},
+		{"name: x\nkind: spill_to_disk\nspill_to_disk:\n  mix:\n    - {stage: $sort, weight: .inf}\n", "w.yaml:5: spill_to_disk.mix.0"},
+		{"name: x\nkind: merge_partial_write\nmerge_partial_write: {pressurePercent: .nan}\n", "merge_partial_write.pressurePercent"},
+		{"name: x\nkind: merge_partial_write\nmerge_partial_write: {pressurePercent: .inf}\n", "merge_partial_write.pressurePercent"},
 	} {
 		_, err := Parse("w.yaml", []byte(tc.doc))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

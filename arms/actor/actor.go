@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/qmlsab/qmlsab/internal/mongoclient"
 	"github.com/qmlsab/qmlsab/store"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -88,8 +89,8 @@ func KillOp(ctx context.Context, c *mongo.Client, cfg killop.Config, onKill func
 // carry that id (WithShard). A shard whose members cannot be dialled is
 // left without an actor and said so in the log; the others run. WithRounds
 // counts every shard's rounds together: on n shards a quiet host completes
-// n per interval.
-func KillOpPerShard(ctx context.Context, shardOf map[string]string, cfg killop.Config, appName string, onKill func(store.Kill), opts ...Option) error {
+// n per interval. Every connection to a shard member passes guard.
+func KillOpPerShard(ctx context.Context, guard mongoclient.Guard, shardOf map[string]string, cfg killop.Config, appName string, onKill func(store.Kill), opts ...Option) error {
 	if len(shardOf) == 0 {
 		return fmt.Errorf("killop actor: a sharded cluster without shard members")
 	}
@@ -113,13 +114,13 @@ func KillOpPerShard(ctx context.Context, shardOf map[string]string, cfg killop.C
 	errs := make([]error, 0, len(hosts))
 	var emu sync.Mutex
 	for _, id := range slices.Sorted(maps.Keys(hosts)) {
-		c, err := mongo.Connect(options.Client().ApplyURI(ShardURI(hosts[id])).SetAppName(appName))
+		c, err := mongo.Connect(guard.Client(options.Client().ApplyURI(ShardURI(hosts[id])).SetAppName(appName)))
 		if err != nil {
 			o.log.Warn("killop actor: no actor on this shard", "shard", id, "err", err)
 			continue
 		}
 		wg.Go(func() {
-			defer c.Disconnect(context.Background())
+			defer mongoclient.Disconnect(c)
 			if err := KillOp(ctx, c, cfg, serial, append(slices.Clone(opts), WithShard(id))...); err != nil {
 				emu.Lock()
 				errs = append(errs, fmt.Errorf("shard %s: %w", id, err))
@@ -374,7 +375,10 @@ func OpOf(d bson.Raw) (killop.Op, bool) {
 		return op, false
 	}
 	op.AppName, _ = d.Lookup("appName").StringValueOK()
-	op.TrackedBytes, _ = d.Lookup("inUseTrackedMemBytes").AsInt64OK()
+	// A size above any server's memory (a bug or a hostile server) is
+	// clamped, so a kill records a figure the victims summary can hold.
+	tracked, _ := d.Lookup("inUseTrackedMemBytes").AsInt64OK()
+	op.TrackedBytes = store.ClampTrackedBytes(tracked)
 	op.Queued = d.Lookup("currentQueue").Type == bson.TypeEmbeddedDocument
 	op.LowPriority, _ = d.Lookup("priorityLowered").BooleanOK()
 	op.Stage, _ = d.Lookup("stage").StringValueOK()

@@ -14,6 +14,7 @@ import (
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/arms/actor"
 	"github.com/qmlsab/qmlsab/arms/killop"
+	"github.com/qmlsab/qmlsab/internal/mongoclient"
 	"github.com/qmlsab/qmlsab/internal/stormtest"
 	"github.com/qmlsab/qmlsab/mongosim"
 	"github.com/qmlsab/qmlsab/store"
@@ -51,7 +52,7 @@ func TestKillOpPerShardKillsTheWorkloadOnItsShardOnly(t *testing.T) {
 	cfg := killop.Default(arms.StormAppName)
 	cfg.RSSHighPercent, cfg.Interval, cfg.Policy = 1, 30*time.Millisecond, killop.PolicyLargestFirst
 	actors := stormtest.StartActor(ctx, func(ctx context.Context, report func(store.Kill)) error {
-		return actor.KillOpPerShard(ctx, sh.ShardOf(), cfg, "qmlsab-killop", report)
+		return actor.KillOpPerShard(ctx, mongoclient.Guard{}, sh.ShardOf(), cfg, "qmlsab-killop", report)
 	})
 
 	// The workload's queries and another application's, on sh1 alike,

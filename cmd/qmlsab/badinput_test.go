@@ -76,6 +76,16 @@ func TestReportLabelsAsWrittenAndNothingWrittenBeforeTheFlagsAreChecked(t *testi
 		{[]string{"report", dir, "--history", "--history-db", db, "--label", "nolabel"}, `qmlsab report: --label "nolabel": want KEY=VALUE`},
 		{[]string{"report", "--history", "--history-db", db, "--label", "branch=master", "--label", "=x", dir}, `qmlsab report: --label "=x": want KEY=VALUE`},
 		{[]string{"report", dir, "--label", "branch=master"}, "qmlsab report: --label: labels are stored with the run in the history; add --history"},
+		// A newline broke history list's one line per night; MongoDB
+		// history keys like $set and .a were stored as given.
+		{[]string{"report", dir, "--history", "--history-db", db, "--label", "msg=two\nlines"}, `qmlsab report: --label "msg=two\nlines": label msg: the value holds U+000A, a control or non-printing character`},
+		{[]string{"report", dir, "--history", "--history-db", db, "--label", "msg=a\tb"}, `qmlsab report: --label "msg=a\tb": label msg: the value holds U+0009, a control or non-printing character`},
+		{[]string{"report", dir, "--history", "--history-db", db, "--label", "$set=x"}, `qmlsab report: --label "$set=x": label name "$set": want letters, digits, '_', '.' or '-', starting with a letter, digit or '_'`},
+		{[]string{"report", dir, "--history", "--history-db", db, "--label", ".a=x"}, `qmlsab report: --label ".a=x": label name ".a": want letters, digits, '_', '.' or '-', starting with a letter, digit or '_'`},
+		{[]string{"report", dir, "--history", "--history-db", db, "--label", "a b=x"}, `qmlsab report: --label "a b=x": label name "a b": want letters, digits, '_', '.' or '-', starting with a letter, digit or '_'`},
+		{[]string{"report", dir, "--history", "--history-db", db, "--label", "k=" + strings.Repeat("x", 100_000)}, `qmlsab report: --label "k=` + strings.Repeat("x", 58) + `"…: label k: a value of 100000 bytes: at most 256`},
+		{[]string{"report", dir, "--history", "--history-db", db, "--label", strings.Repeat("k", 65) + "=x"}, `qmlsab report: --label "` + strings.Repeat("k", 60) + `"…: label name of 65 bytes: at most 64`},
+		{[]string{"report", dir, "--history", "--history-db", db, "--label", "branch=a", "--label", "branch=b"}, `qmlsab report: --label "branch=b": label branch given twice`},
 	} {
 		out, code := qmlsab(t, tc.args...)
 		if code != exitFailed || strings.TrimSpace(out) != tc.want {

@@ -36,6 +36,28 @@ func TestCalibrateHoldsTheWorkloadBounds(t *testing.T) {
 	}
 }
 
+// TestSweepVaryRefusesAGridItCannotCount checks that a --vary range whose
+// points could not be told apart (a STEP below float64's precision at
+// FROM: FROM+STEP is FROM, and the grid grew until memory ran out), or
+// that would have more points than an axis holds, exits 1 naming the flag
+// before any trial runs, and writes nothing.
+func TestSweepVaryRefusesAGridItCannotCount(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ vary, want string }{
+		{"workload.stormRate=1:1:1e-300", `qmlsab sweep: --vary "workload.stormRate=1:1:1e-300": STEP 1e-300 is below the precision of float64 at 1 (2.22e-16): FROM+STEP would be FROM, or points would coincide`},
+		{"workload.stormRate=0.001:1000:0.001", `qmlsab sweep: --vary "workload.stormRate=0.001:1000:0.001": 1e+06 points; at most 101 per axis`},
+		{"workload.stormRate=100:300:NaN", `qmlsab sweep: --vary "workload.stormRate=100:300:NaN": "NaN" is not a number`},
+	} {
+		got, code := qmlsab(t, "sweep", "--arms", "E", "--n", "1", "--vary", tc.vary, "--out", filepath.Join(dir, "sweep"))
+		if code != 1 || strings.TrimSpace(got) != tc.want {
+			t.Errorf("--vary %s:\n exit %d: %s\nwant exit 1: %s", tc.vary, code, strings.TrimSpace(got), tc.want)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("a refused sweep left %d entries", len(entries))
+	}
+}
+
 // TestRunAndSweepRefuseATrialPastItsMemory checks that a workload file
 // that fits as given but not under --profile long is refused by run and
 // by sweep before anything runs, with the figure.

@@ -79,7 +79,7 @@ func calibrateCommand() *cli.Command {
 			if err := checkCalibrateWorkload(c, cfg.Workload); err != nil {
 				return err
 			}
-			ctx, stop := interruptContext(c.Context)
+			ctx, stop := interruptContext(c.Context, c.App.ErrWriter)
 			defer stop()
 			start := time.Now()
 			trials, err := virtual.RunMatrix(ctx, cfg, list, c.Int("n"))
@@ -175,7 +175,7 @@ func fitAction(c *cli.Context) error {
 	cfg := sweep.FitConfig{Base: base, D: role("D"), E: role("E"), F: role("F"), M: role("M"), Space: space, Seed: c.Uint64("seed"),
 		FitSeeds: c.Int("fit-seeds"), PredictSeeds: c.Int("n"), Samples: c.Int("samples"), Refine: c.Int("refine"),
 		Parallel: c.Int("parallel"), Progress: fitProgress(c.App.ErrWriter)}
-	ctx, stop := interruptContext(c.Context)
+	ctx, stop := interruptContext(c.Context, c.App.ErrWriter)
 	defer stop()
 	restoreGC := sweep.TuneGC()
 	defer restoreGC()

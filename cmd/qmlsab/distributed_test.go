@@ -398,6 +398,11 @@ func TestKubernetesRecipeRunsAsWritten(t *testing.T) {
 		}
 	}
 	// A retried pod finds its shard and resumes it: nothing is run twice.
+	// The pod before it was SIGKILLed as PID 1 (its container's), leaving
+	// its run.lock naming pid 1, which is alive; nobody holds its flock.
+	if err := os.WriteFile(filepath.Join(volume, config["RUN"], "shard-1", "run.lock"), []byte("1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out, err := pod(shardPod, "JOB_COMPLETION_INDEX=1", hostEnv("node-9"))
 	if err != nil || strings.Contains(out, ": started") {
 		t.Fatalf("pod 1 again: %v; want the finished shard resumed with nothing to run:\n%s", err, out)

@@ -33,7 +33,7 @@ var exitCodes = []exitCodeRow{
 	{exitUsage, "usage: an unknown command or flag, or a flag without its value; one line names the closest match"},
 	{exitGateFailed, "a gate failed (report --gates)"},
 	{exitRegression, "a regression (history detect)"},
-	{exitInterrupted, "interrupted by SIGINT, SIGTERM, SIGHUP, or SIGPIPE (its output closed); the finished trials are kept (run --resume completes the run), partial output removed"},
+	{exitInterrupted, "interrupted by SIGINT, SIGTERM, SIGHUP, or SIGPIPE (its output closed); the finished trials are kept (run --resume completes the run), partial output removed; a second signal exits at once, its clean-up unfinished"},
 }
 
 // exitCodeHelp is the contract as the root command's help prints it.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,16 +34,35 @@ func historyDBFlag() cli.Flag {
 
 var labelFlag = &cli.StringSliceFlag{Name: "label", Usage: "a `KEY=VALUE` label of the run(s) (branch=master, commit=abc123); repeatable"}
 
+// labels reads the --label flags: KEY=VALUE each, of the form
+// history.CheckLabel allows, every KEY once (whether they label a run or
+// filter the history).
 func labels(c *cli.Context) (map[string]string, error) {
 	out := map[string]string{}
 	for _, l := range c.StringSlice("label") {
 		k, v, ok := strings.Cut(l, "=")
-		if !ok || strings.TrimSpace(k) == "" {
-			return nil, fmt.Errorf("--label %q: want KEY=VALUE", l)
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--label %s: want KEY=VALUE", quoteLabel(l))
 		}
-		out[strings.TrimSpace(k)] = v
+		if err := history.CheckLabel(k, v); err != nil {
+			return nil, fmt.Errorf("--label %s: %v", quoteLabel(l), err)
+		}
+		if _, twice := out[k]; twice {
+			return nil, fmt.Errorf("--label %s: label %s given twice", quoteLabel(l), k)
+		}
+		out[k] = v
 	}
 	return out, nil
+}
+
+// quoteLabel quotes a --label for a message, its first 60 characters: a
+// label of 100,000 characters is refused without being echoed whole.
+func quoteLabel(l string) string {
+	if r := []rune(l); len(r) > 60 {
+		return strconv.Quote(string(r[:60])) + "…"
+	}
+	return strconv.Quote(l)
 }
 
 func filter(c *cli.Context) (history.Filter, error) {
@@ -240,7 +260,7 @@ func historyCommand() *cli.Command {
 					if len(dirs) == 0 {
 						return fail("add", "give at least one run folder")
 					}
-					ctx, stop := interruptContext(c.Context)
+					ctx, stop := interruptContext(c.Context, c.App.ErrWriter)
 					defer stop()
 					if err := addToHistory(ctx, c, c.String("history-db"), dirs); err != nil {
 						return exitFor(err, fail("add", "%v", err))

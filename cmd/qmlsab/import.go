@@ -74,7 +74,7 @@ func importFTDCAction(c *cli.Context) error {
 	dir := outFolder(c, store.RunFolder, 0, 0)
 	// A signal stops the import before its folder is renamed into place:
 	// what it assembled beside --out is removed, and --out is not made.
-	ctx, stop := interruptContext(c.Context)
+	ctx, stop := interruptContext(c.Context, c.App.ErrWriter)
 	defer stop()
 	res, err := ftdcimport.Import(spec, dir, ftdcimport.Options{ToolVersion: toolVersion(), CommandLine: os.Args, Context: ctx})
 	if err != nil && ctx.Err() != nil {

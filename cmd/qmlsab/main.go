@@ -107,7 +107,7 @@ func simCommand() *cli.Command {
 			if d := c.Duration("for"); c.IsSet("for") && d <= 0 {
 				return cli.Exit(fmt.Sprintf("qmlsab sim: --for %v: must be more than 0 (leave it out to run until interrupted)", d), 1)
 			}
-			ctx, stop := interruptContext(c.Context)
+			ctx, stop := interruptContext(c.Context, c.App.ErrWriter)
 			defer stop()
 			start, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()

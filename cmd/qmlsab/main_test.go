@@ -309,11 +309,22 @@ func TestReportExitCodes(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	os.WriteFile(bad, []byte("name: b\ngates:\n  - metric: availability\n    op: \"=>\"\n"), 0o644)
 	missing := filepath.Join(t.TempDir(), "nothing")
+	// Gates that could only say "no data" or ignore what they say: exit 1
+	// at their line, not a pass.
+	unknown := filepath.Join(t.TempDir(), "unknown.yaml")
+	os.WriteFile(unknown, []byte("name: u\ngates:\n  - op: \">\"\n    metric: nope\n"), 0o644)
+	both := filepath.Join(t.TempDir(), "both.yaml")
+	os.WriteFile(both, []byte("name: b\ngates:\n  - metric: sheds_per_s\n    op: \">\"\n    than: admissions_per_s\n    value: 3\n"), 0o644)
+	noArm := filepath.Join(t.TempDir(), "noarm.yaml")
+	os.WriteFile(noArm, []byte("name: z\ngates:\n  - metric: availability\n    op: \">\"\n    value: 0.9\n    arms: [Z]\n"), 0o644)
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"report", "--gates", bad, dir}, bad + ":3: op"},
+		{[]string{"report", "--gates", unknown, dir}, unknown + `:4: metric "nope" is not a metric`},
+		{[]string{"report", "--gates", both, dir}, both + ":6: value and than"},
+		{[]string{"report", "--gates", noArm, dir}, noArm + `:6: gate "availability > 0.9": arms: "Z" is not an arm of this run (its arms: D, E)`},
 		{[]string{"report", "--gates", "seed001", dir}, "seed001"},
 		{[]string{"report", "--format", "pdf", dir}, `--format "pdf"`},
 		{[]string{"report", "--baseline", "Q", dir}, `--baseline "Q"`},

@@ -40,7 +40,7 @@ func mergeAction(c *cli.Context) error {
 	}
 	// A merge stopped by a signal (Ctrl-C, kill, the terminal closed)
 	// removes the folder it was building: nothing half-made is left.
-	ctx, stop := interruptContext(c.Context)
+	ctx, stop := interruptContext(c.Context, c.App.ErrWriter)
 	defer stop()
 	m, problems, err := store.MergeShards(ctx, store.MergeOptions{Dirs: dirs, Expect: c.Int("expect"), Out: c.String("out"),
 		AllowPartial: c.Bool("allow-partial"), ToolVersion: toolVersion(), CommandLine: os.Args})

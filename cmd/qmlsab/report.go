@@ -105,7 +105,7 @@ func reportAction(c *cli.Context) error {
 	}
 	// From here a signal stops the report (reportOutputs says what it
 	// leaves).
-	ctx, stop := interruptContext(c.Context)
+	ctx, stop := interruptContext(c.Context, c.App.ErrWriter)
 	defer stop()
 	say := &sayer{w: c.App.Writer}
 	interrupted := func(left string) error {

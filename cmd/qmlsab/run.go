@@ -92,7 +92,7 @@ func runAction(c *cli.Context) error {
 	if c.Bool("verbose") {
 		logLevel = slog.LevelInfo
 	}
-	ctx, stop := interruptContext(c.Context)
+	ctx, stop := interruptContext(c.Context, c.App.ErrWriter)
 	defer stop()
 	cfg := run.Config{
 		Arms: selected, N: c.Int("n"), Workload: spec, Profile: c.String("profile"), Resume: resumed != nil,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -28,6 +29,15 @@ import (
 //     a write to any broken pipe or socket, a connection to a member a
 //     fault just killed included, so a SIGPIPE ends the command only when
 //     one of the two outputs is in fact broken.
+//
+// The first signal says on standard error that the command is stopping.
+// Cleaning up is bounded (a trial's teardown by its own deadlines), but it
+// can still take a while: a second SIGINT, SIGTERM or SIGHUP exits at
+// once with 130, leaving undone whatever cleanup had not finished. A local
+// target's members die with qmlsab all the same on Linux (they are killed
+// when their parent dies); a uri target may keep the parameters the arm
+// set; the trial that was running stays unfinished in the run folder, and
+// run --resume runs it again.
 
 // interruptSignals are the signals that cancel a command's context.
 var interruptSignals = func() []os.Signal {
@@ -46,31 +56,37 @@ var interruptSignals = func() []os.Signal {
 var errOutputClosed = errors.New("interrupted: standard output or error closed (SIGPIPE)")
 
 // interruptContext is parent cancelled on the first of the interrupt
-// signals; context.Cause names the signal. stop releases the signals; a
-// write to a closed output after it fails with EPIPE rather than killing
+// signals; context.Cause names the signal, and errw hears that the
+// command is stopping. A second interrupt signal before stop exits the
+// process at once with 130, saying so on errw. stop releases the signals;
+// a write to a closed output after it fails with EPIPE rather than killing
 // the process before it exits with its code.
-func interruptContext(parent context.Context) (context.Context, context.CancelFunc) {
+func interruptContext(parent context.Context, errw io.Writer) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
 	ch := make(chan os.Signal, 8)
 	signal.Notify(ch, interruptSignals...)
 	done := make(chan struct{})
 	go func() {
+		interrupted := false
 		for {
 			select {
 			case <-done:
 				return
-			case <-ctx.Done():
-				return
 			case s := <-ch:
 				if s == syscall.SIGPIPE {
-					if outputClosed() {
+					if !interrupted && outputClosed() {
+						interrupted = true
 						cancel(errOutputClosed)
-						return
 					}
-					continue // a broken socket: its writer sees the error
+					continue // else a broken socket: its writer sees the error
 				}
+				if interrupted {
+					fmt.Fprintf(errw, "qmlsab: second signal (%s): exiting now, before the clean-up finished\n", signalName(s))
+					os.Exit(exitInterrupted)
+				}
+				interrupted = true
 				cancel(fmt.Errorf("interrupted by %v", signalName(s)))
-				return
+				fmt.Fprintf(errw, "qmlsab: interrupted by %s: stopping and cleaning up; a second signal exits at once\n", signalName(s))
 			}
 		}
 	}()

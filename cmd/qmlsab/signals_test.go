@@ -20,6 +20,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/qmlsab/qmlsab/internal/stormtest"
 	"github.com/qmlsab/qmlsab/mongosim"
 	"github.com/qmlsab/qmlsab/store"
 )
@@ -33,7 +34,15 @@ var (
 	binaryErr  error
 )
 
+// blockedCleanUpEnv makes the test binary, started by
+// TestSecondSignalExitsAtOnceWhileCleanUpIsBlocked, act as a command whose
+// clean-up never ends (blockedCleanUp) instead of running the tests.
+const blockedCleanUpEnv = "QMLSAB_TEST_BLOCKED_CLEANUP"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(blockedCleanUpEnv) == "1" {
+		blockedCleanUp()
+	}
 	// A signal ignored here (SIGHUP under nohup or a CI runner) would be
 	// ignored in every qmlsab the tests start, which keeps it ignored as
 	// nohup asks; the signal tests need the default disposition, which a
@@ -358,5 +367,155 @@ func TestRunOnAURITargetRestoresParametersOnSIGHUP(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "run.lock")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("run.lock after the interrupt: %v; want it released", err)
+	}
+}
+
+// blockedCleanUp is a command stopped by a signal whose clean-up does not
+// end: it says "ready" once it listens for signals, "cleaning up: <why>"
+// when the first one arrives, then waits far beyond any test's deadline.
+func blockedCleanUp() {
+	ctx, stop := interruptContext(context.Background(), os.Stderr)
+	defer stop()
+	fmt.Println("ready")
+	<-ctx.Done()
+	fmt.Println("cleaning up:", context.Cause(ctx))
+	time.Sleep(time.Hour)
+	os.Exit(0)
+}
+
+// The first signal starts the clean-up; a second one while the clean-up
+// still runs exits at once with 130, saying so, instead of being
+// swallowed until the clean-up ends.
+func TestSecondSignalExitsAtOnceWhileCleanUpIsBlocked(t *testing.T) {
+	for _, second := range []syscall.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(signalName(second), func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), blockedCleanUpEnv+"=1")
+			var stderr stormtest.SyncBuffer
+			cmd.Stderr = &stderr
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cmd.Process.Kill() })
+			lines := bufio.NewScanner(stdout)
+			waitLine := func(prefix string) {
+				t.Helper()
+				for lines.Scan() {
+					if strings.HasPrefix(lines.Text(), prefix) {
+						return
+					}
+				}
+				t.Fatalf("the output ended before a line starting %q; stderr:\n%s", prefix, stderr.String())
+			}
+			waitLine("ready")
+			cmd.Process.Signal(syscall.SIGHUP)
+			waitLine("cleaning up: interrupted by SIGHUP")
+			cmd.Process.Signal(second)
+			exited := make(chan int, 1)
+			go func() { exited <- exitCode(cmd.Wait()) }()
+			select {
+			case code := <-exited:
+				if code != exitInterrupted {
+					t.Fatalf("exit %d after the second signal, want %d; stderr:\n%s", code, exitInterrupted, stderr.String())
+				}
+			case <-time.After(60 * time.Second):
+				t.Fatalf("still running 60 s after a second signal (%s) while its clean-up was blocked; stderr:\n%s", signalName(second), stderr.String())
+			}
+			for _, want := range []string{"interrupted by SIGHUP: stopping and cleaning up; a second signal exits at once", "second signal (" + signalName(second) + "): exiting now"} {
+				if !strings.Contains(stderr.String(), want) {
+					t.Errorf("stderr does not say %q:\n%s", want, stderr.String())
+				}
+			}
+		})
+	}
+}
+
+// A signal during a trial on a local target whose members have died
+// stops qmlsab promptly even when the workload's serverSelectionTimeout
+// is long: the clients that had the members (the storm's, the
+// canaries') disconnect within a bound of their own instead of waiting
+// out that timeout for a server to end their sessions on. Here the
+// timeout is 10 minutes and the exit must come within 60 s.
+func TestRunOnALocalTargetExitsPromptlyOnSIGHUPDespiteALongServerSelectionTimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a wall-clock trial on local cmd/mongosim processes")
+	}
+	bin := qmlsabBinary(t)
+	tmp := t.TempDir()
+	armsFile := filepath.Join(tmp, "arms.yaml")
+	wl := filepath.Join(tmp, "patient.yaml")
+	for name, doc := range map[string]string{
+		armsFile: "arms:\n  - name: L\n    target: local\n    mongod: " + localMongosim(t) + "\n    setParameters: {}\n",
+		wl:       "name: patient\nkind: spill_to_disk\nspill_to_disk:\n  stormRate: 20\n  serverSelectionTimeout: 10m\n  phases: {warmup: 1s, storm: 10m, recovery: 1s}\n",
+	} {
+		if err := os.WriteFile(name, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := filepath.Join(tmp, "run")
+	t.Cleanup(func() {
+		for _, m := range membersUnder(t, dir) {
+			var pid int
+			fmt.Sscanf(m, "%d:", &pid)
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	cmd := exec.Command(bin, "run", "--arms", "L", "--arms-file", armsFile, "--workload", wl, "--n", "1",
+		"--clock", "wall", "--parallel", "1", "--out", dir)
+	var stdout, stderr stormtest.SyncBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	exited := make(chan int, 1)
+	go func() { exited <- exitCode(cmd.Wait()) }()
+	// waitOutput waits until buf holds want n times, or the deadline.
+	waitOutput := func(buf *stormtest.SyncBuffer, want string, n int) {
+		t.Helper()
+		deadline := time.After(3 * time.Minute)
+		for strings.Count(buf.String(), want) < n {
+			select {
+			case code := <-exited:
+				t.Fatalf("exit %d before the output held %q %d times:\n%s%s", code, want, n, stdout.String(), stderr.String())
+			case <-deadline:
+				t.Fatalf("no %q %d times in the output after 3 min:\n%s%s", want, n, stdout.String(), stderr.String())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	waitOutput(&stdout, "trial L#1: storm", 1)
+	// Every member dies (SIGKILL, as the kernel's OOM killer would under
+	// the storm), and qmlsab sees each one go (its supervisor says so,
+	// before restarting it after a delay): the clients' servers are gone.
+	members := membersUnder(t, dir)
+	if len(members) != 3 {
+		t.Fatalf("members under %s during the storm: %v, want 3", dir, members)
+	}
+	for _, m := range members {
+		var pid int
+		fmt.Sscanf(m, "%d:", &pid)
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatalf("killing member %s: %v", m, err)
+		}
+	}
+	waitOutput(&stderr, "member exited; restarting it", 3)
+	cmd.Process.Signal(syscall.SIGHUP)
+	sent := time.Now()
+	select {
+	case code := <-exited:
+		if code != exitInterrupted {
+			t.Fatalf("exit %d, want %d\n%s%s", code, exitInterrupted, stdout.String(), stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("still running 60 s after SIGHUP (serverSelectionTimeout 10m):\n%s%s", stdout.String(), stderr.String())
+	}
+	t.Logf("exited %v after SIGHUP", time.Since(sent).Round(time.Millisecond))
+	if left := membersUnder(t, dir); len(left) > 0 {
+		t.Errorf("member processes left after qmlsab exited:\n%s", strings.Join(left, "\n"))
 	}
 }

@@ -114,7 +114,7 @@ func sweepAction(c *cli.Context) error {
 	}
 	// From here a signal is the sweep's to handle: the folder it makes
 	// goes with it.
-	ctx, stop := interruptContext(c.Context)
+	ctx, stop := interruptContext(c.Context, c.App.ErrWriter)
 	defer stop()
 	_, statErr := os.Stat(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -1,4 +1,7 @@
-// Package mongoclient holds the Go driver settings qmlsab's clients share.
+// Package mongoclient holds the Go driver settings qmlsab's clients share:
+// which hosts they may reach (Guard), how a short-lived client monitors
+// its server (ShortLived), and how a client is closed within a bound
+// (Disconnect).
 //
 // A client the harness opens for a moment (connect, a command or two,
 // disconnect: arming a failpoint, reading a shed counter, a startup check)
@@ -11,11 +14,43 @@
 // once, and between checks it waits on a timer Disconnect interrupts.
 package mongoclient
 
-import "go.mongodb.org/mongo-driver/v2/mongo/options"
+import (
+	"context"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
 
 // ShortLived sets o up for a client that disconnects soon after it
 // connects: the server monitor polls (a plain hello each check) instead of
 // streaming awaitable hellos, so Disconnect never waits out a held hello.
 func ShortLived(o *options.ClientOptions) *options.ClientOptions {
 	return o.SetServerMonitoringMode(options.ServerMonitoringModePoll)
+}
+
+// DisconnectTimeout bounds Disconnect, and a Cleanup context.
+const DisconnectTimeout = 3 * time.Second
+
+// Cleanup is the context of a command that tidies up after the work (a
+// cursor's killCursors): not the work's context, which may be over
+// already (a signal), nor context.Background, with which a command sent
+// to a member that hangs waits forever (no deadline, no socket timeout),
+// but DisconnectTimeout from now.
+func Cleanup() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), DisconnectTimeout)
+}
+
+// Disconnect closes c within DisconnectTimeout, whatever its servers do.
+// The driver's Disconnect first ends the client's sessions with a command
+// that selects a server, and without a deadline that selection waits the
+// client's whole serverSelectionTimeout when no member answers (a local
+// target's members already stopped, a member hung): minutes at a
+// workload's setting, between a signal and the exit. Ending sessions is a
+// courtesy (the server expires them itself), so a short deadline loses
+// nothing; the connections are closed either way.
+func Disconnect(c *mongo.Client) error {
+	ctx, cancel := context.WithTimeout(context.Background(), DisconnectTimeout)
+	defer cancel()
+	return c.Disconnect(ctx)
 }

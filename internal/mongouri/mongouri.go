@@ -174,16 +174,25 @@ func hosts(uri string, base int) string {
 // userInfoEnd is the index in rest (a URI from its authority on) of the
 // '@' that ends the user information, or -1. It is the last '@' before the
 // first '/' (as the driver reads it) or the last '@' before the first '?',
-// whichever is later, so a password with an unescaped '@', '/', ':' or '?'
-// is covered whole.
+// whichever is later, so a password with an unescaped '@', '/' or ':' is
+// covered whole — except that without options an '@' after the first '/'
+// with no '/' after it is in the database name ("u@host/@db"), when an
+// '@' before the first '/' ends the user information.
 func userInfoEnd(rest string) int {
-	lastAtBefore := func(stop byte) int {
-		if j := strings.IndexByte(rest, stop); j >= 0 {
-			return strings.LastIndexByte(rest[:j], '@')
-		}
-		return strings.LastIndexByte(rest, '@')
+	slash := strings.IndexByte(rest, '/')
+	bySlash := strings.LastIndexByte(rest, '@')
+	if slash >= 0 {
+		bySlash = strings.LastIndexByte(rest[:slash], '@')
 	}
-	return max(lastAtBefore('/'), lastAtBefore('?'))
+	q := strings.IndexByte(rest, '?')
+	if q >= 0 {
+		return max(bySlash, strings.LastIndexByte(rest[:q], '@'))
+	}
+	last := strings.LastIndexByte(rest, '@')
+	if bySlash >= 0 && last > slash && !strings.Contains(rest[last:], "/") {
+		return bySlash
+	}
+	return max(bySlash, last)
 }
 
 // Redact returns uri with its password, and the values of options that

@@ -141,3 +141,14 @@ func TestHosts(t *testing.T) {
 		}
 	}
 }
+
+// An '@' in the database name is not the user information's end: the
+// redacted form must still read back (the arms fuzz target found
+// "mongodb://bobApw@127.0.0.1:27017/@0" redacted to "…<redacted>@0").
+func TestAnAtInTheDatabaseNameIsTheDatabases(t *testing.T) {
+	uri := "mongodb://bob:pw@127.0.0.1:27017/@0"
+	got := Redact(uri)
+	if got != "mongodb://bob:<redacted>@127.0.0.1:27017/@0" {
+		t.Fatalf("Redact(%q) = %q", uri, got)
+	}
+}

@@ -74,17 +74,77 @@ func plainTypes(msg string) string {
 	return head + value + ": want " + want
 }
 
-// DecodeStrict decodes a YAML document into v, refusing unknown keys and
-// wrong types, and returns the document's root node (aliases expanded and
-// merge keys applied, see Expand) for Line. An empty document is an error.
-// Anchors, aliases and merge keys are accepted within the expansion limit;
-// a top-level key of its own that only defines an anchor
-// ("common: &common {…}", see IsDefinition) is not an unknown key.
-func DecodeStrict(file string, data []byte, v any) (*yaml.Node, error) {
+// ParseDocument reads the one YAML document a qmlsab file holds and
+// returns its document node (with no content when the file is empty or
+// only comments; each caller says what it wanted). A second document — a
+// "---" after the first, even an empty one — is an error at its line:
+// yaml.v3 reads the first document of a stream and drops the rest
+// silently, so a workload or arms file written as two documents would run
+// half of what it says. Every YAML file qmlsab reads (arms, workloads,
+// gates, import specs) comes through here.
+func ParseDocument(file string, data []byte) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
+	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return &yaml.Node{Kind: yaml.DocumentNode}, nil
+		}
 		return nil, Wrap(file, err)
 	}
+	var second yaml.Node
+	switch err := dec.Decode(&second); {
+	case errors.Is(err, io.EOF):
+		return &root, nil
+	case err != nil:
+		return nil, Wrap(file, err)
+	}
+	return nil, Errorf(file, second.Line, "a second YAML document starts here (---): the file must hold one document")
+}
+
+// Find is the node at path under node (mapping keys, or list indices
+// written as numbers), or nil when the path does not exist.
+func Find(node *yaml.Node, path ...string) *yaml.Node {
+	if node != nil && node.Kind == yaml.DocumentNode {
+		if len(node.Content) == 0 {
+			return nil
+		}
+		node = node.Content[0]
+	}
+	for _, p := range path {
+		if node == nil {
+			return nil
+		}
+		var next *yaml.Node
+		switch node.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(node.Content); i += 2 {
+				if node.Content[i].Value == p {
+					next = node.Content[i+1]
+				}
+			}
+		case yaml.SequenceNode:
+			if i, err := strconv.Atoi(p); err == nil && i >= 0 && i < len(node.Content) {
+				next = node.Content[i]
+			}
+		}
+		node = next
+	}
+	return node
+}
+
+// DecodeStrict decodes a YAML document into v, refusing unknown keys and
+// wrong types, and returns the document's root node (aliases expanded and
+// merge keys applied, see Expand) for Line. An empty document and a second
+// document (ParseDocument) are errors. Anchors, aliases and merge keys are
+// accepted within the expansion limit; a top-level key of its own that
+// only defines an anchor ("common: &common {…}", see IsDefinition) is not
+// an unknown key.
+func DecodeStrict(file string, data []byte, v any) (*yaml.Node, error) {
+	rootp, err := ParseDocument(file, data)
+	if err != nil {
+		return nil, err
+	}
+	root := *rootp
 	if len(root.Content) == 0 {
 		return nil, Errorf(file, 1, "empty file")
 	}
