@@ -4,10 +4,12 @@ import (
 	"context"
 	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/mongosim"
 	"github.com/qmlsab/qmlsab/run"
 	"github.com/qmlsab/qmlsab/workload"
@@ -20,7 +22,7 @@ func runArms(t *testing.T, list []arms.Arm, n int) *Analysis {
 	dir := filepath.Join(t.TempDir(), "run")
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
 	if _, err := run.Execute(context.Background(), run.Config{Arms: list, N: n, Workload: spec, Dir: dir, Seed: 1, Clock: run.Virtual,
-		Sim: mongosim.SimOptions{CPUs: 8, BaselineMB: 6 << 10}, SimMemLimitMB: 32 << 10, ToolVersion: "test"}); err != nil {
+		Sim: mongosim.SimOptions{CPUs: 8}, SimMemLimitMB: 32 << 10, ToolVersion: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	return analyze(t, dir)
@@ -48,20 +50,57 @@ func failedGates(a *Analysis) []string {
 	return out
 }
 
-// sweeper-acceptance is the investigation as a regression test: on a D,E
-// run of the embedded default D holds and E falls, so the set passes; an E
-// given master's formula stops falling and a D without its actor stops
-// holding, and each fails the set.
+// sweeper-acceptance is the investigation as a regression test: arms
+// whose figures are the investigation's (D holds, E falls, F meets its
+// acceptance) pass the set; an E that stops falling fails E's gates, a D
+// that stops holding fails D's. The figures are the arms' as written,
+// not the model's: since spill I/O is conserved the embedded default
+// does not reproduce the investigation (docs/investigations.md), and the
+// set's logic is what this test holds.
 func TestSweeperAcceptanceExpectsDToHoldAndEToFall(t *testing.T) {
+	s := func(v ...float64) Summary { return Summarize(v, 0.95) }
+	holds := map[string]Summary{metric.Availability: s(0.96, 0.97, 0.98), metric.Failovers: s(0, 0, 0), metric.Restarts: s(0, 0, 0),
+		metric.LowQueueGrowth: s(0, 0, 0), metric.ServerShedsPerS: s(170, 180, 190), metric.AdmissionsPerS: s(150, 155, 160)}
+	falls := map[string]Summary{metric.Availability: s(0.38, 0.41, 0.44), metric.Failovers: s(11, 13, 13), metric.Restarts: s(11, 13, 13),
+		metric.LowQueueGrowth: s(1, 1, 1), metric.ServerShedsPerS: s(5, 7, 9), metric.AdmissionsPerS: s(170, 180, 190)}
+	failed := func(arms map[string]map[string]Summary) []string {
+		var out []string
+		for arm, sum := range arms {
+			for _, g := range SweeperAcceptance.Gates {
+				if !SweeperAcceptance.AppliesTo(g, arm) {
+					continue
+				}
+				if r := g.Evaluate(arm, sum); r.NoData || !r.AsExpected() {
+					out = append(out, arm+": "+g.Name)
+				}
+			}
+		}
+		return out
+	}
+	if f := failed(map[string]map[string]Summary{"D": holds, "E": falls, "F": holds}); len(f) != 0 {
+		t.Errorf("the investigation's outcomes failed gates %v", f)
+	}
+	f := failed(map[string]map[string]Summary{"D": holds, "E": holds})
+	if len(f) == 0 || !slices.ContainsFunc(f, func(x string) bool { return strings.HasPrefix(x, "E: E falls") }) || slices.ContainsFunc(f, func(x string) bool { return strings.HasPrefix(x, "D:") }) {
+		t.Errorf("an E that holds failed %v; want E's falls gates, and none of D's", f)
+	}
+	f = failed(map[string]map[string]Summary{"D": falls, "E": falls})
+	if len(f) == 0 || !slices.ContainsFunc(f, func(x string) bool { return strings.HasPrefix(x, "D: D holds") }) || slices.ContainsFunc(f, func(x string) bool { return strings.HasPrefix(x, "E:") }) {
+		t.Errorf("a D that falls failed %v; want D's holds gates, and none of E's", f)
+	}
+	if f := failed(map[string]map[string]Summary{"F": falls}); len(f) < 4 {
+		t.Errorf("an F that falls failed only %v; want every one of its four conditions", f)
+	}
+}
+
+// On the embedded default, every gate of the set that applies to D and E
+// says what it compared (its metric and its condition), whatever the
+// model's outcome.
+func TestSweeperAcceptanceSaysWhatItCompared(t *testing.T) {
 	if testing.Short() {
-		t.Skip("three virtual runs")
+		t.Skip("a virtual run")
 	}
-	const n = 3
-	d, e := builtinArm(t, "D"), builtinArm(t, "E")
-	a := runArms(t, []arms.Arm{d, e}, n)
-	if !a.GatesPass() {
-		t.Fatalf("D,E at the embedded default: gates failed: %v", failedGates(a))
-	}
+	a := runArms(t, []arms.Arm{builtinArm(t, "D"), builtinArm(t, "E")}, 2)
 	for _, arm := range a.Arms {
 		applied := 0
 		for _, g := range arm.Gates {
@@ -79,22 +118,6 @@ func TestSweeperAcceptanceExpectsDToHoldAndEToFall(t *testing.T) {
 		if applied == 0 {
 			t.Errorf("arm %s had no gate", arm.Name)
 		}
-	}
-
-	master := e
-	master.SetParameters["simShedHazard"] = "odds"
-	if b := runArms(t, []arms.Arm{d, master}, n); b.GatesPass() {
-		t.Error("E on master's formula holds, yet the gate set passed: an E that stops falling must fail it")
-	} else if f := failedGates(b); len(f) == 0 || !strings.HasPrefix(f[0], "E: E falls") {
-		t.Errorf("failed gates %v, want E's falls gates", f)
-	}
-
-	noActor := d
-	noActor.Actors = nil
-	if c := runArms(t, []arms.Arm{noActor, e}, n); c.GatesPass() {
-		t.Error("D without its actor passed the gate set")
-	} else if f := failedGates(c); len(f) == 0 || !strings.HasPrefix(f[0], "D: D holds") {
-		t.Errorf("failed gates %v, want D's holds gates", f)
 	}
 }
 
