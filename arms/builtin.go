@@ -45,8 +45,9 @@ const (
 )
 
 // FittedHazard is E's build variant: the shedder hazard form the joint fit
-// selects from E's observed flows (simShedHazard; docs/model.md). Master's
-// form ("odds") is arm M's.
+// selects from D's and E's observations (simShedHazard; docs/model.md).
+// Master's form ("odds") is arm M's; at the nearest point under conserved
+// spill I/O the fit selects it for E too, so E and M are the same there.
 const FittedHazard = "odds"
 
 func with(extra map[string]string) map[string]string {

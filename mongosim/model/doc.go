@@ -6,21 +6,22 @@
 //
 // # Mechanisms and what they rest on
 //
-// Hardware. CPUs are shared by the running operations (processor sharing);
-// spilled runs are read back from a disk whose bandwidth the readers share
-// (an M50's gp3 volume: 125 MB/s); writing a spilled run costs CPU (it
-// lands in the page cache). Resident memory is a baseline plus tracked
-// bytes times an allocator overhead; above the memory limit the member is
-// OOM-killed and every operation and cursor dies with it.
+// Hardware. CPUs are shared by the running operations (processor sharing).
+// Spill I/O is conserved (pagecache.go): a spilled run is serialised on a
+// CPU into its query's file in the page cache, dirtying pages that
+// writeback drains to the disk (an M50's gp3 volume: 125 MiB/s) and that
+// pause their writer at vm.dirty_ratio; merging the runs reads every
+// spilled byte back, from the pages the cache still holds (CPU) or from
+// the disk, which writeback shares; a query's file is deleted when its
+// cursor ends. The member reports the accounting (SpillIO).
 //
-// Host (opt-in: Hardware.Host, model.HostHardware; docs/model-host.md).
-// The kernel OOM-kills on host memory: RSS + other processes + kernel +
-// dirty page cache. RSS is mongod's base, the WiredTiger cache's fill (sized
-// by mongod's rule, filled by reads), tracked bytes, untracked per-op and
-// per-cursor memory, and free pages the allocator has not yet released.
-// Spilled runs dirty the page cache; writers stall at vm.dirty_ratio while
-// holding their tickets. Fitted to the sweeper investigation, no plausible host makes E
-// fall while D and F hold (docs/model-host.md).
+// Host (host.go; docs/model-host.md). The kernel OOM-kills on host
+// memory: RSS + other processes + kernel + dirty page cache. RSS is
+// mongod's base, the WiredTiger cache's fill (sized by mongod's rule,
+// filled by reads), tracked bytes, untracked per-op and per-cursor memory,
+// and free pages the allocator has not yet released. Clean page cache
+// holds what the processes leave and is evicted, oldest first, as they
+// need it.
 //
 // Execution control (master). Read and write pools, each a normal pool
 // (first come, first served) and a low-priority pool sized at the CPU count
@@ -44,11 +45,11 @@
 // master would start at 2 × cores.
 //
 // Queries. A storm query's aggregate scans its input into a blocking stage
-// that spills at its limit (Atlas's 32 MiB sort limit for $sort and for the
-// sort $setWindowFields puts before itself) and leaves its cursor holding
-// merge buffers; each getMore is a new operation that reads spilled runs
-// back block by block, a $setWindowFields getMore loading its partition
-// first. A block's documents are emitted in a CPU burst far shorter than
+// that spills at its limit (internalQueryMaxBlockingSortMemoryUsageBytes for
+// $sort and for the sort $setWindowFields puts before itself) and leaves
+// its cursor holding merge buffers; each getMore is a new operation that
+// reads its share of the spilled runs back block by block, a
+// $setWindowFields getMore loading its partition first. A block's documents are emitted in a CPU burst far shorter than
 // the shedder's 1 ms evaluation spacing, so a block yields one checkpoint.
 // The deprioritization heuristic counts a query's admissions across its
 // getMores (an inference: otherwise every batch would return to normal
@@ -71,17 +72,10 @@
 //
 // # What the model shows, and where it parts from the investigation
 //
-// With the built-in arms and the spill_to_disk storm (qmlsab calibrate):
-// no shedding (A) crash-loops; the killOp actor (D) and the sweeper (F)
-// hold with no failover, with the read pool down to 13 tickets, ~170
-// low-priority admissions/s (the investigation: 160-180) and victims alike. The
-// inline shedder alone (E) does not crash in the model: as RSS reaches the
-// high mark p becomes 1 for every eligible ticket holder, so new builds die
-// at their second evaluation and no new memory reaches the queue; E holds
-// at its high mark with no kill in the queue (departures = admissions, as
-// the investigation says). The sweeper investigation's E crash needs memory the inline shedder never
-// evaluates twice arriving faster than admissions, or an OOM point inside
-// the 30-70 band; the source's README warns that shedding needs lead time
-// to turn aborted queries into freed RSS. Which of these the sweeper investigation's runs
-// had is not settled here.
+// Since spill I/O is conserved and the virtual client has the Go driver's
+// connection pool, no setting of the unknowns the joint fit searches
+// reproduces the sweeper investigation: the in-server shedder alone (E)
+// does not crash-loop where the killOp actor (D) holds. The embedded
+// default is the nearest point; docs/investigations.md lists every
+// residual.
 package model
