@@ -103,7 +103,7 @@ func TestReportChartsHoldEveryTrialSecond(t *testing.T) {
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
 	length := spec.SpillToDisk.Phases.Total().Seconds()
 	if _, err := run.Execute(context.Background(), run.Config{Arms: sel, N: 2, Workload: spec, Dir: dir, Seed: 3, Clock: run.Virtual,
-		Sim: mongosim.SimOptions{CPUs: 8, BaselineMB: 6 << 10}, SimMemLimitMB: 32 << 10, ToolVersion: "test"}); err != nil {
+		Sim: mongosim.SimOptions{CPUs: 8}, SimMemLimitMB: 32 << 10, ToolVersion: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	a := analyze(t, dir)

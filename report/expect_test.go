@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/investigation"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/mongosim"
 	"github.com/qmlsab/qmlsab/run"
@@ -163,16 +164,17 @@ gates:
 	}
 }
 
-// A simulated report's methods say what makes E fall, which build variant
-// the model uses and where it came from, and the fit's worst residual.
+// A simulated report's methods say that the model does not reproduce the
+// investigation, which build variant it uses, the fit's objectives and
+// its worst residual.
 func TestSimulatedMethodsNameTheMechanismAndTheBuildVariant(t *testing.T) {
 	page, err := HTML(analyze(t, fixture(t)), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	html := string(page)
-	for _, want := range []string{"no exit but a ticket", "simShedHazard=linear", "observed flows", "not read from E",
-		"worst residual at the fitted point is D low-pri queue kills/s"} {
+	for _, want := range []string{"does <strong>not</strong> reproduce", "simShedHazard=" + investigation.Fitted.Variant, "spill I/O is conserved",
+		"found no point that reproduces them", "its worst residual is " + investigation.Fitted.Worst} {
 		if !strings.Contains(html, want) {
 			t.Errorf("the methods lack %q", want)
 		}

@@ -92,10 +92,10 @@ gates:
 func TestGateFilesRefuseWhatWouldEvaluateNothing(t *testing.T) {
 	for doc, want := range map[string]string{
 		"name: x\ngates:\n  - op: \">\"\n    metric: nope\n    value: 1\n":                                          "g.yaml:4: metric \"nope\" is not a metric qmlsab computes (known: availability, ",
-		"name: x\ngates:\n  - metric: sheds_per_s\n    op: \">\"\n    than: nope\n":                                 "g.yaml:5: than \"nope\" is not a metric",
-		"name: x\ngates:\n  - metric: sheds_per_s\n    op: \">\"\n    than: admissions_per_s\n    value: 3\n":       "g.yaml:6: value and than",
-		"name: x\ngates:\n  - metric: sheds_per_s\n    op: \">\"\n    value: 0\n    than: admissions_per_s\n":       "g.yaml:5: value and than",
-		"c: &c {value: 2}\nname: x\ngates:\n  - {<<: *c, metric: sheds_per_s, op: \">\", than: admissions_per_s}\n": "g.yaml:1: value and than", // where the merged value is written
+		"name: x\ngates:\n  - metric: server_sheds_per_s\n    op: \">\"\n    than: nope\n":                                 "g.yaml:5: than \"nope\" is not a metric",
+		"name: x\ngates:\n  - metric: server_sheds_per_s\n    op: \">\"\n    than: admissions_per_s\n    value: 3\n":       "g.yaml:6: value and than",
+		"name: x\ngates:\n  - metric: server_sheds_per_s\n    op: \">\"\n    value: 0\n    than: admissions_per_s\n":       "g.yaml:5: value and than",
+		"c: &c {value: 2}\nname: x\ngates:\n  - {<<: *c, metric: server_sheds_per_s, op: \">\", than: admissions_per_s}\n": "g.yaml:1: value and than", // where the merged value is written
 		"name: x\ngates:\n  - {metric: availability, op: \">\", value: 0.9}\n---\nname: y\n":                        "g.yaml:4: a second YAML document",
 		// Already refused: the finite-value check holds for NaN and ±Inf.
 		"name: x\ngates:\n  - {metric: availability, op: \">\", value: .nan}\n":  "g.yaml:3: value must be a finite number",
@@ -119,8 +119,8 @@ func TestGateFilesRefuseWhatWouldEvaluateNothing(t *testing.T) {
 	if want := `g.yaml:8: gate "typo": arms: "Z" is not an arm of this run (its arms: ` + strings.Join(in.Arms, ", ") + ")"; err == nil || err.Error() != want {
 		t.Errorf("a gate naming arm Z: %v, want %s", err, want)
 	}
-	than, err := ParseGates("g.yaml", []byte("name: x\ngates:\n  - {metric: sheds_per_s, op: \">\", than: admissions_per_s}\n"))
-	if err != nil || than.Gates[0].Name != "sheds_per_s > admissions_per_s" {
+	than, err := ParseGates("g.yaml", []byte("name: x\ngates:\n  - {metric: server_sheds_per_s, op: \">\", than: admissions_per_s}\n"))
+	if err != nil || than.Gates[0].Name != "server_sheds_per_s > admissions_per_s" {
 		t.Errorf("a gate with than is named after what it compares: %v %+v", err, than)
 	}
 	star, err := ParseGates("g.yaml", []byte("name: x\ngates:\n  - {metric: availability, op: \">\", value: 0.9, arms: [D, \"*\"]}\n"))

@@ -50,10 +50,14 @@ func makeRun(dir string, names []string, n int, seed uint64) error {
 	}
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
 	w := *spec.SpillToDisk
-	w.Phases = workload.Phases{Warmup: 10 * time.Second, Storm: 40 * time.Second, Recovery: 10 * time.Second}
+	w.Phases = workload.Phases{Warmup: 10 * time.Second, Storm: 150 * time.Second, Recovery: 20 * time.Second}
+	// A storm heavy enough that both arms fail over in the model (the
+	// embedded default's does not since spill I/O is conserved), so the
+	// report has failovers, primary lives and timed-out canaries to show.
+	w.StormRate, w.MaxPoolSize = 300, 3000
 	spec.SpillToDisk = &w
 	_, err = run.Execute(context.Background(), run.Config{Arms: sel, N: n, Workload: spec, Dir: dir, Seed: seed, Clock: run.Virtual,
-		Sim: mongosim.SimOptions{CPUs: 8, BaselineMB: 6 << 10}, SimMemLimitMB: 32 << 10, ToolVersion: "test"})
+		Sim: mongosim.SimOptions{CPUs: 8}, SimMemLimitMB: 32 << 10, ToolVersion: "test"})
 	return err
 }
 
@@ -226,7 +230,7 @@ func TestLoadRefusesMixedAndCorruptRuns(t *testing.T) {
 	w.Phases = workload.Phases{Warmup: 5 * time.Second, Storm: 20 * time.Second, Recovery: 5 * time.Second}
 	spec.SpillToDisk = &w
 	if _, err := run.Execute(context.Background(), run.Config{Arms: sel, N: 1, Workload: spec, Dir: other, Seed: 1,
-		Sim: mongosim.SimOptions{CPUs: 8, BaselineMB: 6 << 10}, SimMemLimitMB: 32 << 10}); err != nil {
+		Sim: mongosim.SimOptions{CPUs: 8}, SimMemLimitMB: 32 << 10}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Load([]string{dir, other}); err == nil || !strings.Contains(err.Error(), filepath.Join(other, "manifest.json")) ||

@@ -30,7 +30,7 @@ func TestVirtualTrialRecordsWhatTheModelDid(t *testing.T) {
 	w.Phases = workload.Phases{Warmup: 10 * time.Second, Storm: 60 * time.Second, Recovery: 20 * time.Second}
 	spec.SpillToDisk = &w
 	cfg := Config{Arms: sel, N: 1, Workload: spec, Dir: dir, Seed: 7, Clock: Virtual,
-		Sim: mongosim.SimOptions{CPUs: 8, BaselineMB: 6 << 10}, SimMemLimitMB: 32 << 10, ToolVersion: "test"}
+		Sim: mongosim.SimOptions{CPUs: 8}, SimMemLimitMB: 32 << 10, ToolVersion: "test"}
 	if _, err := Execute(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/internal/mongoclient"
 	"github.com/qmlsab/qmlsab/internal/mongouri"
+	"github.com/qmlsab/qmlsab/mongosim/model"
 )
 
 // uriTarget attaches to an existing deployment: it never starts or kills a
@@ -234,6 +235,13 @@ func (u *uriTarget) apply(ctx context.Context, params map[string]string) error {
 				return fmt.Errorf("member %s: getParameter %s: %w", h, name, err)
 			}
 			old := r.Lookup(name)
+			if spec, ok := model.LookupParam(name); ok && !spec.Runtime {
+				// A startup parameter (throughputProbingInitialConcurrency,
+				// say) cannot change on a server that is running: its own
+				// start decided it, and setParameter would refuse it.
+				u.logger.Info("startup parameter not applied to an attached server", "member", h, "parameter", name, "arm", value, "server", old.String())
+				continue
+			}
 			u.previous[h][name] = old
 			if err := admin.RunCommand(ctx, bson.D{{Key: "setParameter", Value: 1}, {Key: name, Value: typedLike(old, value)}}).Err(); err != nil {
 				mongoclient.Disconnect(c)
