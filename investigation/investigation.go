@@ -36,7 +36,8 @@ const (
 	GrowthAdmissionsPerS = "growth_admissions_per_s"
 	GrowthSeconds        = "growth_seconds"
 	// StormArrivalsPerS is the low-priority queue's departures plus its
-	// growth per second of storm: what reached the queue.
+	// trend after the fill (metric.LowQueueSlope), per second of storm:
+	// what reached the queue once it had filled.
 	StormArrivalsPerS = "storm_arrivals_per_s"
 )
 
@@ -243,7 +244,7 @@ var FAcceptance = []Condition{
 	}},
 	{Name: "low-priority queue bounded", Met: func(ts []Trial) (bool, string) {
 		v := Observation{Metric: metric.LowQueueGrowth, Reduce: Max}.Value(ts)
-		return v == 0, fmt.Sprintf("lowpri_queue_growth max = %.0f, want == 0", v)
+		return v == 0, fmt.Sprintf("%s max = %.0f, want == 0", metric.LowQueueGrowth, v)
 	}},
 	{Name: "sheds/s above low-priority admissions/s", Met: func(ts []Trial) (bool, string) {
 		s, a := median(ts, metric.ServerShedsPerS), median(ts, metric.AdmissionsPerS)

@@ -64,7 +64,7 @@ func TestFAcceptanceSaysWhatItCompared(t *testing.T) {
 			t.Errorf("%s: met %v (%s), want %v", c.Name, met, what, want[i])
 		}
 	}
-	if _, what := FAcceptance[2].Met(f); what != "lowpri_queue_growth max = 1, want == 0" {
+	if _, what := FAcceptance[2].Met(f); what != "lowpri_queue_sustained_growth max = 1, want == 0" {
 		t.Errorf("queue line %q", what)
 	}
 }

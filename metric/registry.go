@@ -80,8 +80,8 @@ const (
 	ReadTicketsMin            = "read_tickets_min"
 	LowQueueP95               = "lowpri_queue_p95"
 	LowQueueMax               = "lowpri_queue_max"
-	LowQueueSlope             = "lowpri_queue_slope_per_s"
-	LowQueueGrowth            = "lowpri_queue_growth"
+	LowQueueSlope             = "lowpri_queue_trend_per_s"
+	LowQueueGrowth            = "lowpri_queue_sustained_growth"
 	RSSPeakBytes              = "rss_peak_bytes"
 	StormCompleted            = "storm_completed"
 	StormShed                 = "storm_shed"
@@ -124,6 +124,10 @@ var Retired = []Metric{
 		Definition: "retired: server sheds (Δ operationsShed) plus killOp actor kills, per sampled storm second — two deciders added into one figure; replaced by server_sheds_per_s (and its inline and sweeper parts) and actor_kills_per_s (by queue), never added"},
 	{Name: "sheds_minus_admissions_per_s", Title: "sheds/s − admissions/s (retired)",
 		Definition: "retired: sheds_per_s (server sheds plus actor kills) minus low-priority admissions/s, so an arm without a sweeper could show the sweeper's signature through its actor's kills; replaced by server_sheds_minus_admissions_per_s (server sheds only)"},
+	{Name: "lowpri_queue_slope_per_s", Title: "low-pri queue slope (retired)",
+		Definition: "retired: least-squares growth of the low-priority queue length over all the primary's samples in the storm, the queue's initial fill included, ops per second of storm time; replaced by lowpri_queue_trend_per_s (the trend after the fill)"},
+	{Name: "lowpri_queue_growth", Title: "sustained queue growth (retired)",
+		Definition: "retired: 1 when lowpri_queue_slope_per_s was above zero at one-sided p < 0.01 by ordinary least squares' t test (independent errors, which a queue sampled every second does not have, so flat queues were flagged) and added at least 10 ops over the storm; replaced by lowpri_queue_sustained_growth (the trend after the fill, autocorrelation-robust errors)"},
 }
 
 // Denominators of the rates, as their definitions name them. Both take the
@@ -249,20 +253,23 @@ var Registry = []Metric{
 	{Name: LowQueueMax, Title: "low-pri queue max", Better: -1,
 		Definition: "the same queue's maximum during the storm",
 		compute:    storm(func(t *trial) (float64, string) { return t.stormGauge(fieldLowQueue, slices.Max) })},
-	{Name: LowQueueSlope, Title: "low-pri queue slope", Unit: "/s", Better: -1,
-		Definition: "least-squares growth of the low-priority queue length over the primary's samples in the storm, ops per second of storm time",
+	{Name: LowQueueSlope, Title: "low-pri queue trend", Unit: "/s", Better: -1,
+		Definition: "least-squares slope of the low-priority queue length over the primary's samples in the storm after the queue's fill (" + fillRule + "), ops per second of storm time",
 		compute: storm(func(t *trial) (float64, string) {
-			slope, _, why := t.queueSlope()
-			return slope, why
+			g, why := t.queueGrowth()
+			return g.Slope, why
 		})},
 	{Name: LowQueueGrowth, Title: "sustained queue growth", Better: -1, Count: true,
-		Definition: "1 when the storm's queue slope is above zero at one-sided p < 0.01 and added at least 10 ops, else 0",
+		Definition: fmt.Sprintf("1 when the queue's trend after its fill (%s; %s) is above zero at one-sided p < %g "+
+			"with autocorrelation-robust (Newey–West) standard errors — Bartlett's kernel on AR(1)-prewhitened scores, "+
+			"Andrews' plug-in bandwidth — and adds at least %d ops over the samples it is fitted on, else 0",
+			LowQueueSlope, fillRule, GrowthLevel, GrowthMinOps),
 		compute: storm(func(t *trial) (float64, string) {
-			slope, p, why := t.queueSlope()
+			g, why := t.queueGrowth()
 			if why != "" {
 				return 0, why
 			}
-			if p < 0.01 && slope*t.stormSecs >= 10 {
+			if g.Growing {
 				return 1, ""
 			}
 			return 0, ""
@@ -845,9 +852,26 @@ func (t *trial) actorKills(queue string) (float64, string) {
 	return float64(n) / t.primarySecs, ""
 }
 
-func (t *trial) queueSlope() (slope, p float64, why string) {
+// fillRule is the queue-growth test's burn-in as the definitions state
+// it (FillEnd).
+const fillRule = "the fill: the storm's first samples until the queue first reaches its median length over the storm, at most half of them"
+
+// StormQueueGrowth is the sustained-growth test of a trial's low-priority
+// queue, as lowpri_queue_trend_per_s and lowpri_queue_sustained_growth
+// see it: over the primary's samples in the storm, after the fill. why
+// says why the records give none (no storm, no such samples, too few).
+func StormQueueGrowth(r store.Records) (g Growth, why string) {
+	if r.Merge != nil {
+		return Growth{}, notApplicable
+	}
+	return newTrial(r).queueGrowth()
+}
+
+// queueGrowth is the sustained-growth test of the primary's low-priority
+// queue in the storm (QueueGrowth).
+func (t *trial) queueGrowth() (Growth, string) {
 	if t.stormSecs <= 0 {
-		return 0, 1, noStorm
+		return Growth{}, noStorm
 	}
 	var pts [][2]float64
 	for _, q := range PrimaryGauge(t.Samples, fieldLowQueue.name) {
@@ -856,13 +880,14 @@ func (t *trial) queueSlope() (slope, p float64, why string) {
 		}
 	}
 	if len(pts) == 0 {
-		return 0, 1, t.unreported(fieldLowQueue)
+		return Growth{}, t.unreported(fieldLowQueue)
 	}
-	slope, p, ok := SlopeTest(pts)
+	g, ok := QueueGrowth(pts)
 	if !ok {
-		return 0, 1, fmt.Sprintf("%d samples of %s in the storm, too few (or all at one time) for a slope", len(pts), fieldLowQueue.path)
+		return Growth{}, fmt.Sprintf("%d samples of %s in the storm, %d after the queue's fill: too few (or all at one time) for a trend",
+			len(pts), fieldLowQueue.path, len(g.Window))
 	}
-	return slope, p, ""
+	return g, ""
 }
 
 // answered reports whether a canary counts: the server answered or failed

@@ -304,7 +304,7 @@ func TestActorKillsAreNeverServerSheds(t *testing.T) {
 // second 10 to 20, a primary until b takes over at 25, c restarted at 15.
 // On the primary the counters grow by 5 (removedFromQueue), 1 (canceled)
 // and 3 (operationsShed) a second, tickets read the second (10 … 19 in the
-// storm) and the low-priority queue grows by exactly 2 a second.
+// storm) and the low-priority queue grows by exactly 3 a second.
 func handMadeStorm() store.Records {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
@@ -326,7 +326,7 @@ func handMadeStorm() store.Records {
 					store.FieldUptimeMillis:                    uptime,
 					store.FieldResidentMB:                      resident,
 					store.FieldReadTotalTickets:                float64(i),
-					store.FieldReadLowQueueLength:              float64(2 * max(i-10, 0)),
+					store.FieldReadLowQueueLength:              float64(3 * max(i-10, 0)),
 					store.FieldReadLowRemovedFromQueue:         float64(5 * i),
 					store.FieldReadLowCanceled:                 float64(i),
 					store.FieldQueryMemoryOperationsShed:       float64(3 * i),
@@ -409,10 +409,10 @@ func TestEveryRegistryMetricOnHandMadeRecords(t *testing.T) {
 		ServerShedsMinusAdmissions: 3 - 4,            // server sheds/s − admissions/s; the actor's kills never count
 		ReadTicketsMed:             14.5,             // median of 10 … 19
 		ReadTicketsMin:             10,               //
-		LowQueueP95:                16 + 0.55*2,      // 0, 2 … 18: position 0.95·9 = 8.55
-		LowQueueMax:                18,               //
-		LowQueueSlope:              2,                // exactly 2 a second
-		LowQueueGrowth:             1,                // a perfect fit (p = 0), 2·10 s = 20 ≥ 10 ops
+		LowQueueP95:                24 + 0.55*3,      // 0, 3 … 27: position 0.95·9 = 8.55
+		LowQueueMax:                27,               //
+		LowQueueSlope:              3,                // exactly 3 a second after the fill (0 … 12: below the median, 13.5)
+		LowQueueGrowth:             1,                // a perfect fit (p = 0), 3/s over seconds 15 … 19 = 12 ≥ 10 ops
 		RSSPeakBytes:               2000 * (1 << 20), // b's 2000 MB at second 5
 		StormCompleted:             6,                //
 		StormShed:                  4,                // three in the storm, one after it (still a storm op)

@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 
-	ms "github.com/aclements/go-moremath/stats"
 	mf "github.com/montanaflynn/stats"
 )
 
@@ -15,8 +14,9 @@ import (
 // here because montanaflynn's Percentile takes a percentage and refuses
 // the 0th); minimum and maximum are the standard library's slices.Min and
 // slices.Max; t distributions, Mann-Whitney U and confidence intervals are
-// go-moremath's; what neither library has (the slope test here, the
-// Hodges-Lehmann shift in report) is written where it is used.
+// go-moremath's; what neither library has (the autocorrelation-robust
+// trend test, TrendTest; the Hodges-Lehmann shift in report) is written
+// where it is used.
 
 // Median is the median of xs (the mean of the middle two for an even
 // count), NaN when xs is empty; it does not change xs.
@@ -41,46 +41,6 @@ func Quantile(xs []float64, q float64) float64 {
 		return s[len(s)-1]
 	}
 	return s[i] + (pos-float64(i))*(s[i+1]-s[i])
-}
-
-// SlopeTest fits y = a + b·x by least squares and returns b with the
-// one-sided p-value of b > 0 (t test on the slope, n − 2 degrees of
-// freedom). Written here because neither statistics library has a
-// regression slope test.
-func SlopeTest(pts [][2]float64) (slope, p float64, ok bool) {
-	n := float64(len(pts))
-	if len(pts) < 3 {
-		return 0, 1, false
-	}
-	var sx, sy float64
-	for _, q := range pts {
-		sx += q[0]
-		sy += q[1]
-	}
-	mx, my := sx/n, sy/n
-	var sxx, sxy float64
-	for _, q := range pts {
-		sxx += (q[0] - mx) * (q[0] - mx)
-		sxy += (q[0] - mx) * (q[1] - my)
-	}
-	if sxx == 0 {
-		return 0, 1, false
-	}
-	slope = sxy / sxx
-	var sse float64
-	for _, q := range pts {
-		r := q[1] - (my + slope*(q[0]-mx))
-		sse += r * r
-	}
-	se := math.Sqrt(sse / (n - 2) / sxx)
-	switch {
-	case se == 0 && slope > 0:
-		return slope, 0, true
-	case se == 0:
-		return slope, 1, true
-	}
-	t := slope / se
-	return slope, 1 - ms.TDist{V: n - 2}.CDF(t), true
 }
 
 // CensoredQuantile is the q quantile (Quantile's) of values some of which

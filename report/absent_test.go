@@ -14,11 +14,11 @@ func absentInput() *Input {
 	in := &Input{Dirs: []string{"run"}, Arms: []string{"New", "Old"}, Trials: map[string][]Trial{}}
 	for i := range 3 {
 		in.Trials["New"] = append(in.Trials["New"], Trial{Status: store.Valid, Trial: store.Trial{Arm: "New", Index: i + 1,
-			Metrics: map[string]float64{"availability": 0.99, "failovers": 0, "server_sheds_per_s": 40, "admissions_per_s": 20, "lowpri_queue_growth": 0}}})
+			Metrics: map[string]float64{"availability": 0.99, "failovers": 0, "server_sheds_per_s": 40, "admissions_per_s": 20, "lowpri_queue_sustained_growth": 0}}})
 		in.Trials["Old"] = append(in.Trials["Old"], Trial{Status: store.Valid, Trial: store.Trial{Arm: "Old", Index: i + 1,
 			Metrics: map[string]float64{"availability": 0.97, "failovers": 0, "server_sheds_per_s": 0},
 			Absent: map[string]string{"admissions_per_s": "the server reported no queues.execution.read.lowPriority",
-				"lowpri_queue_growth": "the server reported no queues.execution.read.lowPriority.queueLength"}}})
+				"lowpri_queue_sustained_growth": "the server reported no queues.execution.read.lowPriority.queueLength"}}})
 	}
 	return in
 }

@@ -114,7 +114,7 @@ var SweeperAcceptance = GateSet{Name: "sweeper-acceptance", Gates: []Gate{
 	{Name: "no failover", Metric: metric.Failovers, Of: "max", Op: "==", Value: 0, Arms: []string{"F", "*"},
 		Why: "no trial saw a primary change (counts compared as counts)"},
 	{Name: "queue bounded", Metric: metric.LowQueueGrowth, Of: "max", Op: "==", Value: 0, Arms: []string{"F", "*"},
-		Why: "no trial's low-priority queue grew in the storm (slope test, one-sided p < 0.01, ≥ 10 ops)"},
+		Why: "no trial's low-priority queue kept growing in the storm after its fill (trend test with autocorrelation-robust errors, one-sided p < 0.01, ≥ 10 ops)"},
 	{Name: "sheds outpace admissions", Metric: metric.ServerShedsPerS, Of: "median", Op: ">", Than: metric.AdmissionsPerS, Arms: []string{"F", "*"},
 		Why: "the server's own sheds/s above low-priority admissions/s in the storm (a killOp actor's kills never count). A queued op leaves by a ticket or a shed, so queued sheds ≈ arrivals − admissions: with D's observed flows (302 arrivals, 160 admissions/s) that is ~142 < 160, so this holds only through inline sheds of ticket holders"},
 }}
@@ -172,7 +172,7 @@ func (r GateResult) Verdict() string {
 }
 
 // Detail is what the verdict rests on, as what was compared
-// ("lowpri_queue_growth max = 1, want == 0"), or why there is no data.
+// ("lowpri_queue_sustained_growth max = 1, want == 0"), or why there is no data.
 func (r GateResult) Detail() string {
 	if r.NotApplicable {
 		return "not a gate of arm " + r.Arm

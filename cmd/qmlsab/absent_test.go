@@ -58,11 +58,11 @@ func TestRunAgainstAServerWithoutSheddingQueuesOrMem(t *testing.T) {
 	}
 	trial := r.Trials["Old"][0]
 	reasons := map[string]string{
-		"admissions_per_s":    "the server reported no queues.execution.read.lowPriority",
-		"kills_per_s":         "the server reported no queues.execution.read.lowPriority",
-		"read_tickets_median": "the server reported no queues.execution.read.totalTickets",
-		"lowpri_queue_growth": "the server reported no queues.execution.read.lowPriority.queueLength",
-		"rss_peak_bytes":      "the server reported no mem.resident",
+		"admissions_per_s":              "the server reported no queues.execution.read.lowPriority",
+		"kills_per_s":                   "the server reported no queues.execution.read.lowPriority",
+		"read_tickets_median":           "the server reported no queues.execution.read.totalTickets",
+		"lowpri_queue_sustained_growth": "the server reported no queues.execution.read.lowPriority.queueLength",
+		"rss_peak_bytes":                "the server reported no mem.resident",
 	}
 	for m, why := range reasons {
 		if v, ok := trial.Metrics[m]; ok {

@@ -204,9 +204,9 @@ func TestFTDCOfARunRoundTripsAndImportsToTheSameReport(t *testing.T) {
 						// Whole-trial steps, not sums of samples: one trial's
 						// figure moves the median of n trials by 1/n, not by
 						// what one sample changes. LowQueueGrowth is a 0/1
-						// verdict of a significance test (slope > 0 at
-						// p < 0.01), which a trial on the border flips with
-						// the sample timing. Failovers and restarts count
+						// verdict of a significance test (the trend after
+						// the fill > 0 at p < 0.01), which a trial on the
+						// border flips with the sample timing. Failovers and restarts count
 						// events: one that falls in the second between the two
 						// samplings' trial windows (E's crash loop fails over
 						// at any moment) is in one count and not the other.
@@ -510,15 +510,12 @@ func tolerances(t *testing.T, r *store.Run) map[string]map[string]float64 {
 					out[arm][k] = max(out[arm][k], math.Abs(v-w))
 				}
 			}
-			// A fitted slope is as precise as its standard error: two
-			// samplings of the same queue differ by up to 2√2 of it.
-			var xs, ys []float64
-			for _, p := range metric.PrimaryGauge(samples, "read.low.queueLength") {
-				if !p.At.Before(ph["storm"]) && p.At.Before(ph["recovery"]) {
-					xs, ys = append(xs, p.At.Sub(ph["storm"]).Seconds()), append(ys, p.Value)
-				}
+			// A fitted trend is as precise as its standard error (the
+			// autocorrelation-robust one its test uses): two samplings of
+			// the same queue differ by up to 2√2 of it.
+			if g, why := metric.StormQueueGrowth(rec(samples)); why == "" {
+				out[arm][metric.LowQueueSlope] = max(out[arm][metric.LowQueueSlope], 2*math.Sqrt2*g.SE)
 			}
-			out[arm]["lowpri_queue_slope_per_s"] = max(out[arm]["lowpri_queue_slope_per_s"], 2*math.Sqrt2*slopeSE(xs, ys))
 			// A gauge read up to a second away (the other sampling's phase),
 			// and up to the sampler's 1 s timeout late, reads what the gauge
 			// showed within two samples either side: the metric of each
@@ -640,31 +637,4 @@ func TestFTDCDumpAndItsBadInput(t *testing.T) {
 	}) {
 		t.Errorf("warnings %q", m.warnings)
 	}
-}
-
-// slopeSE is the standard error of the least-squares slope of ys on xs.
-func slopeSE(xs, ys []float64) float64 {
-	n := float64(len(xs))
-	if n < 3 {
-		return 0
-	}
-	var mx, my float64
-	for i := range xs {
-		mx, my = mx+xs[i]/n, my+ys[i]/n
-	}
-	var sxx, sxy float64
-	for i := range xs {
-		sxx += (xs[i] - mx) * (xs[i] - mx)
-		sxy += (xs[i] - mx) * (ys[i] - my)
-	}
-	if sxx == 0 {
-		return 0
-	}
-	b := sxy / sxx
-	var rss float64
-	for i := range xs {
-		r := ys[i] - my - b*(xs[i]-mx)
-		rss += r * r
-	}
-	return math.Sqrt(rss / (n - 2) / sxx)
 }

@@ -101,7 +101,7 @@ func TestCalibrateFitPrintsResiduals(t *testing.T) {
 	for _, want := range []string{"SIMULATED", "every point of the (small, discrete) space", "4 points", "Fitted values",
 		"workload.stormRate", "param.simShedHazard", "Model selection", "odds", "linear", "Residuals at the fitted point",
 		"D low-pri queue kills/s", "142", "D availability", "0.97", "E arrivals/s while the queue grows", "~270",
-		"Predictions at the fitted point", "F's acceptance as the model predicts it", "lowpri_queue_growth max =", "trials/s", "Verdict:"} {
+		"Predictions at the fitted point", "F's acceptance as the model predicts it", "lowpri_queue_sustained_growth max =", "trials/s", "Verdict:"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the fit's output lacks %q:\n%s", want, out)
 		}

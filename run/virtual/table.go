@@ -158,7 +158,7 @@ var rows = []row{
 	{"admissions/s while growing", investigation.GrowthAdmissionsPerS, 1, "%.0f"},
 	{"peak RSS GiB", metric.RSSPeakBytes, 1.0 / (1 << 30), "%.1f"},
 	{"low-pri queue p95", metric.LowQueueP95, 1, "%.0f"},
-	{"low-pri queue slope/s", metric.LowQueueSlope, 1, "%.1f"},
+	{"low-pri queue trend/s", metric.LowQueueSlope, 1, "%.1f"},
 	{"victim tracked p50 MiB", metric.VictimTrackedP50, 1.0 / (1 << 20), "%.0f"},
 	{"victims $setWindowFields", investigation.WindowShare, 1, "%.2f"},
 	{"canary p99 ms", metric.CanaryP99Ms, 1, "%.0f"},
