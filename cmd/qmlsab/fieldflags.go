@@ -29,10 +29,9 @@ var fieldFlags = map[string]string{
 	"Config.Resume":   "--resume",
 	"Config.Dir":      "--out",
 	// sweep.Config (qmlsab sweep)
-	"Config.Seeds":              "--n",
-	"Config.Axes":               "--vary",
-	"Config.Fixed":              "--set",
-	"Config.Base.Hardware.Host": "--host",
+	"Config.Seeds": "--n",
+	"Config.Axes":  "--vary",
+	"Config.Fixed": "--set",
 	// store.MergeOptions (qmlsab merge)
 	"MergeOptions.Expect":       "--expect",
 	"MergeOptions.Out":          "--out",

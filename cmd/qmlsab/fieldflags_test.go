@@ -10,7 +10,6 @@ import (
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/run"
-	"github.com/qmlsab/qmlsab/run/virtual"
 	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/sweep"
 	"github.com/qmlsab/qmlsab/workload"
@@ -89,7 +88,6 @@ func TestInFlagsRewritesWholeReferencesOnly(t *testing.T) {
 	for in, want := range map[string]string{
 		"Config.N 0: at least one trial per arm":                                     "--n 0: at least one trial per arm",
 		"Config.Clock x: r was started with Config.Clock y (leave Config.Clock out)": "--clock x: r was started with --clock y (leave --clock out)",
-		"Config.Axes a: needs the host model (Config.Base.Hardware.Host)":            "--vary a: needs the host model (--host)",
 		"use Config.Resume d or another Config.Dir.":                                 "use --resume d or another --out.",
 		"Config.Name and Config.Nope stay":                                           "Config.Name and Config.Nope stay",
 		"/tmp/myConfig.N/x and Config.Ns":                                            "/tmp/myConfig.N/x and Config.Ns",
@@ -106,12 +104,6 @@ func TestInFlagsRewritesWholeReferencesOnly(t *testing.T) {
 func TestLibraryErrorsReadAsFlags(t *testing.T) {
 	d, _ := arms.Lookup("D")
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
-	hostKnob, err := sweep.ParseVary("host.otherBytes=0,1GiB")
-	if err != nil {
-		t.Fatal(err)
-	}
-	noHost := virtual.DefaultConfig(1)
-	noHost.Hardware.Host = nil
 	_, _, mergeErr := store.MergeShards(context.Background(), store.MergeOptions{Expect: 0, Out: t.TempDir()})
 	for _, c := range []struct {
 		err  error
@@ -120,8 +112,6 @@ func TestLibraryErrorsReadAsFlags(t *testing.T) {
 		{run.Config{Arms: []arms.Arm{d}, N: 0, Workload: spec}.Validate(), "qmlsab run: --n 0: at least one trial per arm"},
 		{run.Config{Arms: []arms.Arm{d}, N: 2, Workload: spec, Shard: store.Shard{Index: 1, Count: 3}}.Validate(),
 			"qmlsab run: --shard 1/3: the plan has 2 units (one per trial of an arm, --n 2)"},
-		{sweep.Config{Arms: []arms.Arm{d}, Base: noHost, Seeds: 1, Axes: []sweep.Axis{hostKnob}}.Validate(),
-			"qmlsab sweep: --vary host.otherBytes=0,1GiB: host.otherBytes needs the host model (--host)"},
 		{mergeErr, "qmlsab merge: --expect 0: the number of shards"},
 	} {
 		if c.err == nil {

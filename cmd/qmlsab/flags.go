@@ -126,12 +126,3 @@ func commaList(c *cli.Context, flag string) []string {
 	}
 	return items
 }
-
-// warnHostFlag says once that --host no longer chooses anything: the
-// model's host (page cache, writeback, the OOM killer on host memory) is
-// part of every trial since spill I/O is conserved.
-func warnHostFlag(c *cli.Context) {
-	if c.IsSet("host") {
-		fmt.Fprintf(c.App.ErrWriter, "%s: --host is deprecated and does nothing: the host model is the only model\n", c.Command.FullName())
-	}
-}

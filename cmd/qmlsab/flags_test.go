@@ -28,7 +28,6 @@ var concepts = map[string]flagConcept{
 	"first seed":          {"seed", "1", "", []string{"run", "sweep", "calibrate"}},
 	"phase lengths":       {"profile", `"default"`, "", []string{"run", "sweep", "calibrate"}},
 	"trials at once":      {"parallel", "", "run on the wall clock measures the CPUs, so runs one at a time there", []string{"run", "sweep", "calibrate"}},
-	"host model":          {"host", "false", "", []string{"sweep", "calibrate"}},
 	"arms to compare":     {"arms", "", "each command's comparison: run D,E; sweep D,E,F; calibrate the investigation's arms", []string{"run", "sweep", "calibrate"}},
 	"arms file":           {"arms-file", "", "", []string{"arms list", "arms show", "run", "sweep"}},
 	"workload to run":     {"workload", `"spill_to_disk"`, "", []string{"run", "sweep"}},

@@ -180,9 +180,10 @@ func TestRunQuickProfileWritesASimulatedRun(t *testing.T) {
 	if r.Trials["E"][0].Metrics["storm_shed"] == 0 || r.Trials["D"][0].Metrics["storm_shed"] != 0 {
 		t.Errorf("E should shed and D should not: E %v, D %v", r.Trials["E"][0].Metrics, r.Trials["D"][0].Metrics)
 	}
-	if r.Trials["D"][0].Metrics["storm_killed"] == 0 {
-		t.Errorf("D's killOp actor killed nothing: %v", r.Trials["D"][0].Metrics)
-	}
+	// Whether D's actor acts in a 24 s trial depends on RSS reaching 70 %
+	// of the M50's 32 GiB, which the quick storm need not do since spill
+	// I/O goes through the page cache: its kills are tested on a smaller
+	// machine (run: TestArmContrastOnBothClocks).
 	out, code := qmlsab(t, "run", "--resume", dir)
 	if code != 0 || strings.Count(out, "started") != 0 {
 		t.Errorf("resuming a finished run must run nothing (exit %d):\n%s", code, out)
@@ -314,7 +315,7 @@ func TestReportExitCodes(t *testing.T) {
 	unknown := filepath.Join(t.TempDir(), "unknown.yaml")
 	os.WriteFile(unknown, []byte("name: u\ngates:\n  - op: \">\"\n    metric: nope\n"), 0o644)
 	both := filepath.Join(t.TempDir(), "both.yaml")
-	os.WriteFile(both, []byte("name: b\ngates:\n  - metric: sheds_per_s\n    op: \">\"\n    than: admissions_per_s\n    value: 3\n"), 0o644)
+	os.WriteFile(both, []byte("name: b\ngates:\n  - metric: server_sheds_per_s\n    op: \">\"\n    than: admissions_per_s\n    value: 3\n"), 0o644)
 	noArm := filepath.Join(t.TempDir(), "noarm.yaml")
 	os.WriteFile(noArm, []byte("name: z\ngates:\n  - metric: availability\n    op: \">\"\n    value: 0.9\n    arms: [Z]\n"), 0o644)
 	for _, tc := range []struct {

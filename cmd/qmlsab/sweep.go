@@ -39,7 +39,6 @@ func sweepCommand() *cli.Command {
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "first seed; cells run seeds --seed … --seed+n−1"},
 			&cli.StringFlag{Name: "profile", Value: "default", Usage: "phase lengths: quick, default or long"},
 			&cli.StringFlag{Name: "workload", Value: workload.KindSpillToDisk, Usage: "a spill_to_disk workload: the built-in or a workload YAML `FILE`"},
-			&cli.BoolFlag{Name: "host", Hidden: true, Usage: "deprecated: the host model (page cache, OOM killer on host memory) is the only model"},
 			&cli.StringFlag{Name: "out", Usage: "folder for sweep.json and sweep.html (default: results/sweep-<timestamp>-<id>); files there are written over only if an earlier sweep wrote them"},
 			&cli.IntFlag{Name: "parallel", Usage: "trials at once (default: every CPU)"},
 			&cli.BoolFlag{Name: "list", Usage: "list the names --vary takes, with their defaults, and exit"},
@@ -68,7 +67,6 @@ func sweepAction(c *cli.Context) error {
 	}
 	base := virtual.DefaultConfig(c.Uint64("seed"))
 	base.Workload = *spec.Scaled(scale).SpillToDisk
-	warnHostFlag(c)
 	if c.Bool("list") {
 		var list []arms.Arm
 		for _, n := range []string{"D", "E", "F"} {

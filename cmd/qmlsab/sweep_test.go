@@ -23,7 +23,6 @@ func TestSweepBadInput(t *testing.T) {
 		{[]string{"sweep", "--vary", "hw.cpus=4,8", "--n", "0", "--out", out}, "qmlsab sweep: --n 0: at least one trial per cell"},
 		{[]string{"sweep", "--vary", "hw.cpus=4,8", "--profile", "fast", "--out", out}, `qmlsab sweep: --profile "fast": want quick, default or long`},
 		{[]string{"sweep", "--vary", "hw.cpus=4,8", "--arms", "D,Q", "--out", out}, `qmlsab sweep: --arms: unknown arm "Q"`},
-		{[]string{"sweep", "--vary", "host.otherBytes=0,1GiB", "--host=false", "--out", out}, "qmlsab sweep: --vary host.otherBytes=0,1GiB: host.otherBytes needs the host model (--host)"},
 		{[]string{"sweep", "--arms", "E", "--vary", "param.queryMemoryLoadSheddingHighMarkPercent=20,80", "--out", out}, "qmlsab sweep: --vary [param.queryMemoryLoadSheddingHighMarkPercent=20,80]: arm E at [param.queryMemoryLoadSheddingHighMarkPercent=20 %]: queryMemoryLoadSheddingHighMarkPercent (20) must be above the low mark (30)"},
 		{[]string{"sweep", "--vary", "hw.cpus=4,8", "stray", "--out", out}, `qmlsab sweep: unexpected argument "stray" (flags only)`},
 		{[]string{"calibrate", "--fit", "--space", "host.nope=1:2"}, `qmlsab calibrate: --space "host.nope=1:2": unknown name host.nope`},
@@ -44,7 +43,7 @@ func TestSweepBadInput(t *testing.T) {
 
 func TestSweepWritesJSONAndHTML(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "sweep")
-	out, code := qmlsab(t, "sweep", "--host", "--arms", "D,E", "--vary", "host.otherBytes=512MiB,2GiB", "--vary", "workload.stormRate=120,200",
+	out, code := qmlsab(t, "sweep", "--arms", "D,E", "--vary", "host.otherBytes=512MiB,2GiB", "--vary", "workload.stormRate=120,200",
 		"--n", "1", "--profile", "quick", "--out", dir)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, out)
