@@ -337,6 +337,10 @@ func TestVerdictDoesNotReadAnOutageAsAnImprovement(t *testing.T) {
 			}
 		}
 	}
+	if md := string(Markdown(a)); !strings.Contains(md, "- E worse than D: ▼ availability −") || !strings.Contains(md, "◇ low-pri queue p95 −") ||
+		!strings.Contains(md, "| arm | build | description | valid trials |") || !strings.Contains(md, "| E | shedder | the inline shedder alone | n = 4 |") {
+		t.Errorf("summary.md does not open with the verdict and the arms legend:\n%s", md)
+	}
 	page, err := HTML(a, "test")
 	if err != nil {
 		t.Fatal(err)
@@ -369,5 +373,24 @@ func TestVerdictDoesNotReadAnOutageAsAnImprovement(t *testing.T) {
 	}
 	if e := doc.Arms[1]; e.Name != "E" || e.StormWithoutPrimary == nil || e.StormWithoutPrimary.TrialsLost != outageTrials {
 		t.Errorf("summary.json E: %+v", e)
+	}
+}
+
+// The metrics not judged across an outage are exactly those the registry
+// defines over the storm's seconds with a primary: its per-primary-second
+// flows and the primary's gauges. A metric added to the registry with such
+// a definition, and not to primaryOnly, would read a crash loop's artefact
+// as better or worse.
+func TestPrimaryOnlyMetricsAreTheRegistrysPerPrimaryOnes(t *testing.T) {
+	overPrimary := regexp.MustCompile(`per second with a primary \(the storm's sampling intervals|on the primary during the storm|over the primary's samples in the storm|both per second with a primary|same queue's maximum during the storm|storm's queue slope`)
+	for _, m := range metric.Registry {
+		if got, want := primaryOnly[m.Name], overPrimary.MatchString(m.Definition); got != want {
+			t.Errorf("%s: not judged across an outage = %v, but its definition is over the seconds with a primary = %v: %q", m.Name, got, want, m.Definition)
+		}
+	}
+	for name := range primaryOnly {
+		if metric.Lookup(name).Definition == "" {
+			t.Errorf("primaryOnly names %s, which the registry does not define", name)
+		}
 	}
 }
