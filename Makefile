@@ -55,7 +55,7 @@ mongosh-check: build
 chromium-check:
 	@command -v chromium >/dev/null 2>&1 || { echo "installing chromium (Debian package)"; \
 	  $$(command -v sudo) apt-get update -qq && $$(command -v sudo) apt-get install -y -qq chromium >/dev/null; }
-	QMLSAB_CHROMIUM=$$(command -v chromium) $(GO) test -count=1 -run '^(TestReportDrawsInChromium|TestTrendDrawsInChromium|TestSweepDrawsInChromium)$$' ./cmd/qmlsab/
+	QMLSAB_CHROMIUM=$$(command -v chromium) $(GO) test -count=1 -run '^(TestReportDrawsInChromium|TestReportFirstScreenInChromium|TestTrendDrawsInChromium|TestSweepDrawsInChromium)$$' ./cmd/qmlsab/
 
 # FerretDB v1.24.2, an independent wire-protocol server, as a test-only
 # peer: a nested module (peers/ferretdb/README.md), so FerretDB never

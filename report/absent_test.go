@@ -23,7 +23,11 @@ func absentInput() *Input {
 	return in
 }
 
-func TestGatesOnAbsentMetricsSayNoDataAndDoNotFailTheSet(t *testing.T) {
+// A gate on a metric the server never reported says "no data" with the
+// reason, never PASS or a FAIL on a zero; and the gate set fails closed:
+// a gate that cannot be judged fails it, naming the arm, the gate and the
+// metric.
+func TestGatesOnAbsentMetricsSayNoDataAndFailTheSet(t *testing.T) {
 	gs := SweeperAcceptance
 	a, err := Analyze(absentInput(), Options{Gates: &gs})
 	if err != nil {
@@ -46,13 +50,23 @@ func TestGatesOnAbsentMetricsSayNoDataAndDoNotFailTheSet(t *testing.T) {
 			}
 		}
 	}
-	if !a.GatesPass() {
-		t.Error("gates with no data failed the gate set; only a real FAIL may")
+	if a.GatesPass() {
+		t.Error("gates with no data passed the gate set; a gate that cannot be judged must fail it")
+	}
+	failures := strings.Join(a.GateFailures(), "\n")
+	for _, want := range []string{`arm Old, gate "queue bounded": no data (lowpri_queue_growth: the server reported no queues.execution.read.lowPriority.queueLength)`,
+		`arm Old, gate "sheds outpace admissions": no data (admissions_per_s: `} {
+		if !strings.Contains(failures, want) {
+			t.Errorf("the gate set's failures lack %q:\n%s", want, failures)
+		}
+	}
+	if strings.Contains(failures, "arm New") {
+		t.Errorf("New's gates all passed, yet: %s", failures)
 	}
 	if !strings.Contains(strings.Join(warningTexts(a), "\n"), `gate "queue bounded" has no data`) {
 		t.Errorf("no warning says the gate had no data: %q", warningTexts(a))
 	}
-	// A real failure still fails the set.
+	// A real failure fails the set too.
 	strict := GateSet{Name: "strict", Gates: []Gate{{Name: "perfect", Metric: "availability", Op: ">=", Value: 1}}}
 	if b, _ := Analyze(absentInput(), Options{Gates: &strict}); b.GatesPass() {
 		t.Error("availability 0.97 passed >= 1")
@@ -76,7 +90,7 @@ func TestAbsentMetricsAreDashWithTheReasonInEveryTable(t *testing.T) {
 		t.Errorf("New has admissions/s but a note %d", n)
 	}
 	md := string(Markdown(a))
-	for _, want := range []string{"| – (note ", why, "no data, neither pass nor fail"} {
+	for _, want := range []string{"| – (note ", why, "no data, which fails"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md)
 		}

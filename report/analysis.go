@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/qmlsab/qmlsab/metric"
+	"github.com/qmlsab/qmlsab/store"
 )
 
 // Options shape an analysis.
@@ -15,6 +16,10 @@ type Options struct {
 	Baseline string
 	Alpha    float64 // default 0.05
 	Gates    *GateSet
+	// AllowPartial lets the gates judge an incomplete run (unfinished
+	// trials, missing shards) on its finished trials; without it such a
+	// run fails the gate set (GateFailures).
+	AllowPartial bool
 }
 
 // Arm is one arm's statistics.
@@ -33,6 +38,9 @@ type Arm struct {
 	// gate reads a bound as a measurement.
 	Censored map[string]Censored
 	Gates    []GateResult
+	// Outage is how much of their storms the arm's valid trials had no
+	// primary for.
+	Outage Outage
 }
 
 // Censored is an arm's summary of a metric whose trial values are partly
@@ -70,7 +78,9 @@ type Analysis struct {
 	Arms        []Arm
 	Comparisons []Comparison
 	GateSet     *GateSet
-	Warnings    []Warning
+	// AllowPartial is Options.AllowPartial.
+	AllowPartial bool
+	Warnings     []Warning
 	// Hosts are per-host statistics and Stratified the arm comparisons
 	// stratified by host (hosts.go); both empty when one host ran every
 	// trial.
@@ -78,19 +88,74 @@ type Analysis struct {
 	Stratified []StratifiedComparison
 }
 
-// GatesPass reports whether every gate met its expectation for every arm
-// it applies to (a gate expected to fail must fail). A gate with no data
-// (its metric absent) neither passes nor fails: it is shown as "no data"
-// with the reason and a warning, and does not fail the set.
-func (a *Analysis) GatesPass() bool {
+// GatesPass reports whether the gate set passes: GateFailures is empty.
+func (a *Analysis) GatesPass() bool { return len(a.GateFailures()) == 0 }
+
+// GateFailures are the reasons the gate set fails, each naming the arm,
+// the gate and the metric where there is one. The set fails closed: a
+// gate that did not meet its expectation (a failure, or an expected
+// failure that passed), a gate with no data (its metric absent, or only
+// a lower bound), an arm of the run a gate applies to without a valid
+// trial, a run without a finished trial, and an incomplete run (trials
+// unfinished, shards missing) unless AllowPartial. Nil without a gate
+// set.
+func (a *Analysis) GateFailures() []string {
+	if a.GateSet == nil {
+		return nil
+	}
+	var out []string
+	if a.In.Finished == 0 && a.In.Planned > 0 || len(a.In.Trials) == 0 {
+		out = append(out, fmt.Sprintf("no trial finished (%d planned): there is nothing to judge", a.In.Planned))
+	}
+	if inc := a.In.Incomplete(); inc != "" && !a.AllowPartial {
+		out = append(out, fmt.Sprintf("the run is incomplete (%s): its gates are not judged on part of it; finish it (qmlsab run --resume) or accept it with --allow-partial", inc))
+	}
 	for _, arm := range a.Arms {
+		var gates []string
 		for _, g := range arm.Gates {
-			if !g.NoData && !g.NotApplicable && !g.AsExpected() {
-				return false
+			if !g.NotApplicable {
+				gates = append(gates, fmt.Sprintf("%q", g.Gate.Name))
+			}
+		}
+		if arm.N == 0 && len(gates) > 0 {
+			out = append(out, fmt.Sprintf("arm %s has no valid trial (%s): its gates %s cannot be judged", arm.Name, armTrialCounts(a.In, arm), strings.Join(gates, ", ")))
+			continue
+		}
+		for _, g := range arm.Gates {
+			switch {
+			case g.NotApplicable, g.AsExpected():
+			case g.NoData:
+				out = append(out, fmt.Sprintf("arm %s, gate %q: no data (%s); a gate that cannot be judged fails", arm.Name, g.Gate.Name, g.Reason))
+			default:
+				out = append(out, fmt.Sprintf("arm %s, gate %q: %s", arm.Name, g.Gate.Name, g.Line()))
 			}
 		}
 	}
-	return true
+	return out
+}
+
+// armTrialCounts says what became of an arm's trials: "2 invalid, 3
+// unfinished", or "none finished".
+func armTrialCounts(in *Input, arm Arm) string {
+	unfinished := 0
+	for _, m := range in.Manifests {
+		for _, ts := range m.Trials {
+			if ts.Arm == arm.Name && ts.Status != store.Valid && ts.Status != store.Invalid {
+				unfinished++
+			}
+		}
+	}
+	var parts []string
+	if arm.Invalid > 0 {
+		parts = append(parts, fmt.Sprintf("%d invalid", arm.Invalid))
+	}
+	if unfinished > 0 {
+		parts = append(parts, fmt.Sprintf("%d unfinished", unfinished))
+	}
+	if len(parts) == 0 {
+		return "none finished"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // AbsentNote is the 1-based number of the warning that says why an arm
@@ -134,7 +199,7 @@ func (a *Analysis) Comparison(arm, metric string) (Comparison, bool) {
 
 // Analyze computes the statistics of an input.
 func Analyze(in *Input, opts Options) (*Analysis, error) {
-	a := &Analysis{In: in, Baseline: opts.Baseline, Alpha: opts.Alpha, GateSet: opts.Gates, MetricNames: metricNames(in)}
+	a := &Analysis{In: in, Baseline: opts.Baseline, Alpha: opts.Alpha, GateSet: opts.Gates, AllowPartial: opts.AllowPartial, MetricNames: metricNames(in)}
 	if a.Alpha <= 0 || a.Alpha >= 1 {
 		a.Alpha = 0.05
 	}
@@ -178,7 +243,8 @@ func Analyze(in *Input, opts Options) (*Analysis, error) {
 	}
 	censoredIn := map[string]bool{} // "arm\x00metric"
 	for _, name := range in.Arms {
-		arm := Arm{Name: name, N: len(in.Valid(name)), Invalid: len(in.Trials[name]) - len(in.Valid(name)), Metrics: map[string]Summary{}}
+		arm := Arm{Name: name, N: len(in.Valid(name)), Invalid: len(in.Trials[name]) - len(in.Valid(name)), Metrics: map[string]Summary{},
+			Outage: outageOf(in.Valid(name))}
 		arm.Absent, arm.Censored = map[string]string{}, map[string]Censored{}
 		for _, m := range a.MetricNames {
 			if v, atLeast := bounds(name, m); v != nil {
@@ -219,7 +285,7 @@ func Analyze(in *Input, opts Options) (*Analysis, error) {
 				if r.NoData {
 					r.Reason = noDataReason(g, arm)
 					a.Warnings = append(a.Warnings, Warning{Arm: name, Metric: g.Metric,
-						Text: fmt.Sprintf("gate %q has no data (%s): it neither passes nor fails the gate set", g.Name, r.Reason)})
+						Text: fmt.Sprintf("gate %q has no data (%s): a gate that cannot be judged fails the gate set", g.Name, r.Reason)})
 				}
 				arm.Gates = append(arm.Gates, r)
 			}
@@ -236,6 +302,8 @@ func Analyze(in *Input, opts Options) (*Analysis, error) {
 				continue // a lower bound is no value to compare
 			}
 			c := Compare(m, a.Baseline, name, base, v, a.Alpha)
+			c.OverOutage = primaryOnly[m] && (a.Arm(a.Baseline).Outage.Any() || a.Arm(name).Outage.Any())
+			c.Direction = direction(c, c.OverOutage)
 			a.Comparisons = append(a.Comparisons, c)
 		}
 		if n1, n2 := len(in.Valid(a.Baseline)), len(in.Valid(name)); n1 > 0 && n2 > 0 && MinP(n1, n2) > a.Alpha {

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"html/template"
@@ -32,9 +33,14 @@ const (
 	unitPercent     = "%"
 )
 
-// barChart is a chart of bars over the categories, its values in unit.
-func barChart(title, unit string, categories []string) chart.Option {
+// barChart is a chart of bars over the categories, its values in unit;
+// its series are arms (drawn in the arms' colours) unless kinds says they
+// are kinds of thing (outcomes, stages: chart.Categories).
+func barChart(title, unit string, categories []string, kinds bool) chart.Option {
 	o := chart.New(title)
+	if kinds {
+		o = chart.NewOfKinds(title)
+	}
 	o.XAxis = &chart.Axis{Type: "category", Data: categories}
 	o.YAxis = &chart.Axis{Type: "value", Name: unit}
 	return o
@@ -67,7 +73,7 @@ func chartSections(a *Analysis, options map[string]chart.Option) ([]section, err
 		return chart.V(chart.Of(s.Median, ok))
 	}
 	if a.In.Workload.Merge != nil {
-		bar := barChart("Unsafe sheds per trial (median), by where the $merge ran", unitOpsPerTrial, a.In.Arms)
+		bar := barChart("Unsafe sheds per trial (median), by where the $merge ran", unitOpsPerTrial, a.In.Arms, true)
 		for _, rp := range []string{metric.ReadPrefPrimary, metric.ReadPrefSecondary} {
 			name, _ := metric.UnsafeShedsOn(rp)
 			var data []chart.Datum
@@ -94,7 +100,7 @@ func chartSections(a *Analysis, options map[string]chart.Option) ([]section, err
 
 	// The sweeper investigation's central picture: where the low-priority queue's
 	// departures went.
-	dep := barChart("Low-priority queue departures per second with a primary (median)", unitOpsPerS, a.In.Arms)
+	dep := barChart("Low-priority queue departures per second with a primary (median)", unitOpsPerS, a.In.Arms, true)
 	for _, s := range []struct{ metric, name string }{{metric.AdmissionsPerS, "admitted (got a ticket)"}, {metric.KillsPerS, "killed while queued"}} {
 		var data []chart.Datum
 		for i := range a.Arms {
@@ -184,7 +190,8 @@ func chartSections(a *Analysis, options map[string]chart.Option) ([]section, err
 		options[def.id] = line
 		refs = append(refs, chartRef{def.id})
 	}
-	note := "Shaded: phases. Dashed vertical lines: failovers and member restarts of that trial's colour. Scroll or drag the slider to zoom."
+	note := "Faint bands: the phases, named above the plot. Dark bands: seconds a trial had no primary, named with the trials; a line breaks wherever its trial has no sample, and is never drawn across the gap. " +
+		"Dashed vertical lines: failovers and member restarts, in that trial's colour. Scroll or drag the slider to zoom."
 	if sharded {
 		note += " The trials on a sharded cluster have a primary per shard: their tickets, queue, memory and sheds are in the per-shard panels below; their canaries went through the router, here."
 	}
@@ -216,8 +223,8 @@ func chartSections(a *Analysis, options map[string]chart.Option) ([]section, err
 	for i := range binsUsed {
 		labels = append(labels, fmt.Sprintf("%d–%d MiB", i*binMiB, (i+1)*binMiB))
 	}
-	hist := barChart("Victims' tracked memory (share of each arm's sized victims per 8 MiB bin)", unitPercent, labels)
-	stages := barChart("Victims' stage mix (% of each arm's victims)", unitPercent, a.In.Arms)
+	hist := barChart("Victims' tracked memory (share of each arm's sized victims per 8 MiB bin)", unitPercent, labels, false)
+	stages := barChart("Victims' stage mix (% of each arm's victims)", unitPercent, a.In.Arms, true)
 	stages.YAxis.Max = chart.Float(100)
 	stageNames := map[string]bool{}
 	for _, p := range pooled {
@@ -352,25 +359,31 @@ func forcedNote(a *Analysis) string {
 // trialLines is a time-series chart with one line per trial of series
 // (failover and restart marks when marks is set), and the trials that
 // had no point of it: nothing reported is no line, never a line of zeros.
+// A line breaks where its trial's samples do (gaps): a span without a
+// sample is no segment. The spans a trial had no primary are shaded and
+// labelled "no primary" (on a chart of the primary's figures, where
+// marks is set), and the x axis is the trials' length, no more.
 func trialLines(title, unit string, data []*trialData, series func(*trialData) [][2]float64, color func(string) string, marks bool) (chart.Option, []string) {
 	line := chart.New(title)
-	line.XAxis = &chart.Axis{Type: "value", Name: "s into the trial", NameLocation: "middle", NameGap: 28}
+	length := 0.0
+	for _, d := range data {
+		length = max(length, d.length)
+	}
+	line.XAxis = &chart.Axis{Type: "value", Name: "s into the trial", NameLocation: "middle", NameGap: 28, Min: chart.Float(0), Max: chart.Float(math.Ceil(length))}
 	line.YAxis = &chart.Axis{Type: "value", Name: unit}
 	line.DataZoom = chart.Zoom()
 	var none []string
+	var outages []trialSpan // spans the trials had no primary
 	for _, d := range data {
-		pts := downsample(series(d), MaxPoints)
+		all := series(d)
+		pts := downsample(all, MaxPoints)
 		if len(pts) == 0 {
 			none = append(none, fmt.Sprintf("%s#%d", d.Arm, d.Index))
 			continue
 		}
-		ld := make([]chart.Datum, len(pts))
-		for j, p := range pts {
-			ld[j] = chart.XY(p[0], p[1])
-		}
 		c := color(d.Arm)
-		s := chart.Series{Name: fmt.Sprintf("%s#%d", d.Arm, d.Index), Type: "line", Data: ld, Color: c, ShowSymbol: chart.Bool(false),
-			LineStyle: &opts.LineStyle{Color: c, Width: 1.2, Opacity: opts.Float(0.75)}}
+		s := chart.Series{Name: fmt.Sprintf("%s#%d", d.Arm, d.Index), Type: "line", Data: withGaps(pts, gaps(all)), Color: c, ShowSymbol: chart.Bool(false),
+			ConnectNulls: chart.Bool(false), LineStyle: &opts.LineStyle{Color: c, Width: 1.2, Opacity: opts.Float(0.75)}}
 		if marks {
 			fo, re := d.marks()
 			var ml []chart.MarkLineItem
@@ -385,9 +398,91 @@ func trialLines(title, unit string, data []*trialData, series func(*trialData) [
 		if len(line.Series) == 0 {
 			s.MarkArea = chart.Phases(trialPhases(d))
 		}
+		if marks && d.shards == nil {
+			if spans, ok := noPrimarySpans(d.Trial, "", 0, d.length); ok {
+				for _, sp := range spans {
+					outages = append(outages, trialSpan{sp, s.Name})
+				}
+			}
+		}
 		line.Series = append(line.Series, s)
 	}
+	if len(outages) > 0 && len(line.Series) > 0 {
+		ma := line.Series[0].MarkArea
+		for _, b := range outageBands(outages) {
+			ma.Data = append(ma.Data, chart.Outages([][2]float64{b.span}, "no primary\n"+b.trial)...)
+		}
+	}
 	return line, none
+}
+
+// trialSpan is a span of a trial (seconds into it), or of several
+// trials' named together.
+type trialSpan struct {
+	span  [2]float64
+	trial string
+}
+
+// outageBands merge the trials' spans without a primary that overlap
+// into one band each, named by the trials it holds ("E#1, E#2"): trials
+// that lost their primary at about the same time (the model's crash
+// loops do) share a band and a label, rather than stacking them.
+func outageBands(spans []trialSpan) []trialSpan {
+	slices.SortFunc(spans, func(a, b trialSpan) int { return cmp.Compare(a.span[0], b.span[0]) })
+	var out []trialSpan
+	var names []string
+	for _, s := range spans {
+		if n := len(out); n > 0 && s.span[0] < out[n-1].span[1] {
+			out[n-1].span[1] = max(out[n-1].span[1], s.span[1])
+			if !slices.Contains(names, s.trial) {
+				names = append(names, s.trial)
+			}
+			out[n-1].trial = strings.Join(names, ", ")
+			continue
+		}
+		names = []string{s.trial}
+		out = append(out, s)
+	}
+	return out
+}
+
+// gaps are where a series' samples break off: the x after which the next
+// point is more than one and a half of its usual steps (the median step)
+// away. A per-second series breaks at a second without a point.
+func gaps(pts [][2]float64) []float64 {
+	if len(pts) < 3 {
+		return nil
+	}
+	steps := make([]float64, 0, len(pts)-1)
+	for i := 1; i < len(pts); i++ {
+		steps = append(steps, pts[i][0]-pts[i-1][0])
+	}
+	limit := 1.5 * metric.Median(steps)
+	var out []float64
+	for i := 1; i < len(pts); i++ {
+		if pts[i][0]-pts[i-1][0] > limit {
+			out = append(out, pts[i-1][0])
+		}
+	}
+	return out
+}
+
+// withGaps is a line's data with an absent point after each gap's start
+// (gaps of the series before it was downsampled): ECharts, told not to
+// connect nulls, draws no segment across it.
+func withGaps(pts [][2]float64, gapsAt []float64) []chart.Datum {
+	out := make([]chart.Datum, 0, len(pts)+len(gapsAt))
+	g := 0
+	for i, p := range pts {
+		for g < len(gapsAt) && i > 0 && gapsAt[g] < p[0] {
+			if gapsAt[g] >= pts[i-1][0] {
+				out = append(out, chart.Datum{At: []any{gapsAt[g]}, Value: chart.Absent})
+			}
+			g++
+		}
+		out = append(out, chart.XY(p[0], p[1]))
+	}
+	return out
 }
 
 // noDataWhy says, for a time series a trial had no point of, what its
@@ -457,7 +552,7 @@ func shedsVsAdmissions(a *Analysis, color func(arm string) string) chart.Option 
 	for i := range a.Arms {
 		arm := &a.Arms[i]
 		for _, m := range []string{metric.ServerShedsPerS, metric.ActorKillsPerS, metric.AdmissionsPerS} {
-			category := arm.Name + " " + metric.Lookup(m).Title
+			category := arm.Name + "\n" + metric.Lookup(m).Title // two lines: every label fits under its bar
 			categories = append(categories, category)
 			// Server sheds in the arm's colour, actor kills and admissions
 			// in paler ones.
@@ -477,8 +572,11 @@ func shedsVsAdmissions(a *Analysis, color func(arm string) string) chart.Option 
 			}
 		}
 	}
-	o := barChart("Server sheds/s, actor kills/s and admissions/s in the storm, per second with a primary (bars: median; points: trials)", unitOpsPerS, categories)
+	o := barChart("Server sheds/s, actor kills/s and admissions/s in the storm, per second with a primary (bars: median, in the arm's colour; points: trials)", unitOpsPerS, categories, false)
 	o.Series = []chart.Series{{Name: "median", Type: "bar", Data: medians},
 		{Name: "trials", Type: "scatter", Data: points, ItemStyle: &opts.ItemStyle{Color: chart.Ink, Opacity: opts.Float(0.8)}}}
+	// The bars take their arm's colour, so no one legend swatch stands
+	// for them: the title and the axis say what they are.
+	o.Legend = &opts.Legend{Show: opts.Bool(false)}
 	return o
 }

@@ -159,6 +159,11 @@ func TestReportChartsHoldEveryTrialSecond(t *testing.T) {
 		if !slices.Equal(names, want) {
 			t.Errorf("%s: lines %v, want one per valid trial %v", id, names, want)
 		}
+		// The x axis is the trial, no more (ECharts' own nice bounds made
+		// it 250 s for a 240 s trial).
+		if c.XMin == nil || *c.XMin != 0 || c.XMax == nil || *c.XMax != length {
+			t.Errorf("%s: x axis %v to %v, want 0 to the trial's %g s", id, c.XMin, c.XMax, length)
+		}
 		if len(c.Series) > 0 && len(c.Series[0].MarkXs) != 6 {
 			t.Errorf("%s: phase bands %v, want warmup, storm and recovery", id, c.Series[0].MarkXs)
 		} else if len(c.Series) > 0 && c.Series[0].MarkXs[5] != length {

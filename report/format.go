@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
+	"github.com/qmlsab/qmlsab/internal/units"
 	"github.com/qmlsab/qmlsab/metric"
 )
 
@@ -25,9 +27,27 @@ func sampleWarnings(metric, arm string, s Summary) []Warning {
 	return w
 }
 
-// FormatDelta is a comparison's change as people read it: "~" when it
-// is not significant, else the Hodges-Lehmann shift as a percentage of
-// the baseline's median (or absolute when that median is 0).
+// minus is the sign of a negative figure as the report prints it (U+2212,
+// not a hyphen).
+const minus = "−"
+
+// signed is s (a formatted magnitude) with the sign of v: "+" above zero,
+// "−" below, none at zero.
+func signed(v float64, s string) string {
+	s = strings.TrimPrefix(s, "-")
+	switch {
+	case v > 0:
+		return "+" + s
+	case v < 0:
+		return minus + s
+	}
+	return s
+}
+
+// FormatDelta is a comparison's change as people read it: "~" when it is
+// not significant, else the Hodges-Lehmann shift as a percentage of the
+// baseline's median (or in the metric's unit when that median is 0),
+// always signed: "−61.5 %", "+2.63 /s", "+13".
 func FormatDelta(c Comparison) string {
 	switch {
 	case math.IsNaN(c.P):
@@ -35,18 +55,75 @@ func FormatDelta(c Comparison) string {
 	case !c.Significant:
 		return "~"
 	case !math.IsNaN(c.DeltaPercent):
-		return fmt.Sprintf("%+.1f%%", c.DeltaPercent)
+		return signed(c.DeltaPercent, Number(math.Abs(c.DeltaPercent))) + " %"
 	}
-	return fmt.Sprintf("%+s", Number(c.Delta))
+	return signed(c.Delta, unitNumber(c.Metric, math.Abs(c.Delta)))
 }
 
-// FormatP is "p=0.008 n=5+5".
+// FormatP is "p = 0.008, n = 5+5", "p < 0.001, …" below what three
+// decimals can show.
 func FormatP(c Comparison) string {
 	if math.IsNaN(c.P) {
-		return "n=" + strconv.Itoa(c.N1) + "+" + strconv.Itoa(c.N2)
+		return "n = " + strconv.Itoa(c.N1) + "+" + strconv.Itoa(c.N2)
 	}
-	return fmt.Sprintf("p=%.3f n=%d+%d", c.P, c.N1, c.N2)
+	return fmt.Sprintf("%s, n = %d+%d", PValue(c.P), c.N1, c.N2)
 }
 
-// Number formats a metric value compactly (metric.Number).
-func Number(v float64) string { return metric.Number(v) }
+// PValue is a p-value as every table prints it: "p = 0.008", and
+// "p < 0.001" where three decimals would print 0.000.
+func PValue(p float64) string {
+	if p < 0.0005 {
+		return "p < 0.001"
+	}
+	return fmt.Sprintf("p = %.3f", p)
+}
+
+// Number formats a value for the report by one rule of significant
+// figures, whatever the metric: three significant figures, never fewer
+// than the whole number's digits (143 and 43.1, not 143 and 43.08; 5000,
+// not 5.00k), without trailing zeros (1, not 1.00), k/M/G (decimal) from
+// ten thousand, "–" for NaN.
+func Number(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case math.IsNaN(v):
+		return "–"
+	case math.IsInf(v, 0):
+		return "∞"
+	case a >= 1e9:
+		return sig3(v/1e9) + "G"
+	case a >= 1e6:
+		return sig3(v/1e6) + "M"
+	case a >= 1e4:
+		return sig3(v/1e3) + "k"
+	}
+	return sig3(v)
+}
+
+// sig3 is v to three significant figures, or to the unit when it has more
+// whole digits than that, without trailing zeros.
+func sig3(v float64) string {
+	if math.Abs(v) >= 100 {
+		return strconv.FormatFloat(math.Round(v), 'f', 0, 64)
+	}
+	// 'g' keeps three significant figures and drops trailing zeros (its
+	// exponent form only shows under 1e-4).
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+// unitNumber formats a value in its metric's unit by Number's rule: bytes
+// in the largest binary unit under them (to three figures, as
+// units.HumanBytes writes them), latencies in ms, rates with "/s" left to
+// the row's title.
+func unitNumber(name string, v float64) string {
+	switch metric.Lookup(name).Unit {
+	case "B":
+		if math.IsNaN(v) {
+			return "–"
+		}
+		return units.HumanBytes(v)
+	case "ms":
+		return Number(v) + " ms"
+	}
+	return Number(v)
+}

@@ -133,10 +133,11 @@ type GateResult struct {
 	// Pass: the gate's condition holds (whatever was expected).
 	Pass bool
 	// NoData: the arm has no valid trial with the metric (or with Than's),
-	// so the gate can be judged neither way: it does not pass, and it does
-	// not fail the gate set either (Analysis.GatesPass); the report says
-	// "no data" with Reason and a warning. A metric the server never
-	// reported is not a zero that fails a gate.
+	// so the gate can be judged neither way. A metric the server never
+	// reported is not a zero to compare, so the report says "no data" with
+	// Reason and a warning; and a gate that cannot be judged is not a
+	// pass: it fails the gate set (Analysis.GateFailures), which fails
+	// closed.
 	NoData bool
 	Reason string
 	// NotApplicable: the gate is not one of this arm's (Gate.Arms).

@@ -161,22 +161,19 @@ func hostLine(h store.Host) string {
 	return strings.Join(parts, ", ")
 }
 
-// formatShift is "+3.1% (p=0.002)", or "~ (p=0.410)" when not
-// significant, for a stratified or a pooled result.
-func formatShift(delta, p, baseMedian float64, significant bool) string {
+// formatShift is "+3.1 % (p = 0.002)", or "~ (p = 0.410)" when not
+// significant, for a stratified or a pooled result of metric m.
+func formatShift(m string, delta, p, baseMedian float64, significant bool) string {
 	switch {
 	case math.IsNaN(p):
 		return "n/a"
 	case !significant:
-		return fmt.Sprintf("~ (p=%.3f)", p)
+		return fmt.Sprintf("~ (%s)", PValue(p))
 	case baseMedian != 0 && !math.IsNaN(delta):
-		return fmt.Sprintf("%+.1f%% (p=%.3f)", 100*delta/math.Abs(baseMedian), p)
+		pct := 100 * delta / math.Abs(baseMedian)
+		return fmt.Sprintf("%s %% (%s)", signed(pct, Number(math.Abs(pct))), PValue(p))
 	}
-	sign := ""
-	if delta > 0 {
-		sign = "+"
-	}
-	return fmt.Sprintf("%s%s (p=%.3f)", sign, Number(delta), p)
+	return fmt.Sprintf("%s (%s)", signed(delta, unitNumber(m, math.Abs(delta))), PValue(p))
 }
 
 // baseMedian is the baseline's median of a metric (NaN when absent).
@@ -243,8 +240,8 @@ func hostSection(a *Analysis) *section {
 			}
 			bm := a.baseMedian(m)
 			fmt.Fprintf(&b, `<tr><td>%s</td><td>%s</td><td class="%s">%s</td><td class="%s">%s</td><td>%d</td></tr>`, esc(metricTitle(m)), esc(arm),
-				sigClass(s.PooledSignificant), esc(formatShift(s.PooledDelta, s.PooledP, bm, s.PooledSignificant)),
-				sigClass(s.Significant), esc(formatShift(s.Delta, s.P, bm, s.Significant)), s.Strata)
+				sigClass(s.PooledSignificant), esc(formatShift(m, s.PooledDelta, s.PooledP, bm, s.PooledSignificant)),
+				sigClass(s.Significant), esc(formatShift(m, s.Delta, s.P, bm, s.Significant)), s.Strata)
 		}
 	}
 	b.WriteString("</table>")
@@ -297,8 +294,8 @@ func hostMarkdown(a *Analysis) []byte {
 		for _, arm := range a.In.Arms {
 			if s, ok := a.Stratification(arm, m); ok {
 				bm := a.baseMedian(m)
-				fmt.Fprintf(&b, "| %s | %s | %s | %s | %d |\n", md(metricTitle(m)), md(arm), md(formatShift(s.PooledDelta, s.PooledP, bm, s.PooledSignificant)),
-					md(formatShift(s.Delta, s.P, bm, s.Significant)), s.Strata)
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %d |\n", md(metricTitle(m)), md(arm), md(formatShift(m, s.PooledDelta, s.PooledP, bm, s.PooledSignificant)),
+					md(formatShift(m, s.Delta, s.P, bm, s.Significant)), s.Strata)
 			}
 		}
 	}

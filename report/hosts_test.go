@@ -150,13 +150,13 @@ func TestReportShowsHostsAndTheStratifiedTest(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`id="hosts"`, `id="hosts-table"`, `id="host-medians"`, `id="stratified-table"`, "ci-1", "ci-3", "Fake CPU, 4 cores, 16.0 GiB, kernel 6.1",
-		"the trials ran on 3 hosts (ci-1, ci-2, ci-3)", fmt.Sprintf("+1.2%% (p=%.3f)", s.P), fmt.Sprintf("~ (p=%.3f)", s.PooledP)} {
+		"the trials ran on 3 hosts (ci-1, ci-2, ci-3)", fmt.Sprintf("+1.17 %% (%s)", PValue(s.P)), fmt.Sprintf("~ (%s)", PValue(s.PooledP))} {
 		if !strings.Contains(string(html), want) {
 			t.Errorf("report.html lacks %q", want)
 		}
 	}
 	mdOut := string(Markdown(a))
-	for _, want := range []string{"**The trials ran on 3 hosts.**", "| canary p99 | ci-2 | 90 ms (n=3) | 91.05 ms (n=3) |", "| canary p99 | E | ~ (p="} {
+	for _, want := range []string{"**The trials ran on 3 hosts.**", "| canary p99 | ci-2 | 90 ms (n=3) | 91 ms (n=3) |", "| canary p99 | E | ~ (p = "} {
 		if !strings.Contains(mdOut, want) {
 			t.Errorf("summary.md lacks %q:\n%s", want, mdOut)
 		}

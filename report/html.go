@@ -1,9 +1,13 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"html/template"
+	"math"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/qmlsab/qmlsab/internal/chart"
 	"github.com/qmlsab/qmlsab/investigation"
@@ -18,15 +22,26 @@ type page struct {
 	ToolVersion, Workload, Target, Clock, Conditions, Created, Host, Baseline, GateSet, Phases, Interleave string
 	Alpha                                                                                                  float64
 	Simulated                                                                                              bool
+	// Storm and Merge say which workload the methods describe.
+	Storm, Merge bool
 	// Fit is the joint fit behind the embedded default, for the methods
 	// paragraph of a simulated report.
-	Fit                investigation.FitRecord
-	Dirs, Arms, Builds []string
+	Fit  investigation.FitRecord
+	Dirs []string
+	Arms []string
+	// Legend is each arm's name, build and description, at the top.
+	Legend []legendRow
+	// Verdicts are the sentences under the title, one per arm.
+	Verdicts []Verdict
 	// Servers are the implementations and versions that answered.
-	Servers       []string
-	ArmRows       []Arm
+	Servers []string
+	ArmRows []Arm
+	// Ns are the trial counts the methods speak of ("n = 5", "n = 3 and
+	// 5").
+	Ns            string
 	Verdict       []verdictRow
 	Gates         []gateRow
+	GatesFail     []string
 	Warnings      []string
 	Sections      []section
 	TrialCols     []string
@@ -38,9 +53,21 @@ type page struct {
 	Options       template.JS
 }
 
+// legendRow is one arm of the legend.
+type legendRow struct {
+	Name, Build, Description, Trials string
+	Baseline                         bool
+}
+
 type verdictCell struct {
 	Value, Delta, P string
 	Significant     bool
+	// Direction is the shift's (Comparison.Direction), Mark its symbol
+	// and Word what the cell prints beside it.
+	Direction, Mark, Word, Title string
+	// Dagger marks a metric over the seconds with a primary compared
+	// across an outage (the verdict's footnote).
+	Dagger bool
 	// Absent is why the value is "–" (the cell's title and its note).
 	Absent string
 	Note   int
@@ -51,14 +78,11 @@ type verdictRow struct {
 	Cells []verdictCell
 }
 
-type gateCell struct {
-	Pass, NoData    bool
-	Verdict, Detail string
-}
-
+// gateRow is one gate of one arm: gates of other arms are not listed.
 type gateRow struct {
-	Name, Condition, Why string
-	Cells                []gateCell
+	Arm, Name, Condition, Why string
+	Pass, NoData              bool
+	Verdict, Detail           string
 }
 
 type section struct {
@@ -88,13 +112,16 @@ func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 	}
 	if m := a.In.Manifests; len(m) > 0 {
 		p.Target, p.Created, p.Host = m[0].Target, m[0].Created.UTC().Format("2006-01-02 15:04:05 UTC"), m[0].Host
-		p.Builds = builds(m[0].ArmList)
 	}
 	if w := a.In.Workload.SpillToDisk; w != nil {
 		p.Phases = fmt.Sprintf("warmup %s, storm %s at %.0f queries/s, recovery %s; canaries %.0f/s, SLO %s",
 			w.Phases.Warmup, w.Phases.Storm, w.StormRate, w.Phases.Recovery, w.CanaryRate, w.CanarySLO)
 	}
 	p.Interleave = interleave(a.In)
+	p.Storm, p.Merge = a.In.Workload.SpillToDisk != nil, a.In.Workload.Merge != nil
+	p.Ns = trialCounts(a)
+	p.Legend = legend(a)
+	p.Verdicts = a.Verdicts()
 	for _, name := range keyMetrics(a) {
 		row := verdictRow{Title: metric.Lookup(name).Title}
 		for _, arm := range a.Arms {
@@ -111,21 +138,23 @@ func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 			cell := verdictCell{Value: cellValue(name, s)}
 			if c, ok := a.Comparison(arm.Name, name); ok {
 				cell.Delta, cell.P, cell.Significant = FormatDelta(c), FormatP(c), c.Significant
+				cell.Direction, cell.Dagger = c.Direction, c.OverOutage
+				cell.Mark, cell.Word, cell.Title = deltaWords(c)
 			}
 			row.Cells = append(row.Cells, cell)
 		}
 		p.Verdict = append(p.Verdict, row)
 	}
-	if a.GateSet != nil {
-		for i, g := range a.GateSet.Gates {
-			row := gateRow{Name: g.Name, Condition: g.String(), Why: g.Why}
-			for _, arm := range a.Arms {
-				r := arm.Gates[i]
-				row.Cells = append(row.Cells, gateCell{Pass: r.AsExpected(), NoData: r.NoData || r.NotApplicable, Verdict: r.Verdict(), Detail: r.Detail()})
+	for _, arm := range a.Arms {
+		for _, r := range arm.Gates {
+			if r.NotApplicable {
+				continue // a gate of other arms: not this arm's row
 			}
-			p.Gates = append(p.Gates, row)
+			p.Gates = append(p.Gates, gateRow{Arm: arm.Name, Name: r.Gate.Name, Condition: r.Gate.String(), Why: r.Gate.Why,
+				Pass: r.AsExpected(), NoData: r.NoData, Verdict: r.Verdict(), Detail: r.Detail()})
 		}
 	}
+	p.GatesFail = a.GateFailures()
 	for _, w := range a.Warnings {
 		p.Warnings = append(p.Warnings, warningText(w))
 	}
@@ -175,7 +204,7 @@ func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 	if p.Options, err = chart.JS(options); err != nil {
 		return nil, err
 	}
-	return templates.Render(templates.Report, template.FuncMap{"join": strings.Join}, p)
+	return templates.Render(templates.Report, pageFuncs, p)
 }
 
 // interleave is the order the first run's first two repetition blocks ran
@@ -193,21 +222,102 @@ func interleave(in *Input) string {
 	return strings.Join(il, " ") + " …"
 }
 
-// builds lists each arm's build label from the manifest.
-func builds(list []store.ArmInfo) []string {
-	var out []string
-	for _, a := range list {
-		b := a.Build
-		if b == "" {
-			b = "unlabelled"
+// pageFuncs are the functions the report's template calls.
+var pageFuncs = template.FuncMap{"join": strings.Join, "dirclass": directionClass, "armcolor": chart.ArmColor}
+
+// directionClass is the CSS class of a direction: its colour.
+func directionClass(direction string) string {
+	switch direction {
+	case Better, Worse, Changed:
+		return direction
+	case NotJudged:
+		return "notjudged"
+	}
+	return "same"
+}
+
+// deltaWords are a comparison's mark, the word printed beside its shift
+// and the cell's title: every shift says its direction in a symbol and a
+// word, so it reads without colour.
+func deltaWords(c Comparison) (mark, word, title string) {
+	switch {
+	case math.IsNaN(c.P):
+		return "", "", "no test: a side without values"
+	case c.Direction == "":
+		return "≈", "within noise", fmt.Sprintf("not significant: %s > α = %g", PValue(c.P), c.Alpha)
+	case c.Direction == NotJudged:
+		return directionMark[NotJudged], NotJudged, "over the seconds with a primary, and an arm had none for part of its storm (†): not judged better or worse"
+	case c.Direction == Changed:
+		return directionMark[Changed], Changed, "significant; the metric has no better direction"
+	}
+	return directionMark[c.Direction], c.Direction, fmt.Sprintf("%s than %s (significant: %s ≤ α = %g)", c.Direction, c.Base, PValue(c.P), c.Alpha)
+}
+
+// legend is each arm's row of the arms legend: its build and description
+// from the first run's manifest, and its trials.
+func legend(a *Analysis) []legendRow {
+	info := map[string]store.ArmInfo{}
+	var described map[string]string
+	if m := a.In.Manifests; len(m) > 0 {
+		for _, ai := range m[0].ArmList {
+			info[ai.Name] = ai
 		}
-		out = append(out, a.Name+": "+b)
+		described = armDescriptions(m[0].Arms)
+	}
+	var out []legendRow
+	for _, arm := range a.Arms {
+		r := legendRow{Name: arm.Name, Build: info[arm.Name].Build, Description: described[arm.Name], Baseline: arm.Name == a.Baseline}
+		if r.Build == "" {
+			r.Build = "unlabelled"
+		}
+		r.Trials = fmt.Sprintf("n = %d", arm.N)
+		if arm.Invalid > 0 {
+			r.Trials += fmt.Sprintf(" (+%d invalid)", arm.Invalid)
+		}
+		out = append(out, r)
 	}
 	return out
 }
 
-// unitNumber formats a value in its metric's unit (metric.Format).
-func unitNumber(name string, v float64) string { return metric.Format(name, v) }
+// armDescriptions reads each arm's description from a manifest's arms
+// document (the arms YAML the run was given, stored as a JSON string);
+// none when it cannot be read (a run made before it was stored).
+func armDescriptions(doc json.RawMessage) map[string]string {
+	var text string
+	if json.Unmarshal(doc, &text) != nil {
+		return nil
+	}
+	var arms struct {
+		Arms []struct {
+			Name        string `yaml:"name"`
+			Description string `yaml:"description"`
+		} `yaml:"arms"`
+	}
+	if yaml.Unmarshal([]byte(text), &arms) != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, a := range arms.Arms {
+		out[a.Name] = a.Description
+	}
+	return out
+}
+
+// trialCounts are the arms' numbers of valid trials as the methods say
+// them: "n = 5" when every arm has as many, else "n = 3 to 5".
+func trialCounts(a *Analysis) string {
+	lo, hi := -1, 0
+	for _, arm := range a.Arms {
+		if lo < 0 || arm.N < lo {
+			lo = arm.N
+		}
+		hi = max(hi, arm.N)
+	}
+	if lo == hi {
+		return fmt.Sprintf("n = %d", hi)
+	}
+	return fmt.Sprintf("n = %d to %d", lo, hi)
+}
 
 // AtLeast is a lower bound as every table shows it: "≥ 5000 ms
 // (timeout)", a latency the client's timeout cut short, never a

@@ -41,6 +41,11 @@ type Input struct {
 	// Unfinished counts trials the manifests list as pending or
 	// interrupted: a run still writing, or one stopped early.
 	Unfinished int
+	// Planned and Finished count the runs' trials as store.Completion
+	// does: every trial a run's plan (or manifest) holds, and those that
+	// finished, valid or invalid. Planned above Finished is an incomplete
+	// run: unfinished trials, or whole shards missing.
+	Planned, Finished int
 	// Hosts are the machines that ran the trials, in order of first
 	// appearance.
 	Hosts []store.Host
@@ -112,6 +117,7 @@ func Load(dirs []string) (*Input, error) {
 			shards[m.Plan.Digest] = append(shards[m.Plan.Digest], r)
 		} else {
 			in.Runs++
+			in.countCompletion([]*store.Run{r})
 		}
 		for _, name := range m.ArmNames() {
 			if !slices.Contains(in.Arms, name) {
@@ -192,6 +198,7 @@ func Load(dirs []string) (*Input, error) {
 			return nil, err
 		}
 		in.Runs++
+		in.countCompletion(shards[d])
 		in.Notes = append(in.Notes, set.Problems()...)
 		for _, r := range shards[d] {
 			group[r.Dir] = group[shards[d][0].Dir]
@@ -209,6 +216,36 @@ func Load(dirs []string) (*Input, error) {
 		})
 	}
 	return in, nil
+}
+
+// countCompletion adds one run's planned and finished trials (a shard
+// group is one run).
+func (in *Input) countCompletion(runs []*store.Run) {
+	finished, planned := store.Completion(runs)
+	in.Finished += finished
+	in.Planned += planned
+}
+
+// Incomplete says, when the runs have not finished every planned trial,
+// how far they got ("7 of 10 planned trials finished"); "" when they have.
+func (in *Input) Incomplete() string {
+	if in.Finished >= in.Planned {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d planned trials finished", in.Finished, in.Planned)
+}
+
+// Invalid counts the finished trials that are invalid (harness faults).
+func (in *Input) Invalid() int {
+	n := 0
+	for _, ts := range in.Trials {
+		for _, t := range ts {
+			if t.Status != store.Valid {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // Conditions says what the trials ran under, for a reader: the clock and

@@ -87,7 +87,10 @@ func mergeCaseTable(rows []mergeCaseRow) template.HTML {
 		return ""
 	}
 	var b strings.Builder
-	b.WriteString(`<table><tr><th>case</th><th>arm</th><th>ops</th><th>shed</th><th>shed after writing into the target (unsafe)</th><th>documents left in the target</th>` +
+	// A data table like the report's others: borders, numbers right-aligned
+	// under their headers, the case, the arm and the nodes left-aligned
+	// (the page's style for #merge-cases).
+	b.WriteString(`<table class="data" id="merge-cases"><tr><th>case</th><th>arm</th><th>ops</th><th>shed</th><th>shed after writing into the target (unsafe)</th><th>documents left in the target</th>` +
 		`<th>$out temp leftovers (ops, documents)</th><th>shed by</th></tr>`)
 	for _, r := range rows {
 		by := "none"

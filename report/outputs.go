@@ -69,6 +69,17 @@ type summaryArm struct {
 	Gates    []summaryGate              `json:"gates"`
 	// PrimaryLives are the valid trials' primaries, trial by trial.
 	PrimaryLives []summaryLife `json:"primaryLives,omitempty"`
+	// StormWithoutPrimary is how much of their storms the valid trials had
+	// no primary for (Outage), when their lives were recorded.
+	StormWithoutPrimary *summaryOutage `json:"stormWithoutPrimary,omitempty"`
+}
+
+// summaryOutage is an arm's Outage: each trial's share of its storm
+// without a primary, their median, and how many trials lost it.
+type summaryOutage struct {
+	Shares []jsonNumber `json:"shares"`
+	Median jsonNumber   `json:"median"`
+	Lost   int          `json:"trialsLost"`
 }
 
 // summaryCensored is a metric whose trial values are partly lower bounds
@@ -108,6 +119,21 @@ type summaryComparison struct {
 	Delta       jsonNumber `json:"delta"`
 	DeltaPct    jsonNumber `json:"deltaPercent"`
 	Significant bool       `json:"significant"`
+	// Direction is better, worse, changed (no better direction) or "not
+	// judged" (over the seconds with a primary, across an outage); empty
+	// when not significant.
+	Direction string `json:"direction,omitempty"`
+	// OverOutage: the metric is over the seconds with a primary and an
+	// arm had none for part of its storm.
+	OverOutage bool `json:"overOutage,omitempty"`
+}
+
+// summaryVerdict is an arm's verdict sentence against the baseline.
+type summaryVerdict struct {
+	Arm   string `json:"arm"`
+	Base  string `json:"base"`
+	Class string `json:"class"`
+	Text  string `json:"text"`
 }
 
 // SummaryJSON is summary.json (results/README.md; the key names are
@@ -132,7 +158,7 @@ func SummaryJSON(a *Analysis, toolVersion string) ([]byte, error) {
 		"schema": SummarySchema,
 		"run": map[string]any{"dirs": a.In.Dirs, "runs": manifests, "workload": a.In.Workload.Name, "simulated": a.In.Simulated,
 			"clock": a.In.Clock, "parallel": parallelOrAbsent(a.In.Parallel), "conditions": a.In.Conditions(), "baseline": a.Baseline, "alpha": a.Alpha, "reportVersion": toolVersion,
-			"gateSet": gateSetName(a)},
+			"gateSet": gateSetName(a), "trialsPlanned": a.In.Planned, "trialsFinished": a.In.Finished},
 		"arms":        []summaryArm{},
 		"comparisons": []summaryComparison{},
 		"warnings":    a.Warnings,
@@ -142,6 +168,9 @@ func SummaryJSON(a *Analysis, toolVersion string) ([]byte, error) {
 	var arms []summaryArm
 	for _, arm := range a.Arms {
 		sa := summaryArm{Name: arm.Name, N: arm.N, Invalid: arm.Invalid, Metrics: map[string]summaryMetric{}, Gates: []summaryGate{}}
+		if o := arm.Outage; o.Known > 0 {
+			sa.StormWithoutPrimary = &summaryOutage{Shares: numbers(o.Shares), Median: jsonNumber(o.Median), Lost: o.Lost}
+		}
 		if len(arm.Absent) > 0 {
 			sa.Absent = arm.Absent
 		}
@@ -186,11 +215,19 @@ func SummaryJSON(a *Analysis, toolVersion string) ([]byte, error) {
 	var cs []summaryComparison
 	for _, c := range a.Comparisons {
 		cs = append(cs, summaryComparison{Metric: c.Metric, Base: c.Base, Arm: c.Arm, P: jsonNumber(c.P), Delta: jsonNumber(c.Delta),
-			DeltaPct: jsonNumber(c.DeltaPercent), Significant: c.Significant})
+			DeltaPct: jsonNumber(c.DeltaPercent), Significant: c.Significant, Direction: c.Direction, OverOutage: c.OverOutage})
 	}
 	if cs != nil {
 		doc["comparisons"] = cs
 	}
+	if a.GateSet != nil {
+		doc["gateFailures"] = append([]string{}, a.GateFailures()...)
+	}
+	verdicts := []summaryVerdict{}
+	for _, v := range a.Verdicts() {
+		verdicts = append(verdicts, summaryVerdict{Arm: v.Arm, Base: v.Base, Class: v.Class, Text: v.Text()})
+	}
+	doc["verdicts"] = verdicts
 	return json.MarshalIndent(doc, "", "  ")
 }
 
@@ -257,14 +294,19 @@ func PerfJSON(a *Analysis) ([]byte, error) {
 }
 
 // BenchTxt is Go benchmark format, one line per trial and metric, so
-// benchstat can compare arms: benchstat -col /arm bench.txt. The metric is
-// part of the benchmark's name and the unit is one benchstat knows how to
-// scale where there is one: bytes as "B" (shown in KiB…GiB), milliseconds
-// as "sec" (shown in ms or s); a metric without a physical unit is its own
-// unit, as Go's custom benchmark metrics are.
+// benchstat can compare arms: benchstat -col /arm bench.txt (the header's
+// comment lines say so; benchstat reads past them). The metric is part of
+// the benchmark's name and the value is in the metric's own unit, as its
+// name says it: bytes as "B" (which benchstat scales to KiB…GiB),
+// milliseconds as "ms", and a metric without a physical unit as its own
+// unit, as Go's custom benchmark metrics are. benchstat's comparison is
+// its own: a ratio of medians with its own test, where the report shifts
+// by Hodges-Lehmann.
 func BenchTxt(a *Analysis) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "workload: %s\n", a.In.Workload.Name)
+	fmt.Fprintf(&b, "# qmlsab bench.txt: one line per valid trial and metric. Compare the arms with: benchstat -col /arm bench.txt\n")
+	fmt.Fprintf(&b, "# benchstat's estimate is a ratio of medians (its own test); the report's is the Hodges-Lehmann shift (exact Mann-Whitney U).\n")
 	for _, srv := range a.In.Servers {
 		fmt.Fprintf(&b, "server: %s\n", srv)
 	}
@@ -276,8 +318,7 @@ func BenchTxt(a *Analysis) []byte {
 		for _, t := range a.In.Valid(arm) {
 			for _, m := range a.MetricNames {
 				if v, ok := t.Metrics[m]; ok {
-					v, unit := benchUnit(m, v)
-					fmt.Fprintf(&b, "%s/arm=%s/metric=%s 1 %.6g %s\n", name, arm, m, v, unit)
+					fmt.Fprintf(&b, "%s/arm=%s/metric=%s 1 %.6g %s\n", name, arm, m, v, benchUnit(m))
 				}
 			}
 		}
@@ -285,15 +326,15 @@ func BenchTxt(a *Analysis) []byte {
 	return b.Bytes()
 }
 
-// benchUnit is a metric's value in the unit bench.txt writes it in.
-func benchUnit(name string, v float64) (float64, string) {
-	switch metric.Lookup(name).Unit {
-	case "B":
-		return v, "B"
-	case "ms":
-		return v / 1000, "sec"
+// benchUnit is the unit bench.txt writes a metric in: its own, as its
+// name says it (canary_p99_ms in ms), or the metric's name for a metric
+// without one.
+func benchUnit(name string) string {
+	switch u := metric.Lookup(name).Unit; u {
+	case "B", "ms":
+		return u
 	}
-	return v, name
+	return name
 }
 
 // camel is spill_to_disk → SpillToDisk.
@@ -334,11 +375,34 @@ func Markdown(a *Analysis) []byte {
 	if a.In.Simulated {
 		fmt.Fprintf(&b, "> **SIMULATED** — these trials ran against mongosim, a model of mongod, not a real server.\n\n")
 	}
+	// The verdict first: a sentence per arm, then what the arms are.
+	for _, v := range a.Verdicts() {
+		fmt.Fprintf(&b, "- %s\n", md(v.Text()))
+	}
+	fmt.Fprintf(&b, "\nKey metrics that moved beyond noise against %s (exact Mann-Whitney U, p ≤ %g): ▲ better, ▼ worse, ◆ changed (no better direction), ◇ not judged.\n\n", md(a.Baseline), a.Alpha)
+	fmt.Fprint(&b, "| arm | build | description | valid trials |\n|---|---|---|---|\n")
+	for _, r := range legend(a) {
+		desc := r.Description
+		if desc == "" {
+			desc = "not recorded"
+		}
+		name := md(r.Name)
+		if r.Baseline {
+			name += " (baseline)"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", name, md(r.Build), md(desc), r.Trials)
+	}
+	fmt.Fprintln(&b)
+	if failures := a.GateFailures(); len(failures) > 0 {
+		fmt.Fprintf(&b, "**Gates (%s) fail:** %s.\n\n", md(a.GateSet.Name), md(strings.Join(failures, "; ")))
+	} else if a.GateSet != nil {
+		fmt.Fprintf(&b, "**Gates (%s) pass.**\n\n", md(a.GateSet.Name))
+	}
 	fmt.Fprintf(&b, "Conditions: %s.\n\n", md(a.In.Conditions()))
 	if len(a.In.Servers) > 0 {
 		fmt.Fprintf(&b, "Server: %s.\n\n", md(strings.Join(a.In.Servers, "; ")))
 	}
-	fmt.Fprintf(&b, "Median [min–max] of each arm's valid trials (Σ: total over the trials, for counts); Δ is the Hodges-Lehmann shift vs %s, `~` when the Mann-Whitney U p > %.2f.\n\n", md(a.Baseline), a.Alpha)
+	fmt.Fprintf(&b, "Median [min–max] of each arm's valid trials (Σ: total over the trials, for counts); Δ is the Hodges-Lehmann shift vs %s with its direction, `≈ within noise` when the Mann-Whitney U p > %g.\n\n", md(a.Baseline), a.Alpha)
 	fmt.Fprint(&b, "| metric |")
 	for _, arm := range a.Arms {
 		fmt.Fprintf(&b, " %s (n=%d) |", md(arm.Name), arm.N)
@@ -366,7 +430,7 @@ func Markdown(a *Analysis) []byte {
 			}
 			cell := cellValue(name, s)
 			if c, ok := a.Comparison(arm.Name, name); ok {
-				cell += fmt.Sprintf(" %s (%s)", FormatDelta(c), FormatP(c))
+				cell += " " + deltaText(c) + " (" + FormatP(c) + ")"
 			}
 			fmt.Fprintf(&b, " %s |", cell)
 		}
@@ -399,7 +463,7 @@ func Markdown(a *Analysis) []byte {
 				fmt.Fprintf(&b, " (failed: %s)", md(strings.Join(failed, "; ")))
 			}
 			if len(noData) > 0 {
-				fmt.Fprintf(&b, " (no data, neither pass nor fail: %s)", md(strings.Join(noData, "; ")))
+				fmt.Fprintf(&b, " (no data, which fails: %s)", md(strings.Join(noData, "; ")))
 			}
 			fmt.Fprint(&b, ";")
 		}
@@ -413,6 +477,24 @@ func Markdown(a *Analysis) []byte {
 		}
 	}
 	return b.Bytes()
+}
+
+// deltaText is a comparison's shift with its direction in a symbol and
+// a word: "▼ −61.5 % worse", "≈ within noise".
+func deltaText(c Comparison) string {
+	mark, word, _ := deltaWords(c)
+	d := FormatDelta(c)
+	switch d {
+	case "n/a":
+		return d
+	case "~":
+		return mark + " " + word
+	}
+	dagger := ""
+	if c.OverOutage {
+		dagger = "†"
+	}
+	return strings.TrimSpace(mark+" "+d+" "+word) + dagger
 }
 
 func warningText(w Warning) string {

@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -189,6 +190,12 @@ func TestBenchTxtShape(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(string(BenchTxt(a))), "\n")
 	line := regexp.MustCompile(`^BenchmarkSpillToDisk/arm=(D|E)/metric=([a-z0-9_]+) 1 -?[0-9.e+-]+ ([a-zA-Z0-9_]+)$`)
 	config := regexp.MustCompile(`^[a-z]+: .+$`)
+	// The header says how to read the file: benchstat with the arms as
+	// columns, and whose estimator it is (benchstat reads past # lines).
+	if !strings.Contains(string(BenchTxt(a)), "\n# qmlsab bench.txt: one line per valid trial and metric. Compare the arms with: benchstat -col /arm bench.txt\n") ||
+		!strings.Contains(string(BenchTxt(a)), "ratio of medians") || !strings.Contains(string(BenchTxt(a)), "Hodges-Lehmann") {
+		t.Errorf("bench.txt's header does not say how to compare the arms, or by which estimator:\n%.400s", BenchTxt(a))
+	}
 	bench, perMetric := 0, map[string]int{}
 	for _, l := range lines {
 		switch {
@@ -196,12 +203,13 @@ func TestBenchTxtShape(t *testing.T) {
 			bench++
 			m := line.FindStringSubmatch(l)
 			perMetric[m[2]]++
-			// Units benchstat scales: bytes as B, latency in seconds.
-			want := map[string]string{"rss_peak_bytes": "B", "canary_p99_ms": "sec", "canary_p50_ms": "sec", "availability": "availability"}
+			// Each metric in the unit its name says: bytes as B (which
+			// benchstat scales), a latency named _ms in ms, never seconds.
+			want := map[string]string{"rss_peak_bytes": "B", "canary_p99_ms": "ms", "canary_p50_ms": "ms", "availability": "availability"}
 			if u, ok := want[m[2]]; ok && m[3] != u {
 				t.Errorf("%s: unit %q, want %q", l, m[3], u)
 			}
-		case config.MatchString(l):
+		case config.MatchString(l), strings.HasPrefix(l, "# "):
 		default:
 			t.Errorf("not benchmark format: %q", l)
 		}
@@ -217,6 +225,16 @@ func TestBenchTxtShape(t *testing.T) {
 	}
 	if bench != want {
 		t.Errorf("%d benchmark lines, want %d (trials × metrics)", bench, want)
+	}
+	// The latency's figure is the trial's, in ms (it once held seconds
+	// under its _ms name).
+	for _, arm := range a.In.Arms {
+		for _, tr := range a.In.Valid(arm) {
+			v, ok := tr.Metrics["canary_p99_ms"]
+			if want := fmt.Sprintf("BenchmarkSpillToDisk/arm=%s/metric=canary_p99_ms 1 %.6g ms\n", arm, v); ok && !strings.Contains(string(BenchTxt(a)), want) {
+				t.Errorf("bench.txt lacks %q", want)
+			}
+		}
 	}
 }
 

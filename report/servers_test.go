@@ -1,7 +1,6 @@
 package report
 
 import (
-	"html/template"
 	"strings"
 	"testing"
 
@@ -34,7 +33,7 @@ func TestServersFromTrialMetadataInTheHeader(t *testing.T) {
 
 // The page names the server in its header table.
 func TestHTMLHeaderNamesTheServer(t *testing.T) {
-	b, err := templates.Render(templates.Report, template.FuncMap{"join": strings.Join}, page{Servers: []string{"FerretDB 1.24.2 (reports version 7.0.42), standalone"}})
+	b, err := templates.Render(templates.Report, pageFuncs, page{Servers: []string{"FerretDB 1.24.2 (reports version 7.0.42), standalone"}})
 	if err != nil {
 		t.Fatal(err)
 	}

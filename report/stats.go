@@ -74,6 +74,15 @@ type Comparison struct {
 	Alpha        float64
 	Significant  bool
 	N1, N2       int
+	// Direction is how the verdict reads a significant shift: Better,
+	// Worse, Changed (a metric without a better direction) or NotJudged
+	// (over the seconds with a primary, when an arm lost it in the
+	// storm); "" when the shift is not significant. Analyze sets it.
+	Direction string
+	// OverOutage marks a metric over the seconds with a primary compared
+	// while either arm had no primary for part of its storm, significant
+	// or not: its cells carry the outage footnote.
+	OverOutage bool
 }
 
 // Compare tests arm against base at alpha (0.05 by default).

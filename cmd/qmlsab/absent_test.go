@@ -92,18 +92,20 @@ func TestRunAgainstAServerWithoutSheddingQueuesOrMem(t *testing.T) {
 		t.Errorf("run output lacks %q:\n%s", want, out)
 	}
 
+	// A gate that cannot be judged fails the set (fail closed): exit 3,
+	// naming the arm, the gate and the metric.
 	out, code = qmlsab(t, "report", "--gates", "sweeper-acceptance", "--format", "html,json,md", dir)
-	if code != 0 && code != 3 {
-		t.Fatalf("report: exit %d\n%s", code, out)
+	if code != exitGateFailed {
+		t.Fatalf("report: exit %d, want %d: gates on absent metrics cannot pass\n%s", code, exitGateFailed, out)
 	}
 	for _, gate := range []string{"queue bounded", "sheds outpace admissions"} {
 		line := regexp.MustCompile(`(?m)^gate ` + gate + `\s+Old\s+(.*)$`).FindStringSubmatch(out)
 		if line == nil || !strings.HasPrefix(line[1], "no data (") {
 			t.Errorf("gate %q on an absent metric: %q, want no data (reason)\n%s", gate, line, out)
 		}
-	}
-	if code == 3 && !regexp.MustCompile(`(?m)^gate (available|no failover)\s+Old\s+FAIL`).MatchString(out) {
-		t.Errorf("report exited 3 though only gates with no data did not pass:\n%s", out)
+		if want := `arm Old, gate "` + gate + `": no data (`; !strings.Contains(out, want) {
+			t.Errorf("the exit message does not name %q:\n%s", want, out)
+		}
 	}
 	html := readFile(t, filepath.Join(dir, "report.html"))
 	for _, want := range []string{`title="absent: the server reported no queues.execution.read.lowPriority"`,
@@ -113,7 +115,7 @@ func TestRunAgainstAServerWithoutSheddingQueuesOrMem(t *testing.T) {
 		}
 	}
 	md := readFile(t, filepath.Join(dir, "summary.md"))
-	for _, want := range []string{"– (note ", "the server reported no queues.execution.read.lowPriority", "no data, neither pass nor fail"} {
+	for _, want := range []string{"– (note ", "the server reported no queues.execution.read.lowPriority", "no data, which fails"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("summary.md lacks %q:\n%s", want, md)
 		}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -187,4 +188,103 @@ func screenshot(t *testing.T, browser, path, shot string, height int) {
 		os.WriteFile(filepath.Join(keep, t.Name()+".png"), b, 0o644)
 		t.Logf("screenshot kept in %s", filepath.Join(keep, t.Name()+".png"))
 	}
+}
+
+// firstScreenProbe measures, once the page has drawn, where the verdict
+// sentences and the arms legend end (in CSS pixels from the top of the
+// page), and lists every shift of the verdict table and every part of the
+// verdict sentences with its text.
+const firstScreenProbe = `<script>
+window.addEventListener("load", function () { setTimeout(function () {
+  function bottom(id) { var e = document.getElementById(id); return e ? Math.ceil(e.getBoundingClientRect().bottom + window.scrollY) : -1; }
+  var lines = ["FIRSTSCREEN viewport=" + window.innerWidth + "x" + window.innerHeight + " verdicts=" + bottom("verdicts") + " legend=" + bottom("arms-legend") +
+    " sentences=" + document.querySelectorAll("#verdicts li").length];
+  document.querySelectorAll("#verdict-table .delta, #verdicts .part[title]").forEach(function (e) { lines.push("DELTA " + e.textContent + " | " + (e.title || "")); });
+  var pre = document.createElement("pre");
+  pre.id = "firstscreen";
+  pre.textContent = lines.join("\n") + "\nEND";
+  document.body.appendChild(pre);
+}, 300); });
+</script>`
+
+// The first screen of `make run`'s report (D and E, five trials each, the
+// default profile), at 1280×800, holds what a reviewer reads in ten
+// seconds: the verdict sentence of each arm against the baseline and the
+// arms legend; and every shift, in the sentences and in the verdict
+// table, says its direction in a symbol and a word, not by colour alone.
+// The screenshot is kept beside the report (report-first-screen.png) and
+// under $QMLSAB_ARTIFACTS.
+func TestReportFirstScreenInChromium(t *testing.T) {
+	browser := chromium(t)
+	dir := filepath.Join(t.TempDir(), "run")
+	if out, code := qmlsab(t, "run", "--arms", "D,E", "--n", "5", "--profile", "default", "--out", dir); code != 0 {
+		t.Fatalf("run: exit %d\n%s", code, out)
+	}
+	if out, code := qmlsab(t, "report", "--format", "html,json,perf,bench,md", dir); code != 0 {
+		t.Fatalf("report: exit %d\n%s", code, out)
+	}
+	page := filepath.Join(dir, "report.html")
+	body, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probed := filepath.Join(dir, "first-screen.html")
+	os.WriteFile(probed, []byte(strings.Replace(string(body), "<head>", "<head>"+firstScreenProbe, 1)), 0o644)
+	const width, height = 1280, 800
+	args := func(extra ...string) []string {
+		return append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--host-resolver-rules=MAP * ~NOTFOUND",
+			"--hide-scrollbars", fmt.Sprintf("--window-size=%d,%d", width, height), "--virtual-time-budget=5000"}, extra...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dom, err := exec.CommandContext(ctx, browser, append(args("--dump-dom"), "file://"+probed)...).Output()
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	m := regexp.MustCompile(`FIRSTSCREEN viewport=(\d+)x(\d+) verdicts=(-?\d+) legend=(-?\d+) sentences=(\d+)\n((?s).*?)\nEND`).FindStringSubmatch(string(dom))
+	if m == nil {
+		t.Fatalf("the probe did not report:\n%.2000s", dom)
+	}
+	viewH, verdicts, legend, sentences := atoi(t, m[2]), atoi(t, m[3]), atoi(t, m[4]), atoi(t, m[5])
+	t.Logf("viewport %sx%s: verdict sentences end at %d px, the arms legend at %d px", m[1], m[2], verdicts, legend)
+	if sentences != 1 {
+		t.Errorf("%d verdict sentences, want one (E against D)", sentences)
+	}
+	if verdicts < 0 || legend < 0 || verdicts > viewH || legend > viewH {
+		t.Errorf("the first %d px do not hold the verdict sentences (end %d px) and the arms legend (end %d px)", viewH, verdicts, legend)
+	}
+	deltas := strings.Split(m[6], "\n")
+	if len(deltas) == 0 || deltas[0] == "" {
+		t.Fatal("the page has no shift to check")
+	}
+	mark := regexp.MustCompile(`^DELTA [▲▼◆◇≈] .*\b(better|worse|changed|not judged|within noise)\b`)
+	for _, d := range deltas {
+		// A sentence's part carries its word in its title (the sentence's
+		// head says better or worse); a table's shift in its text.
+		if !mark.MatchString(strings.Replace(d, " | ", " ", 1)) {
+			t.Errorf("a shift without its direction's mark and word: %q", d)
+		}
+	}
+	shot := filepath.Join(dir, "report-first-screen.png")
+	if _, err := exec.CommandContext(ctx, browser, append(args("--screenshot="+shot), "file://"+page)...).Output(); err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	if st, err := os.Stat(shot); err != nil || st.Size() < 10_000 {
+		t.Fatalf("screenshot %s: %v", shot, err)
+	}
+	if keep := os.Getenv("QMLSAB_ARTIFACTS"); keep != "" {
+		os.MkdirAll(keep, 0o755)
+		b, _ := os.ReadFile(shot)
+		os.WriteFile(filepath.Join(keep, t.Name()+".png"), b, 0o644)
+		t.Logf("screenshot kept in %s", filepath.Join(keep, t.Name()+".png"))
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

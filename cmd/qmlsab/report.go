@@ -40,11 +40,17 @@ func reportCommand() *cli.Command {
 			&cli.BoolFlag{Name: "history", Usage: "also add the run(s) to the history (--history-db) for qmlsab history detect and trend"},
 			historyDBFlag(),
 			labelFlag,
-			allowPartialFlag,
+			reportAllowPartialFlag,
 		},
 		Action: reportAction,
 	}
 }
+
+// reportAllowPartialFlag is --allow-partial as report reads it: the
+// concept of history add's (accept a run that has not finished every
+// planned trial), for the gates as much as for the history.
+var reportAllowPartialFlag = &cli.BoolFlag{Name: "allow-partial",
+	Usage: "accept a run with unfinished trials (or missing shards): the gates judge the finished ones, and --history stores the run marked partial; without it report --gates exits 3 on such a run and --history refuses it"}
 
 func reportAction(c *cli.Context) error {
 	fail := refusal("qmlsab report")
@@ -121,13 +127,22 @@ func reportAction(c *cli.Context) error {
 	if err != nil {
 		return fail("%v", err)
 	}
-	opts := report.Options{Baseline: c.String("baseline"), Alpha: c.Float64("alpha")}
+	opts := report.Options{Baseline: c.String("baseline"), Alpha: c.Float64("alpha"), AllowPartial: c.Bool("allow-partial")}
 	if g := c.String("gates"); g != "" {
 		gs, err := report.LoadGates(g)
 		if err != nil {
 			return fail("--gates: %v", err)
 		}
 		opts.Gates = &gs
+	}
+	// A run without a finished trial has nothing to report; a gate set
+	// cannot pass on it (fail closed: exit 3, as for a failed gate).
+	if in.Finished == 0 {
+		msg := fmt.Sprintf("qmlsab report: %s: no trial finished (%d planned): nothing to report; %s", strings.Join(dirs, " "), in.Planned, nothing)
+		if opts.Gates != nil {
+			return cli.Exit(msg+"; the gate set cannot pass", exitGateFailed)
+		}
+		return cli.Exit(msg, exitFailed)
 	}
 	// The first line comes once the input is read (bad input is refused
 	// in one line), before anything is written.
@@ -179,6 +194,11 @@ func reportAction(c *cli.Context) error {
 	if in.Simulated {
 		say.printf("SIMULATED: the trials ran against mongosim, a model of mongod, not a real server.\n")
 	}
+	// What the report leaves out is said where a script's log keeps it,
+	// not only in the page's footnotes.
+	if note := completenessNote(in, opts.AllowPartial); note != "" {
+		fmt.Fprintln(c.App.ErrWriter, note)
+	}
 	if opts.Gates != nil {
 		// The gate lines come before the history step, so that a history
 		// that refuses the run does not hide what the gates found.
@@ -206,10 +226,41 @@ func reportAction(c *cli.Context) error {
 	if stopped() {
 		return interrupted(written)
 	}
-	if opts.Gates != nil && !a.GatesPass() {
-		return cli.Exit("qmlsab report: a gate failed", exitGateFailed)
+	if failures := a.GateFailures(); len(failures) > 0 {
+		return cli.Exit(fmt.Sprintf("qmlsab report: the gate set %s fails:\n  %s", opts.Gates.Name, strings.Join(failures, "\n  ")), exitGateFailed)
 	}
 	return nil
+}
+
+// completenessNote says how much of the runs a report rests on: the
+// planned trials that did not finish and the finished ones that are
+// invalid (harness faults, left out of the statistics), with counts; ""
+// when every planned trial finished valid.
+func completenessNote(in *report.Input, allowPartial bool) string {
+	invalid := in.Invalid()
+	inc := in.Incomplete()
+	if inc == "" && invalid == 0 {
+		return ""
+	}
+	var parts []string
+	if inc != "" {
+		parts = append(parts, fmt.Sprintf("%d planned trial(s) did not finish (%s)", in.Planned-in.Finished, inc))
+	}
+	if invalid > 0 {
+		parts = append(parts, fmt.Sprintf("%d finished trial(s) are invalid (harness faults; their reasons are in the report's appendix)", invalid))
+	}
+	valid := 0
+	for _, arm := range in.Arms {
+		valid += len(in.Valid(arm))
+	}
+	note := fmt.Sprintf("qmlsab report: warning: %s; the statistics rest on the %d valid trial(s)", strings.Join(parts, "; "), valid)
+	switch {
+	case inc != "" && allowPartial:
+		note += "; the incomplete run is accepted (--allow-partial)"
+	case inc != "":
+		note += "; finish the run (qmlsab run --resume) or accept it with --allow-partial (report --gates fails an incomplete run without it)"
+	}
+	return note
 }
 
 // A report writes its outputs together, so that a signal never leaves a

@@ -108,23 +108,26 @@ type Series struct {
 	Data []Datum `json:"data"`
 	// Stack: series with the same stack are drawn on top of each other;
 	// StackStrategy "all" stacks negative values too.
-	Stack         string          `json:"stack,omitempty"`
-	StackStrategy string          `json:"stackStrategy,omitempty"`
-	Color         string          `json:"color,omitempty"`
-	Symbol        string          `json:"symbol,omitempty"`
-	SymbolSize    int             `json:"symbolSize,omitempty"`
-	ShowSymbol    *bool           `json:"showSymbol,omitempty"`
-	ShowAllSymbol bool            `json:"showAllSymbol,omitempty"`
-	Cursor        string          `json:"cursor,omitempty"`
-	Z             int             `json:"z,omitempty"`
-	Silent        bool            `json:"silent,omitempty"`
-	LineStyle     *opts.LineStyle `json:"lineStyle,omitempty"`
-	AreaStyle     *opts.AreaStyle `json:"areaStyle,omitempty"`
-	ItemStyle     *opts.ItemStyle `json:"itemStyle,omitempty"`
-	Label         *opts.Label     `json:"label,omitempty"`
-	Tooltip       *Tooltip        `json:"tooltip,omitempty"`
-	MarkLine      *MarkLine       `json:"markLine,omitempty"`
-	MarkArea      *MarkArea       `json:"markArea,omitempty"`
+	Stack         string `json:"stack,omitempty"`
+	StackStrategy string `json:"stackStrategy,omitempty"`
+	Color         string `json:"color,omitempty"`
+	Symbol        string `json:"symbol,omitempty"`
+	SymbolSize    int    `json:"symbolSize,omitempty"`
+	ShowSymbol    *bool  `json:"showSymbol,omitempty"`
+	ShowAllSymbol bool   `json:"showAllSymbol,omitempty"`
+	Cursor        string `json:"cursor,omitempty"`
+	Z             int    `json:"z,omitempty"`
+	Silent        bool   `json:"silent,omitempty"`
+	// ConnectNulls false (Gaps) keeps a line broken across an absent
+	// point: a gap in the samples is no line, never a bridge.
+	ConnectNulls *bool           `json:"connectNulls,omitempty"`
+	LineStyle    *opts.LineStyle `json:"lineStyle,omitempty"`
+	AreaStyle    *opts.AreaStyle `json:"areaStyle,omitempty"`
+	ItemStyle    *opts.ItemStyle `json:"itemStyle,omitempty"`
+	Label        *opts.Label     `json:"label,omitempty"`
+	Tooltip      *Tooltip        `json:"tooltip,omitempty"`
+	MarkLine     *MarkLine       `json:"markLine,omitempty"`
+	MarkArea     *MarkArea       `json:"markArea,omitempty"`
 }
 
 // Value is one number of a datum, or absent (ECharts' "-").
@@ -216,16 +219,27 @@ type MarkArea struct {
 
 // AreaEnd is one end of a band on the x axis only, so that ECharts spans
 // the band over the plot's whole height (a band given y ends would cover
-// only one series' range).
+// only one series' range). A band's first end may carry its own style and
+// label, over the MarkArea's (Outages).
 type AreaEnd struct {
-	Name  string  `json:"name,omitempty"`
-	XAxis float64 `json:"xAxis"`
+	Name      string          `json:"name,omitempty"`
+	XAxis     float64         `json:"xAxis"`
+	ItemStyle *opts.ItemStyle `json:"itemStyle,omitempty"`
+	Label     *opts.Label     `json:"label,omitempty"`
 }
 
-// The palette: every page draws with these colours.
+// The palette: every page draws with these colours, and a colour means
+// one thing on a page. Charts whose series are arms (or an arm's trials)
+// draw in ArmColors; charts whose series are kinds of thing (outcomes,
+// stages, where an op ran) draw in Categories (NewOfKinds), which share
+// no colour with the arms, so red is E's on every chart of a page and
+// never also "killed" or a stage beside it.
 var (
 	// ArmColors are the arms' colours, in arm order (ArmColor).
 	ArmColors = []string{"#1f6fb2", "#d1495b", "#2a9d5c", "#e08e0b", "#7b4fb5", "#5f6b77", "#c2185b", "#00838f"}
+	// Categories are the colours of kinds of thing: earth tones and greys,
+	// far from every arm colour.
+	Categories = []string{"#3b3b3b", "#a3a3a3", "#8c6d46", "#d9c8a9", "#6b6b3a", "#d4d4d4", "#5c4033", "#b5b58f"}
 	// Sequential runs from low to high values with no judgement.
 	Sequential = []string{"#edf4fb", "#6baed6", "#08306b"}
 	// BadToGood runs from a bad low value to a good high one (a share).
@@ -248,6 +262,9 @@ const (
 	Muted = "#888888"
 	// PhaseShade fills the phase bands.
 	PhaseShade = "rgba(120,130,140,0.08)"
+	// OutageShade fills the spans without a primary (Outages): darker
+	// than the phases, and no arm's colour.
+	OutageShade = "rgba(40,40,40,0.16)"
 	// Regression, Improvement and Neutral colour change points by
 	// direction.
 	Regression  = "#b3261e"
@@ -294,6 +311,14 @@ func New(title string) Option {
 	}
 }
 
+// NewOfKinds is New for a chart whose series are kinds of thing, not
+// arms: it draws in Categories.
+func NewOfKinds(title string) Option {
+	o := New(title)
+	o.Color = Categories
+	return o
+}
+
 // Zoom is the pages' zoom: wheel and drag inside the plot, and a slider
 // under it.
 func Zoom() []DataZoom {
@@ -306,15 +331,29 @@ type Phase struct {
 	From, To float64
 }
 
-// Phases shades phases as bands over the plot's height, each labelled at
-// its top.
+// Phases shades phases as bands over the plot's height, each labelled
+// above the plot (outside it, where no mark line of the plot runs over
+// the name).
 func Phases(phases []Phase) *MarkArea {
 	ma := &MarkArea{Silent: true, ItemStyle: &opts.ItemStyle{Color: PhaseShade},
-		Label: &opts.Label{Show: opts.Bool(true), Position: "insideTop"}}
+		Label: &opts.Label{Show: opts.Bool(true), Position: "top", Color: Neutral}}
 	for _, p := range phases {
 		ma.Data = append(ma.Data, [2]AreaEnd{{Name: p.Name, XAxis: p.From}, {XAxis: p.To}})
 	}
 	return ma
+}
+
+// Outages are bands over the spans (from, to on the x axis) without a
+// primary, shaded OutageShade and labelled label inside their bottom, to
+// add to a series' MarkArea (beside Phases: each band carries its own
+// style).
+func Outages(spans [][2]float64, label string) [][2]AreaEnd {
+	var out [][2]AreaEnd
+	for _, s := range spans {
+		out = append(out, [2]AreaEnd{{Name: label, XAxis: s[0], ItemStyle: &opts.ItemStyle{Color: OutageShade},
+			Label: &opts.Label{Show: opts.Bool(true), Position: "insideBottom", Color: Ink, FontSize: 10, LineHeight: 13}}, {XAxis: s[1]}})
+	}
+	return out
 }
 
 // Lines are mark lines drawn without end symbols, silent (they never take
@@ -342,12 +381,16 @@ func ChangePoint(x float64, label, color string) MarkLineItem {
 }
 
 // Reference marks a reference value y (a mark, a limit, no effect): a
-// dotted horizontal line, labelled with its name when labelled.
+// dotted horizontal line, labelled with its name when labelled. The label
+// sits inside the plot, above the line's right end: at the line's end
+// (ECharts' default) a name wider than the grid's margin is cut off.
 func Reference(y float64, name string, labelled bool) MarkLineItem {
 	it := MarkLineItem{Name: name, YAxis: Float(y), LineStyle: &opts.LineStyle{Color: Muted, Type: "dotted", Width: 1},
 		Label: &opts.Label{Show: opts.Bool(labelled)}}
 	if labelled {
 		it.Label.Formatter = "{b}"
+		it.Label.Position = "insideEndTop"
+		it.Label.Color = Neutral
 	}
 	return it
 }

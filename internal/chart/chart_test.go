@@ -2,6 +2,9 @@ package chart
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -130,5 +133,71 @@ func TestArmColorsAndFade(t *testing.T) {
 	}
 	if got := Fade("red", 0.5); got != "red" {
 		t.Errorf("Fade of a name = %s, want it unchanged", got)
+	}
+}
+
+// A reference line's name sits inside the plot, above the line's right
+// end: at the line's end, ECharts' default, "memory limit" was cut to
+// "mem" by the grid's margin.
+func TestReferenceLabelsSitInsideThePlot(t *testing.T) {
+	r := Reference(20, "memory limit", true)
+	if r.Label == nil || !strings.HasPrefix(r.Label.Position, "inside") {
+		t.Errorf("a labelled reference's label is at %+v, want an inside position", r.Label)
+	}
+	if u := Reference(0, "no effect", false); u.Label == nil || u.Label.Show == nil || *u.Label.Show {
+		t.Errorf("an unlabelled reference shows a label: %+v", u.Label)
+	}
+}
+
+// Phase names sit above the plot, where no failover or restart line of
+// the plot runs over them.
+func TestPhaseNamesSitAboveThePlot(t *testing.T) {
+	ma := Phases([]Phase{{"warmup", 0, 10}})
+	if ma.Label == nil || ma.Label.Position != "top" {
+		t.Errorf("phase labels at %+v, want top (outside the plot)", ma.Label)
+	}
+}
+
+// Spans without a primary are bands of their own shade, each labelled,
+// apart from the phases' shade and from every arm's colour.
+func TestOutagesAreShadedAndLabelled(t *testing.T) {
+	bands := Outages([][2]float64{{40, 51}, {64, 75}}, "no primary")
+	if len(bands) != 2 {
+		t.Fatalf("bands %+v", bands)
+	}
+	for _, b := range bands {
+		if b[0].ItemStyle == nil || b[0].ItemStyle.Color != OutageShade || b[0].Label == nil || b[0].Label.Show == nil || !*b[0].Label.Show || b[0].Name != "no primary" {
+			t.Errorf("band %+v: want OutageShade and a shown label", b)
+		}
+	}
+	if OutageShade == PhaseShade {
+		t.Error("outages and phases share a shade")
+	}
+}
+
+// One colour, one meaning: the colours of kinds of thing (outcomes,
+// stages) are far from every arm's, so no chart of a page shows an arm's
+// red as "killed" beside a chart where red is E.
+func TestKindsNeverWearAnArmsColour(t *testing.T) {
+	rgb := func(hex string) [3]float64 {
+		var r, g, b int
+		if _, err := fmt.Sscanf(hex, "#%02x%02x%02x", &r, &g, &b); err != nil {
+			t.Fatalf("%s: %v", hex, err)
+		}
+		return [3]float64{float64(r), float64(g), float64(b)}
+	}
+	for _, k := range Categories {
+		for _, a := range ArmColors {
+			x, y := rgb(k), rgb(a)
+			if d := math.Sqrt((x[0]-y[0])*(x[0]-y[0]) + (x[1]-y[1])*(x[1]-y[1]) + (x[2]-y[2])*(x[2]-y[2])); d < 60 {
+				t.Errorf("kind colour %s is %0.f from arm colour %s: too close to tell apart", k, d, a)
+			}
+		}
+	}
+	if o := NewOfKinds("x"); !slices.Equal(o.Color, Categories) {
+		t.Errorf("NewOfKinds draws in %v", o.Color)
+	}
+	if o := New("x"); !slices.Equal(o.Color, ArmColors) {
+		t.Errorf("New draws in %v", o.Color)
 	}
 }

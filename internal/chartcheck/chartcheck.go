@@ -34,9 +34,11 @@ type Series struct {
 type Chart struct {
 	ID, Title    string
 	XType, XName string
-	XCategories  []string
-	YName        string
-	Series       []Series
+	// XMin and XMax are the x axis's bounds when the option sets them.
+	XMin, XMax  *float64
+	XCategories []string
+	YName       string
+	Series      []Series
 }
 
 // Options reads the options object that follows marker in a page (for
@@ -76,6 +78,12 @@ func Parse(id string, option []byte) (Chart, error) {
 	if x, ok := first(o["xAxis"]).(map[string]any); ok {
 		c.XType, _ = x["type"].(string)
 		c.XName, _ = x["name"].(string)
+		if v, ok := x["min"].(float64); ok {
+			c.XMin = &v
+		}
+		if v, ok := x["max"].(float64); ok {
+			c.XMax = &v
+		}
 		if d, ok := x["data"].([]any); ok {
 			if c.XType == "" {
 				c.XType = "category"

@@ -93,7 +93,7 @@ var (
 	}}
 	// BenchTxt is a report's bench.txt: Go benchmark format, the
 	// workload line first, then configuration lines and benchmark lines.
-	BenchTxt = Kind{Name: "a bench.txt qmlsab wrote", Mark: `a first line "workload: …", then only server:, note: and Benchmark… lines`, recognise: func(r io.Reader) bool {
+	BenchTxt = Kind{Name: "a bench.txt qmlsab wrote", Mark: `a first line "workload: …", then only server:, note:, # comment and Benchmark… lines`, recognise: func(r io.Reader) bool {
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for i := 0; sc.Scan(); i++ {
@@ -115,7 +115,7 @@ var (
 const mdHeading = "### qmlsab: "
 
 // benchLine is a line of bench.txt after its first.
-var benchLine = regexp.MustCompile(`^((server|note): .*|Benchmark\S+ 1 \S+ \S+)$`)
+var benchLine = regexp.MustCompile(`^((server|note): .*|# .*|Benchmark\S+ 1 \S+ \S+)$`)
 
 // schemaKind is a JSON document whose "schema" begins with prefix.
 func schemaKind(name, prefix string) Kind {
