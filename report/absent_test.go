@@ -54,7 +54,7 @@ func TestGatesOnAbsentMetricsSayNoDataAndFailTheSet(t *testing.T) {
 		t.Error("gates with no data passed the gate set; a gate that cannot be judged must fail it")
 	}
 	failures := strings.Join(a.GateFailures(), "\n")
-	for _, want := range []string{`arm Old, gate "queue bounded": no data (lowpri_queue_growth: the server reported no queues.execution.read.lowPriority.queueLength)`,
+	for _, want := range []string{`arm Old, gate "queue bounded": no data (lowpri_queue_sustained_growth: the server reported no queues.execution.read.lowPriority.queueLength)`,
 		`arm Old, gate "sheds outpace admissions": no data (admissions_per_s: `} {
 		if !strings.Contains(failures, want) {
 			t.Errorf("the gate set's failures lack %q:\n%s", want, failures)
