@@ -187,7 +187,11 @@ func (s *Server) dispatch(r *request) ([]byte, bool) {
 		}
 	}
 	reply, err := cmd.run(s, r)
-	if errors.Is(err, errProcessDied) {
+	// A member the model OOM-killed answers nothing more, whatever its
+	// handlers were doing (a SIGKILLed mongod sends no reply): not even
+	// the ShutdownInProgress its operations are interrupted with while
+	// the process goes down.
+	if errors.Is(err, errProcessDied) || s.oomKilled.Load() {
 		r.conn.nc.Close()
 		return nil, false
 	}

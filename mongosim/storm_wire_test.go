@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 
+	"github.com/qmlsab/qmlsab/internal/queryshape"
 	"github.com/qmlsab/qmlsab/internal/stormtest"
 	"github.com/qmlsab/qmlsab/mongosim"
 )
@@ -182,18 +183,19 @@ func TestWireStormOOMKillsPrimaryAndSetRecovers(t *testing.T) {
 	stormtest.LoadData(t, ctx, coll)
 	var wg sync.WaitGroup
 	var answeredShutdown, networkErrors atomic.Int64
-	// A bound, not an interval: spills now go through the page cache
-	// (writers pause at its dirty limit), so memory climbs more slowly,
-	// and more slowly still on a busy host.
+	// A bound, not an interval: the host may be busy.
 	deadline := time.Now().Add(40 * time.Second)
-	for time.Now().Before(deadline) && rs.OOMKills() == 0 {
-		time.Sleep(10 * time.Millisecond)
+	// Bursts of queries at once: their partitions are loaded together.
+	for i := 0; time.Now().Before(deadline) && rs.OOMKills() == 0; i++ {
+		if i%20 == 0 {
+			time.Sleep(100 * time.Millisecond)
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			octx, ocancel := context.WithTimeout(ctx, 10*time.Second)
 			defer ocancel()
-			err := stormtest.Query(octx, coll, 20) // only how the dying member ends them matters here
+			err := heavyQuery(octx, coll) // only how the dying member ends them matters here
 			var ce mongo.CommandError
 			switch {
 			case errorsAs(err, &ce) && ce.Code == 91:
@@ -235,4 +237,24 @@ func TestWireStormOOMKillsPrimaryAndSetRecovers(t *testing.T) {
 	if networkErrors.Load() == 0 {
 		t.Error("no query saw a network error when the primary was OOM-killed under the storm")
 	}
+}
+
+// heavyQuery is the storm's $setWindowFields query carrying a model shape
+// (the comment a model-driving client sends; mongod ignores it) whose
+// getMores each load a 128 MiB partition: a few of them waiting at once
+// exhaust a 1.5 GiB member, whatever the host's speed.
+func heavyQuery(ctx context.Context, coll *mongo.Collection) error {
+	shape := queryshape.Shape{Stage: "$setWindowFields", ScanDocs: 20_000, DocBytes: 1000, HoldBytes: 8 << 20, LoadBytes: 128 << 20,
+		OutputBytes: 4 << 20, BatchDocs: 1000}
+	cur, err := coll.Aggregate(ctx, mongo.Pipeline{{{Key: "$setWindowFields", Value: bson.D{
+		{Key: "partitionBy", Value: "$p"}, {Key: "sortBy", Value: bson.D{{Key: "_id", Value: 1}}},
+		{Key: "output", Value: bson.D{{Key: "s", Value: bson.D{{Key: "$sum", Value: "$v"}}}}}}}}},
+		options.Aggregate().SetAllowDiskUse(true).SetBatchSize(20).SetComment(bson.D{{Key: queryshape.HintKey, Value: shape}}))
+	if err != nil {
+		return err
+	}
+	defer cur.Close(context.Background())
+	for cur.Next(ctx) {
+	}
+	return cur.Err()
 }

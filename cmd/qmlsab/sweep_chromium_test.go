@@ -12,7 +12,7 @@ import (
 func TestSweepDrawsInChromium(t *testing.T) {
 	browser := chromium(t)
 	dir := filepath.Join(t.TempDir(), "sweep")
-	if out, code := qmlsab(t, "sweep", "--host", "--arms", "D,E,F", "--vary", "host.otherBytes=512MiB,2GiB", "--vary", "workload.stormRate=120,200",
+	if out, code := qmlsab(t, "sweep", "--arms", "D,E,F", "--vary", "host.otherBytes=512MiB,2GiB", "--vary", "workload.stormRate=120,200",
 		"--n", "1", "--profile", "quick", "--out", dir); code != 0 {
 		t.Fatalf("sweep: exit %d\n%s", code, out)
 	}
