@@ -307,6 +307,13 @@ func Execute(ctx context.Context, cfg Config) (string, error) {
 	}
 	m.AddHost(*host)
 	seed := seeds(m)
+	toRun := 0
+	for _, ts := range m.Trials {
+		if ts.Status != store.Valid && ts.Status != store.Invalid {
+			toRun++
+		}
+	}
+	cfg.Progress.Plan(toRun)
 	var mu sync.Mutex
 	save := func(update func(*store.Manifest)) error {
 		mu.Lock()
@@ -369,8 +376,11 @@ func Execute(ctx context.Context, cfg Config) (string, error) {
 				mu.Unlock()
 				status = store.Interrupted
 			}
-			report(progress.Update{Status: status, Reason: reason})
-			simulated := trialSimulated(cfg.Dir, ts.Arm, ts.Index)
+			// The trial's last update carries its final figures, those
+			// its table shows, not the last ones seen while it ran.
+			simulated, final := finishedTrial(cfg.Dir, ts.Arm, ts.Index)
+			final.Status, final.Reason = status, reason
+			report(final)
 			if err := save(func(m *store.Manifest) {
 				m.Trials[i].Status, m.Trials[i].Reason = status, reason
 				if status == store.Valid || status == store.Invalid {
@@ -853,17 +863,26 @@ func phaseAt(ph workload.Phases, el time.Duration) string {
 	return "recovery"
 }
 
-// trialSimulated reports whether a finished trial says its numbers came
-// from mongosim (false when it wrote no trial.json).
-func trialSimulated(dir, arm string, index int) bool {
+// finishedTrial reads what a finished trial wrote: whether its numbers
+// came from mongosim, and its final availability and failovers for its
+// last progress update (neither when it wrote no trial.json).
+func finishedTrial(dir, arm string, index int) (simulated bool, final progress.Update) {
 	b, err := os.ReadFile(filepath.Join(store.TrialDir(dir, arm, index), "trial.json"))
 	if err != nil {
-		return false
+		return false, final
 	}
 	var t struct {
-		Simulated bool `json:"simulated"`
+		Simulated bool               `json:"simulated"`
+		Metrics   map[string]float64 `json:"metrics"`
 	}
-	return json.Unmarshal(b, &t) == nil && t.Simulated
+	if json.Unmarshal(b, &t) != nil {
+		return false, final
+	}
+	if f, ok := t.Metrics[metric.Failovers]; ok {
+		final.Failovers, final.HasFigures = int(f), true
+		final.Availability, final.HasAvailability = t.Metrics[metric.Availability]
+	}
+	return t.Simulated, final
 }
 
 // writingResults begins the reason of a trial whose files could not be

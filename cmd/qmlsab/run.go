@@ -102,11 +102,6 @@ func runAction(c *cli.Context) error {
 		Shard:       shard,
 		ToolVersion: toolVersion(),
 		CommandLine: os.Args,
-		Log:         slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: logLevel})),
-		Progress:    progress.For(c.App.Writer),
-		// The provisioning tables are for the person watching, as the
-		// log is: stderr.
-		Provisioning: c.App.ErrWriter,
 	}
 	if resumed != nil {
 		// A resumed run keeps its own conditions: only the flags given
@@ -171,6 +166,14 @@ func runAction(c *cli.Context) error {
 		fmt.Fprintf(c.App.Writer, "qmlsab run: %s, %d arms × %d trials%s, %s per trial, into %s\n",
 			w.Name, len(selected), cfg.N, part, length, dir)
 	}
+	// On a terminal the progress is a live region, and what goes to
+	// standard error on the same terminal while it is live (the log, and
+	// the provisioning tables, which are for the person watching as the
+	// log is) goes through it, above the region. Execute closes it.
+	sink, logw := progress.For(c.App.Writer, c.App.ErrWriter)
+	defer sink.Close()
+	cfg.Progress, cfg.Provisioning = sink, logw
+	cfg.Log = slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: logLevel}))
 	out, runErr := run.Execute(ctx, cfg)
 	var allInvalid error
 	if r, err := store.Open(out); err == nil {

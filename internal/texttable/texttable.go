@@ -341,3 +341,12 @@ func FoldParagraph(w io.Writer, s, first, rest string) {
 		fmt.Fprintln(w, indent+l)
 	}
 }
+
+// Count is n and a noun, plural unless n is 1: "1 trial", "2 trials"
+// (for nouns whose plural adds an s).
+func Count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
