@@ -35,7 +35,7 @@ func hasField(t reflect.Type, path []string) bool {
 	return true
 }
 
-// takesFlags are the flag names ("--n") a command of the app takes.
+// takesFlags are the flags as written ("-n", "--arms") a command of the app takes.
 func takesFlags(t *testing.T, command string) map[string]bool {
 	t.Helper()
 	flags, ok := commandFlags()[command]
@@ -45,7 +45,7 @@ func takesFlags(t *testing.T, command string) map[string]bool {
 	out := map[string]bool{}
 	for _, f := range flags {
 		for _, n := range f.Names() {
-			out["--"+n] = true
+			out[dashed(n)] = true
 		}
 	}
 	return out
@@ -87,7 +87,7 @@ func TestFieldFlagsNameRealFieldsAndFlags(t *testing.T) {
 // anything else in the message, field-like or not, is left as it was.
 func TestInFlagsRewritesWholeReferencesOnly(t *testing.T) {
 	for in, want := range map[string]string{
-		"Config.N 0: at least one trial per arm":                                     "--n 0: at least one trial per arm",
+		"Config.N 0: at least one trial per arm":                                     "-n 0: at least one trial per arm",
 		"Config.Clock x: r was started with Config.Clock y (leave Config.Clock out)": "--clock x: r was started with --clock y (leave --clock out)",
 		"Config.Axes a: needs the host model (Config.Base.Hardware.Host)":            "--vary a: needs the host model (--host)",
 		"use Config.Resume d or another Config.Dir.":                                 "use --resume d or another --out.",
@@ -117,9 +117,9 @@ func TestLibraryErrorsReadAsFlags(t *testing.T) {
 		err  error
 		want string
 	}{
-		{run.Config{Arms: []arms.Arm{d}, N: 0, Workload: spec}.Validate(), "qmlsab run: --n 0: at least one trial per arm"},
+		{run.Config{Arms: []arms.Arm{d}, N: 0, Workload: spec}.Validate(), "qmlsab run: -n 0: at least one trial per arm"},
 		{run.Config{Arms: []arms.Arm{d}, N: 2, Workload: spec, Shard: store.Shard{Index: 1, Count: 3}}.Validate(),
-			"qmlsab run: --shard 1/3: the plan has 2 units (one per trial of an arm, --n 2)"},
+			"qmlsab run: --shard 1/3: the plan has 2 units (one per trial of an arm, -n 2)"},
 		{sweep.Config{Arms: []arms.Arm{d}, Base: noHost, Seeds: 1, Axes: []sweep.Axis{hostKnob}}.Validate(),
 			"qmlsab sweep: --vary host.otherBytes=0,1GiB: host.otherBytes needs the host model (--host)"},
 		{mergeErr, "qmlsab merge: --expect 0: the number of shards"},
