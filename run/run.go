@@ -251,26 +251,75 @@ func (cfg Config) checkTrialMemory() error {
 		workload.FormatBytes(need), workload.FormatBytes(workload.MaxTrialHeapBytes), parallel)
 }
 
-// Execute runs (or resumes) the experiment and returns the run folder.
-func Execute(ctx context.Context, cfg Config) (string, error) {
+// Preflight makes the checks Execute makes before its first trial that
+// need no lock (the settings; a resumed run's conditions, arms and plan;
+// a new run's folder, which must hold no run and nothing else) and writes
+// nothing, so that a command can refuse a run before it announces it.
+// Execute checks again under the run folder's lock.
+func Preflight(cfg Config) error {
+	cfg, err := settle(cfg)
+	if err != nil {
+		return err
+	}
+	_, _, err = plan(cfg)
+	return err
+}
+
+// settle validates cfg and completes it: a resumed run's conditions and
+// arms from its manifest, the defaults, the profile's scaling.
+func settle(cfg Config) (Config, error) {
 	if err := cfg.Validate(); err != nil {
-		return "", err
+		return cfg, err
 	}
 	if cfg.Resume {
 		r, err := store.Open(cfg.Dir)
 		if err != nil {
-			return "", err
+			return cfg, err
 		}
 		if cfg, err = resumeConditions(cfg, r.Manifest); err != nil {
-			return "", err
+			return cfg, err
 		}
 		if cfg.Arms, err = resumeArms(cfg, r.Manifest, r); err != nil {
-			return "", err
+			return cfg, err
 		}
 	}
 	cfg = cfg.withDefaults()
 	if !cfg.Resume {
 		cfg.Workload = cfg.Workload.Scaled(Profiles[cfg.Profile])
+	}
+	return cfg, nil
+}
+
+// plan is the run's manifest (a resumed run's own, a new run's made
+// anew) and cfg with a resumed run's workload.
+func plan(cfg Config) (Config, store.Manifest, error) {
+	m, err := manifest(cfg)
+	if err != nil {
+		return cfg, m, err
+	}
+	if cfg.Resume {
+		// A resumed run keeps the workload it started with.
+		cfg.Workload = workload.Spec{}
+		if err := json.Unmarshal(m.Workload, &cfg.Workload); err != nil {
+			return cfg, m, fmt.Errorf("%s: workload: %w", filepath.Join(cfg.Dir, "manifest.json"), err)
+		}
+		if err := cfg.Workload.Validate(); err != nil {
+			return cfg, m, fmt.Errorf("%s: workload: %w", filepath.Join(cfg.Dir, "manifest.json"), err)
+		}
+	}
+	for _, ts := range m.Trials {
+		if !slices.ContainsFunc(cfg.Arms, func(a arms.Arm) bool { return a.Name == ts.Arm }) {
+			return cfg, m, fmt.Errorf("the run has trials of arm %q, which is not among the arms given", ts.Arm)
+		}
+	}
+	return cfg, m, nil
+}
+
+// Execute runs (or resumes) the experiment and returns the run folder.
+func Execute(ctx context.Context, cfg Config) (string, error) {
+	cfg, err := settle(cfg)
+	if err != nil {
+		return "", err
 	}
 	defer cfg.Progress.Close()
 	lock, err := store.Acquire(cfg.Dir)
@@ -278,24 +327,9 @@ func Execute(ctx context.Context, cfg Config) (string, error) {
 		return "", err
 	}
 	defer lock.Release()
-	m, err := manifest(cfg)
+	cfg, m, err := plan(cfg)
 	if err != nil {
 		return "", err
-	}
-	if cfg.Resume {
-		// A resumed run keeps the workload it started with.
-		cfg.Workload = workload.Spec{}
-		if err := json.Unmarshal(m.Workload, &cfg.Workload); err != nil {
-			return "", fmt.Errorf("%s: workload: %w", filepath.Join(cfg.Dir, "manifest.json"), err)
-		}
-		if err := cfg.Workload.Validate(); err != nil {
-			return "", fmt.Errorf("%s: workload: %w", filepath.Join(cfg.Dir, "manifest.json"), err)
-		}
-	}
-	for _, ts := range m.Trials {
-		if !slices.ContainsFunc(cfg.Arms, func(a arms.Arm) bool { return a.Name == ts.Arm }) {
-			return "", fmt.Errorf("the run has trials of arm %q, which is not among the arms given", ts.Arm)
-		}
 	}
 	host := cfg.Host
 	if host == nil {

@@ -104,7 +104,7 @@ func TestDefaultTablesFitATerminal(t *testing.T) {
 	// The run's trial table: the essential columns in 80, every one wide.
 	checkFits(t, "run", runOut, dir)
 	for _, arm := range []string{"D", "E", "F"} {
-		if !regexp.MustCompile(`(?m)^` + arm + `\s+1\s+valid\s`).MatchString(runOut) {
+		if !regexp.MustCompile(`(?m)^` + arm + `#1\s+valid\s`).MatchString(runOut) {
 			t.Errorf("run output lacks arm %s's trial row:\n%s", arm, runOut)
 		}
 	}
@@ -112,14 +112,19 @@ func TestDefaultTablesFitATerminal(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run --wide: exit %d\n%s", code, wideRun)
 	}
-	head := regexp.MustCompile(`(?m)^arm\s+trial\s+status\s.*$`).FindString(wideRun)
+	head := regexp.MustCompile(`(?m)^trial\s+status\s.*$`).FindString(wideRun)
 	for _, col := range trialColumns {
 		if !strings.Contains(head, col.title) {
 			t.Errorf("run --wide header %q lacks %q", head, col.title)
 		}
-		if col.wide && strings.Contains(regexp.MustCompile(`(?m)^arm\s+trial\s+status\s.*$`).FindString(runOut), col.title) {
+		if col.wide && strings.Contains(regexp.MustCompile(`(?m)^trial\s+status\s.*$`).FindString(runOut), col.title) {
 			t.Errorf("run shows the wide column %q by default", col.title)
 		}
+	}
+	// Every outcome of the storm's queries is in the default table:
+	// failed ones are a crash loop's headline.
+	if !regexp.MustCompile(`(?m)^trial\s+status\s.*\bok\s+shed\s+killed\s+failed\b`).MatchString(runOut) {
+		t.Errorf("the default run table lacks a storm outcome (ok, shed, killed, failed):\n%s", runOut)
 	}
 
 	// Machines: every column, every row.

@@ -18,9 +18,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
+
+	"github.com/qmlsab/qmlsab/internal/units"
 )
 
 // Width is the width the default tables fit.
@@ -290,7 +294,7 @@ func fold(s string, width int) []string {
 	}
 	var lines []string
 	cur := ""
-	for _, word := range strings.Fields(s) {
+	for _, word := range words(s) {
 		for textWidth(word) > width {
 			if cur != "" {
 				lines, cur = append(lines, cur), ""
@@ -320,6 +324,26 @@ func fold(s string, width int) []string {
 		lines = append(lines, cur)
 	}
 	return lines
+}
+
+// words are s's words, a figure and the unit after it taken as one
+// ("2^30 B.", "125 MiB/s"), so that no line ends in a figure whose unit
+// starts the next.
+func words(s string) []string {
+	var out []string
+	for _, w := range strings.Fields(s) {
+		if n := len(out); n > 0 && endsInDigit(out[n-1]) && slices.Contains(units.Symbols, strings.TrimRight(w, ".,;:)]")) {
+			out[n-1] += " " + w
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+func endsInDigit(w string) bool {
+	r, _ := utf8.DecodeLastRuneInString(w)
+	return unicode.IsDigit(r)
 }
 
 // textWidth is the columns s takes on a terminal (one a character: the
