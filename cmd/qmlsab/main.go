@@ -30,6 +30,12 @@ func toolVersion() string {
 	return "dev"
 }
 
+// versionLine is the tool's version as `qmlsab version` and `qmlsab
+// --version` both print it, after "qmlsab version ".
+func versionLine() string {
+	return fmt.Sprintf("%s (mongosim %s, wire %d)", toolVersion(), mongosim.Version, mongosim.MaxWireVersion)
+}
+
 func main() {
 	if err := newApp().Run(os.Args); err != nil {
 		// Most cli.Exit errors print themselves and exit with their code
@@ -51,7 +57,7 @@ func newApp() *cli.App {
 	app := &cli.App{
 		Name:    "qmlsab",
 		Usage:   "A/B-test MongoDB query memory load shedding",
-		Version: toolVersion(),
+		Version: versionLine(),
 		// Values are taken as written: --label 'msg=fix a,b' is one
 		// label; a flag is repeated for more values.
 		DisableSliceFlagSeparator: true,
@@ -61,7 +67,7 @@ func newApp() *cli.App {
 				Name:  "version",
 				Usage: "print the tool version",
 				Action: func(c *cli.Context) error {
-					fmt.Fprintf(c.App.Writer, "qmlsab %s (mongosim %s, wire %d)\n", toolVersion(), mongosim.Version, mongosim.MaxWireVersion)
+					cli.ShowVersion(c) // what --version prints
 					return nil
 				},
 			},
@@ -80,6 +86,7 @@ func newApp() *cli.App {
 		},
 	}
 	installFlagHelp()
+	installHelpWrap()
 	enforceUsage(app)
 	return app
 }
