@@ -252,3 +252,21 @@ func interruptedRunExits130(t *testing.T, sig syscall.Signal) {
 		t.Fatalf("after the resume: %v, %d valid trials, want 4", err, len(r.Trials["E"]))
 	}
 }
+
+// sim ended by Ctrl-C (or kill) exits 130, as every command a signal
+// stops; ended by --for, 0.
+func TestInterruptedSimExits130(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			app := newApp()
+			out := &signalOnLine{trigger: "members:", sig: sig}
+			app.Writer, app.ErrWriter = out, out
+			app.ExitErrHandler = func(*cli.Context, error) {}
+			err := app.RunContext(context.Background(), []string{"qmlsab", "sim", "--members", "1"})
+			var ec cli.ExitCoder
+			if !errors.As(err, &ec) || ec.ExitCode() != exitInterrupted || !strings.Contains(err.Error(), "interrupted by "+signalName(sig)) {
+				t.Fatalf("sim stopped by %v: %v, want exit %d saying so\n%s", sig, err, exitInterrupted, out)
+			}
+		})
+	}
+}
