@@ -47,8 +47,11 @@ func TestExitCodeTableIsTheREADMEsAndTheHelps(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("--help: exit %d\n%s", code, out)
 	}
+	// Help folds a long meaning over several lines (to 80 columns).
+	_, codes, _ := strings.Cut(out, "EXIT CODES:\n")
+	folded := strings.Join(strings.Fields(codes), " ")
 	for _, e := range exitCodes {
-		if !regexp.MustCompile(`(?m)^\s+` + strconv.Itoa(e.Code) + `\s+` + regexp.QuoteMeta(e.Meaning) + `$`).MatchString(out) {
+		if !regexp.MustCompile(`(^| )` + strconv.Itoa(e.Code) + ` ` + regexp.QuoteMeta(e.Meaning) + `( |$)`).MatchString(folded) {
 			t.Errorf("--help lacks exit code %d (%s):\n%s", e.Code, e.Meaning, out)
 		}
 	}
