@@ -47,3 +47,12 @@ func TestRunRefusesBeforeItsBanner(t *testing.T) {
 		}
 	}
 }
+
+// sweep's first line counts in words too.
+func TestSweepBannerSaysCountsInWords(t *testing.T) {
+	out, code := qmlsab(t, "sweep", "--arms", "D", "--vary", "hw.cpus=4", "-n", "1", "--profile", "quick", "--out", filepath.Join(t.TempDir(), "sweep"))
+	want := "qmlsab sweep (SIMULATED: mongosim's model in virtual time): 1 cell × 1 arm × 1 seed = 1 trial of 24s model time each, profile quick\n"
+	if code != 0 || !strings.HasPrefix(out, want) {
+		t.Errorf("sweep: exit %d, begins\n%q\nwant\n%q", code, out[:min(len(out), len(want)+20)], want)
+	}
+}

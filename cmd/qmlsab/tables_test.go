@@ -78,7 +78,7 @@ func TestDefaultTablesFitATerminal(t *testing.T) {
 		{[]string{"workloads", "list"}, []string{"KIND"}},
 		{[]string{"sweep", "--list"}, []string{"VALUES", "MEANING"}},
 		{[]string{"history", "list", "--history-db", db}, []string{"LABELS"}},
-		{[]string{"history", "detect", "--history-db", db, "--arm", "D", "--metric", "availability", "--metric", "rss_peak_bytes", "--recent", "12"}, []string{"RUN", "DATE", "SERIES"}},
+		{[]string{"history", "detect", "--history-db", db, "--arms", "D", "--metric", "availability", "--metric", "rss_peak_bytes", "--recent", "12"}, []string{"RUN", "DATE", "SERIES"}},
 	}
 	for _, c := range cases {
 		what := strings.Join(c.args, " ")
@@ -97,7 +97,7 @@ func TestDefaultTablesFitATerminal(t *testing.T) {
 			}
 		}
 	}
-	if out, _ := qmlsab(t, "history", "detect", "--history-db", db, "--arm", "D", "--metric", "rss_peak_bytes", "--recent", "12"); !regexp.MustCompile(`\d GiB`).MatchString(out) || strings.Contains(out, "e+") {
+	if out, _ := qmlsab(t, "history", "detect", "--history-db", db, "--arms", "D", "--metric", "rss_peak_bytes", "--recent", "12"); !regexp.MustCompile(`\d GiB`).MatchString(out) || strings.Contains(out, "e+") {
 		t.Errorf("history detect does not write bytes in GiB:\n%s", out)
 	}
 
@@ -202,7 +202,7 @@ func TestNoOutputSaysMBForABinarySize(t *testing.T) {
 	}
 	db := tableHistory(t)
 	for _, args := range [][]string{{"arms", "list", "--wide"}, {"workloads", "show", "spill_to_disk"}, {"sweep", "--list"},
-		{"history", "detect", "--history-db", db, "--arm", "D", "--recent", "12"}, {"history", "detect", "--history-db", db, "--arm", "D", "--recent", "12", "--format", "md"}} {
+		{"history", "detect", "--history-db", db, "--arms", "D", "--recent", "12"}, {"history", "detect", "--history-db", db, "--arms", "D", "--recent", "12", "--format", "md"}} {
 		out, _ := qmlsab(t, args...)
 		outs = append(outs, out)
 	}
