@@ -18,20 +18,6 @@ import (
 	"github.com/qmlsab/qmlsab/internal/texttable"
 )
 
-// A live region is the last rows of the terminal, redrawn in place: one
-// row per running trial and a row of counts. It never takes more rows
-// than the terminal has less one (the row the cursor waits on), so
-// moving the cursor up to redraw never reaches past the top of the
-// screen, which would leave copies of the region in the scrollback; and
-// each of its rows is cut to the terminal's width less one, so no row
-// wraps (a wrapped row would take two rows the redraw does not know of)
-// and none fills the last column (where terminals differ on when they
-// wrap). Lines that stay, a finished trial's final figures and the log,
-// are printed above the region, in full, and never redrawn.
-//
-// The terminal's size is read when the region starts and again on each
-// SIGWINCH.
-
 // defaultWidth and defaultHeight are assumed when a terminal does not
 // say its size (some report 0×0).
 const (
@@ -46,6 +32,19 @@ const newline = "\r\n"
 // redrawEvery is how often a live region redraws the running trials.
 const redrawEvery = 250 * time.Millisecond
 
+// region is a live region, the last rows of the terminal redrawn in
+// place: one row per running trial and a row of counts. It never takes
+// more rows than the terminal has less one (the row the cursor waits on), so
+// moving the cursor up to redraw never reaches past the top of the
+// screen, which would leave copies of the region in the scrollback; and
+// each of its rows is cut to the terminal's width less one, so no row
+// wraps (a wrapped row would take two rows the redraw does not know of)
+// and none fills the last column (where terminals differ on when they
+// wrap). Lines that stay, a finished trial's final figures and the log,
+// are printed above the region, in full, and never redrawn.
+//
+// The terminal's size is read when the region starts and again on each
+// SIGWINCH.
 type region struct {
 	w    io.Writer
 	size func() (width, height int, err error)
