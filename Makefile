@@ -86,7 +86,7 @@ bench: build
 # embedded simulator (its model in virtual time: seconds, not minutes).
 PROFILE ?= default
 run: build
-	$(BIN)/qmlsab run --arms D,E --n 5 --profile $(PROFILE)
+	$(BIN)/qmlsab run --arms D,E -n 5 --profile $(PROFILE)
 	$(BIN)/qmlsab report --format html,json,perf,bench,md
 
 # The model beside the investigation (table), then the full joint fit of D's

@@ -102,7 +102,13 @@ func Select(names []string, fromFile []Arm) ([]Arm, error) {
 			if !ok {
 				var known []string
 				for _, a := range append(fromFile, Builtin()...) {
-					known = append(known, a.Name)
+					if !slices.Contains(known, a.Name) {
+						known = append(known, a.Name)
+					}
+				}
+				// Arm names are case-sensitive: d is no arm, D is.
+				if i := slices.IndexFunc(known, func(k string) bool { return strings.EqualFold(k, n) }); i >= 0 {
+					return nil, fmt.Errorf("unknown arm %q; did you mean %q? (arm names are case-sensitive; known: %s)", n, known[i], strings.Join(known, ", "))
 				}
 				return nil, fmt.Errorf("unknown arm %q (known: %s)", n, strings.Join(known, ", "))
 			}

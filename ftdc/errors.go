@@ -18,6 +18,12 @@ var (
 	// bounds (see the package documentation); nothing was allocated for it.
 	ErrTooLarge = errors.New("ftdc: exceeds decoder bounds")
 
+	// ErrNotFTDC marks a file whose first document cannot be read and
+	// does not begin as an FTDC document does ({_id: Date, ...}): a file
+	// that is not FTDC at all (a README, a log) rather than a damaged one.
+	// It wraps the error the first document met.
+	ErrNotFTDC = errors.New("not an FTDC file")
+
 	// ErrMetricCount marks a chunk whose header metric count differs from
 	// the number of metrics in its reference document; mongod rejects such
 	// chunks too. It wraps ErrCorrupt.
@@ -38,8 +44,25 @@ func (e *Error) Error() string {
 	if name == "" {
 		name = "<stream>"
 	}
+	if errors.Is(e.Err, ErrNotFTDC) {
+		return fmt.Sprintf("%s: %v", name, e.Err)
+	}
 	return fmt.Sprintf("%s: document at offset %d: %v", name, e.Offset, e.Err)
 }
+
+// notFTDCError is the failure of a file's first document when the file
+// does not begin as FTDC does: the file is no FTDC, whatever the failure.
+type notFTDCError struct{ cause error }
+
+func (e *notFTDCError) Error() string {
+	return ErrNotFTDC.Error() + " (it does not begin with an FTDC document, {_id: <date>, type: …})"
+}
+
+func (e *notFTDCError) Unwrap() []error { return []error{ErrNotFTDC, e.cause} }
+
+// ftdcStart is how every FTDC document begins after its length: its
+// _id, a BSON date (mongod and this package's writer put it first).
+var ftdcStart = []byte("\x09_id\x00")
 
 func (e *Error) Unwrap() error { return e.Err }
 

@@ -2,6 +2,7 @@ package ftdc
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -229,7 +230,16 @@ func (r *Reader) Next() (*Document, error) {
 // read reads one document; fatal errors end the current stream.
 func (r *Reader) read() (d *Document, fatal bool, err error) {
 	off := r.off
-	fail := func(e error) *Error { return &Error{File: r.name, Offset: off, Err: e} }
+	var start []byte // a file's first bytes after the length, when it has them
+	fail := func(e error) *Error {
+		// A file whose first document fails and whose start is not an
+		// FTDC document's is no FTDC file (a README read as FTDC would
+		// otherwise be a document "exceeding the decoder's bounds").
+		if off == 0 && len(start) > 0 && !bytes.HasPrefix(ftdcStart, start) {
+			e = &notFTDCError{cause: e}
+		}
+		return &Error{File: r.name, Offset: off, Err: e}
+	}
 	n, err := io.ReadFull(r.src, r.hdr[:])
 	r.off += int64(n)
 	switch {
@@ -239,6 +249,10 @@ func (r *Reader) read() (d *Document, fatal bool, err error) {
 		return nil, true, fail(fmt.Errorf("%w: %d of 4 length bytes", ErrTruncated, n))
 	case err != nil:
 		return nil, true, fail(err)
+	}
+	if off == 0 {
+		peek, _ := r.src.Peek(len(ftdcStart)) // fewer at the end of a short file
+		start = bytes.Clone(peek)
 	}
 	size := int64(int32(binary.LittleEndian.Uint32(r.hdr[:])))
 	switch {

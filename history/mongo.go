@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 
+	"github.com/qmlsab/qmlsab/internal/mongoclient"
 	"github.com/qmlsab/qmlsab/internal/mongouri"
 )
 
@@ -79,6 +80,12 @@ func openMongoMode(ctx context.Context, uri string, readOnly bool) (Store, error
 		dbName = MongoDefaultDatabase
 	}
 	opts := options.Client().ApplyURI(uri)
+	// An address that answers nothing is reported within seconds, in
+	// one line (mongoclient.Unreachable), unless the URI sets its own
+	// serverSelectionTimeoutMS.
+	if !cs.ServerSelectionTimeoutSet {
+		opts.SetServerSelectionTimeout(mongoclient.ServerSelectionTimeout)
+	}
 	if cs.ServerMonitoringMode == "" {
 		// A history store makes a few short requests. Streaming monitoring
 		// (the default) holds an awaitable hello open on each server, and
@@ -96,7 +103,7 @@ func openMongoMode(ctx context.Context, uri string, readOnly bool) (Store, error
 		runs: db.Collection("runs"), meta: db.Collection("meta")}
 	if err := client.Ping(ctx, readpref.Primary()); err != nil {
 		s.abandon()
-		return nil, s.err("connecting", err)
+		return nil, s.err("connecting", mongoclient.Unreachable(err))
 	}
 	if err := s.migrate(ctx); err != nil {
 		s.abandon()

@@ -1,7 +1,9 @@
-// Package progress shows a running experiment: a live table redrawn in
-// place when the output is a terminal, and plain lines (one per trial
-// start, phase change and finish) when it is a file or a pipe, so logs of
-// a nightly run stay readable.
+// Package progress shows a running experiment: on a terminal, a live
+// region at the bottom of the screen that fits the terminal and is
+// redrawn in place, with the lines that stay (a trial's final figures,
+// log lines) printed above it; on a file or a pipe, plain lines (one per
+// trial start, phase change and finish), so logs of a nightly run stay
+// readable.
 package progress
 
 import (
@@ -13,7 +15,9 @@ import (
 	"time"
 )
 
-// Update is a trial's state. A finished trial has a Status.
+// Update is a trial's state. A finished trial has a Status; its update
+// carries the trial's final figures (those of its metrics), not the
+// last ones seen while it ran.
 type Update struct {
 	Arm   string
 	Index int
@@ -21,30 +25,44 @@ type Update struct {
 	Phase          string
 	Elapsed, Total time.Duration // on the trial's clock (model time when Virtual)
 	Virtual        bool
-	// Availability so far, when any canary has finished.
+	// Availability so far (the final one when Status is set), when any
+	// canary has finished.
 	Availability    float64
 	HasAvailability bool
 	Failovers       int
-	Status, Reason  string
+	// HasFigures says a finished trial's update carries its final
+	// availability and failovers (a trial that measured nothing has none).
+	HasFigures     bool
+	Status, Reason string
 }
 
-func (u Update) key() string { return fmt.Sprintf("%s#%d", u.Arm, u.Index) }
+func (u Update) key() string { return fmt.Sprintf("%s#%d", sanitize(u.Arm), u.Index) }
 
 // Sink receives updates from concurrent trials.
 type Sink interface {
+	// Plan says how many trials the run will run, before the first update.
+	Plan(trials int)
 	Update(Update)
 	// Close draws the final state.
 	Close()
 }
 
-// For is Terminal when w is a terminal, Lines otherwise.
-func For(w io.Writer) Sink {
-	if f, ok := w.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			return Terminal(w, 250*time.Millisecond)
-		}
+// For is where a run shows its progress on out, and the writer its log
+// (log, standard error) must go through while the run is live: on a
+// terminal, a live region, and the region itself as the log's writer
+// when log is the same terminal, so log lines print above the region
+// instead of between its redraws; elsewhere, plain lines and log as it is.
+// Close the sink to release the terminal.
+func For(out, log io.Writer) (Sink, io.Writer) {
+	f, ok := out.(*os.File)
+	if !ok || !isTerminal(f) {
+		return Lines(out), log
 	}
-	return Lines(w)
+	r := newTerminalRegion(f)
+	if lf, ok := log.(*os.File); ok && sameFile(f, lf) {
+		return r, r
+	}
+	return r, log
 }
 
 // Lines writes a line when a trial starts, changes phase, and finishes.
@@ -56,6 +74,8 @@ type lines struct {
 	last map[string]string
 }
 
+func (l *lines) Plan(int) {}
+
 func (l *lines) Update(u Update) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -63,10 +83,10 @@ func (l *lines) Update(u Update) {
 	prev, seen := l.last[k]
 	switch {
 	case u.Status != "":
-		fmt.Fprintf(l.w, "trial %s: %s %s\n", k, u.Status, u.Reason)
+		fmt.Fprintln(l.w, finishedLine(u))
 		l.last[k] = "done"
 	case !seen:
-		fmt.Fprintf(l.w, "trial %s: started (%s)\n", k, u.Phase)
+		fmt.Fprintf(l.w, "trial %s: started (%s)\n", k, sanitize(u.Phase))
 		l.last[k] = u.Phase
 	case prev != u.Phase:
 		fmt.Fprintf(l.w, "trial %s: %s\n", k, describe(u))
@@ -76,17 +96,24 @@ func (l *lines) Update(u Update) {
 
 func (l *lines) Close() {}
 
-// describe is a trial's state in words.
-func describe(u Update) string {
+// finishedLine is a finished trial's last line: its status, its final
+// figures when it has them, and why it is not valid when it is not.
+func finishedLine(u Update) string {
 	var b strings.Builder
-	b.WriteString(u.Phase)
-	if u.Total > 0 {
-		unit := "s"
-		if u.Virtual {
-			unit = " model-s"
-		}
-		fmt.Fprintf(&b, " %.0f/%.0f%s", u.Elapsed.Seconds(), u.Total.Seconds(), unit)
+	fmt.Fprintf(&b, "trial %s: %s", u.key(), sanitize(u.Status))
+	if u.HasFigures {
+		b.WriteString(figures(u))
 	}
+	if u.Reason != "" {
+		b.WriteString("; " + sanitize(u.Reason))
+	}
+	return b.String()
+}
+
+// figures is ", availability A, failovers F" (availability only when
+// some canary finished).
+func figures(u Update) string {
+	var b strings.Builder
 	if u.HasAvailability {
 		fmt.Fprintf(&b, ", availability %.3f", u.Availability)
 	}
@@ -94,75 +121,17 @@ func describe(u Update) string {
 	return b.String()
 }
 
-// Terminal redraws one line per trial in place every interval.
-func Terminal(w io.Writer, every time.Duration) Sink {
-	t := &terminal{w: w, state: map[string]Update{}, stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(t.done)
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for {
-			select {
-			case <-t.stop:
-				t.draw()
-				return
-			case <-tick.C:
-				t.draw()
-			}
-		}
-	}()
-	return t
-}
-
-type terminal struct {
-	mu    sync.Mutex
-	w     io.Writer
-	order []string
-	state map[string]Update
-	drawn int // lines drawn last time
-	stop  chan struct{}
-	done  chan struct{}
-	once  sync.Once
-}
-
-func (t *terminal) Update(u Update) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	k := u.key()
-	if _, ok := t.state[k]; !ok {
-		t.order = append(t.order, k)
-	}
-	t.state[k] = u
-}
-
-func (t *terminal) Close() {
-	t.once.Do(func() { close(t.stop); <-t.done })
-}
-
-func (t *terminal) draw() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+// describe is a running trial's state in words.
+func describe(u Update) string {
 	var b strings.Builder
-	if t.drawn > 0 {
-		fmt.Fprintf(&b, "\x1b[%dA", t.drawn) // back to the table's first line
-	}
-	for _, k := range t.order {
-		u := t.state[k]
-		line := describe(u)
-		if u.Status != "" {
-			line = strings.TrimSpace(u.Status + " " + u.Reason)
-		} else if u.Total > 0 {
-			line = bar(u.Elapsed, u.Total) + " " + line
+	b.WriteString(sanitize(u.Phase))
+	if u.Total > 0 {
+		unit := "s"
+		if u.Virtual {
+			unit = " model-s"
 		}
-		fmt.Fprintf(&b, "\x1b[2K%-6s %s\n", k, line)
+		fmt.Fprintf(&b, " %.0f/%.0f%s", u.Elapsed.Seconds(), u.Total.Seconds(), unit)
 	}
-	t.drawn = len(t.order)
-	io.WriteString(t.w, b.String())
-}
-
-// bar is a 20-cell progress bar.
-func bar(elapsed, total time.Duration) string {
-	n := int(20 * elapsed / total)
-	n = min(max(n, 0), 20)
-	return "[" + strings.Repeat("#", n) + strings.Repeat(".", 20-n) + "]"
+	b.WriteString(figures(u))
+	return b.String()
 }

@@ -1,7 +1,6 @@
 package progress
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -22,29 +21,29 @@ func TestLinesPrintStartsPhaseChangesAndFinishesOnly(t *testing.T) {
 	want := "trial D#1: started (provisioning)\n" +
 		"trial D#1: warmup 0/240s, failovers 0\n" +
 		"trial D#1: storm 31/240 model-s, availability 0.987, failovers 1\n" +
-		"trial D#1: valid \n"
+		"trial D#1: valid\n"
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }
 
-func TestTerminalRedrawsInPlace(t *testing.T) {
+// A trial's last line is its final figures, not the last ones seen while
+// it ran (availability 0.255 and 11 failovers mid-storm, 0.389 and 13
+// in its table), and says why an invalid trial is.
+func TestLinesEndEachTrialWithItsFinalFigures(t *testing.T) {
 	var b stormtest.SyncBuffer
-	s := Terminal(&b, 10*time.Millisecond)
-	s.Update(Update{Arm: "D", Index: 1, Phase: "storm", Elapsed: 120 * time.Second, Total: 240 * time.Second})
-	s.Update(Update{Arm: "E", Index: 1, Phase: "warmup", Elapsed: 0, Total: 240 * time.Second})
-	time.Sleep(50 * time.Millisecond)
-	s.Update(Update{Arm: "D", Index: 1, Status: "valid"})
+	s := Lines(&b)
+	s.Update(Update{Arm: "E", Index: 1, Phase: "storm", Elapsed: 120 * time.Second, Total: 240 * time.Second,
+		Availability: 0.255, HasAvailability: true, Failovers: 11, Virtual: true})
+	s.Update(Update{Arm: "E", Index: 1, Status: "valid", Availability: 0.389, HasAvailability: true, Failovers: 13, HasFigures: true})
+	s.Update(Update{Arm: "E", Index: 2, Phase: "storm"})
+	s.Update(Update{Arm: "E", Index: 2, Status: "invalid", Reason: "model: out of memory", Failovers: 2, HasFigures: true})
 	s.Close()
-	out := b.String()
-	if !strings.Contains(out, "\x1b[2A") {
-		t.Errorf("no cursor-up over the two trial lines: %q", out)
-	}
-	if !strings.Contains(out, "[##########..........] storm 120/240s") {
-		t.Errorf("no half-full bar for D#1: %q", out)
-	}
-	last := out[strings.LastIndex(out, "\x1b[2A"):]
-	if !strings.Contains(last, "D#1    valid") || !strings.Contains(last, "E#1") {
-		t.Errorf("final frame lacks the finished state: %q", last)
+	want := "trial E#1: started (storm)\n" +
+		"trial E#1: valid, availability 0.389, failovers 13\n" +
+		"trial E#2: started (storm)\n" +
+		"trial E#2: invalid, failovers 2; model: out of memory\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }

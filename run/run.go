@@ -252,26 +252,75 @@ func (cfg Config) checkTrialMemory() error {
 		workload.FormatBytes(need), workload.FormatBytes(workload.MaxTrialHeapBytes), parallel)
 }
 
-// Execute runs (or resumes) the experiment and returns the run folder.
-func Execute(ctx context.Context, cfg Config) (string, error) {
+// Preflight makes the checks Execute makes before its first trial that
+// need no lock (the settings; a resumed run's conditions, arms and plan;
+// a new run's folder, which must hold no run and nothing else) and writes
+// nothing, so that a command can refuse a run before it announces it.
+// Execute checks again under the run folder's lock.
+func Preflight(cfg Config) error {
+	cfg, err := settle(cfg)
+	if err != nil {
+		return err
+	}
+	_, _, err = plan(cfg)
+	return err
+}
+
+// settle validates cfg and completes it: a resumed run's conditions and
+// arms from its manifest, the defaults, the profile's scaling.
+func settle(cfg Config) (Config, error) {
 	if err := cfg.Validate(); err != nil {
-		return "", err
+		return cfg, err
 	}
 	if cfg.Resume {
 		r, err := store.Open(cfg.Dir)
 		if err != nil {
-			return "", err
+			return cfg, err
 		}
 		if cfg, err = resumeConditions(cfg, r.Manifest); err != nil {
-			return "", err
+			return cfg, err
 		}
 		if cfg.Arms, err = resumeArms(cfg, r.Manifest, r); err != nil {
-			return "", err
+			return cfg, err
 		}
 	}
 	cfg = cfg.withDefaults()
 	if !cfg.Resume {
 		cfg.Workload = cfg.Workload.Scaled(Profiles[cfg.Profile])
+	}
+	return cfg, nil
+}
+
+// plan is the run's manifest (a resumed run's own, a new run's made
+// anew) and cfg with a resumed run's workload.
+func plan(cfg Config) (Config, store.Manifest, error) {
+	m, err := manifest(cfg)
+	if err != nil {
+		return cfg, m, err
+	}
+	if cfg.Resume {
+		// A resumed run keeps the workload it started with.
+		cfg.Workload = workload.Spec{}
+		if err := json.Unmarshal(m.Workload, &cfg.Workload); err != nil {
+			return cfg, m, fmt.Errorf("%s: workload: %w", filepath.Join(cfg.Dir, "manifest.json"), err)
+		}
+		if err := cfg.Workload.Validate(); err != nil {
+			return cfg, m, fmt.Errorf("%s: workload: %w", filepath.Join(cfg.Dir, "manifest.json"), err)
+		}
+	}
+	for _, ts := range m.Trials {
+		if !slices.ContainsFunc(cfg.Arms, func(a arms.Arm) bool { return a.Name == ts.Arm }) {
+			return cfg, m, fmt.Errorf("the run has trials of arm %q, which is not among the arms given", ts.Arm)
+		}
+	}
+	return cfg, m, nil
+}
+
+// Execute runs (or resumes) the experiment and returns the run folder.
+func Execute(ctx context.Context, cfg Config) (string, error) {
+	cfg, err := settle(cfg)
+	if err != nil {
+		return "", err
 	}
 	defer cfg.Progress.Close()
 	lock, err := store.Acquire(cfg.Dir)
@@ -284,24 +333,9 @@ func Execute(ctx context.Context, cfg Config) (string, error) {
 	if err := lock.RemoveStaleTemporaries(); err != nil {
 		return "", err
 	}
-	m, err := manifest(cfg)
+	cfg, m, err := plan(cfg)
 	if err != nil {
 		return "", err
-	}
-	if cfg.Resume {
-		// A resumed run keeps the workload it started with.
-		cfg.Workload = workload.Spec{}
-		if err := json.Unmarshal(m.Workload, &cfg.Workload); err != nil {
-			return "", fmt.Errorf("%s: workload: %w", filepath.Join(cfg.Dir, "manifest.json"), err)
-		}
-		if err := cfg.Workload.Validate(); err != nil {
-			return "", fmt.Errorf("%s: workload: %w", filepath.Join(cfg.Dir, "manifest.json"), err)
-		}
-	}
-	for _, ts := range m.Trials {
-		if !slices.ContainsFunc(cfg.Arms, func(a arms.Arm) bool { return a.Name == ts.Arm }) {
-			return "", fmt.Errorf("the run has trials of arm %q, which is not among the arms given", ts.Arm)
-		}
 	}
 	host := cfg.Host
 	if host == nil {
@@ -313,6 +347,13 @@ func Execute(ctx context.Context, cfg Config) (string, error) {
 	}
 	m.AddHost(*host)
 	seed := seeds(m)
+	toRun := 0
+	for _, ts := range m.Trials {
+		if ts.Status != store.Valid && ts.Status != store.Invalid {
+			toRun++
+		}
+	}
+	cfg.Progress.Plan(toRun)
 	var mu sync.Mutex
 	save := func(update func(*store.Manifest)) error {
 		mu.Lock()
@@ -375,8 +416,11 @@ func Execute(ctx context.Context, cfg Config) (string, error) {
 				mu.Unlock()
 				status = store.Interrupted
 			}
-			report(progress.Update{Status: status, Reason: reason})
-			simulated := trialSimulated(cfg.Dir, ts.Arm, ts.Index)
+			// The trial's last update carries its final figures, those
+			// its table shows, not the last ones seen while it ran.
+			simulated, final := finishedTrial(cfg.Dir, ts.Arm, ts.Index)
+			final.Status, final.Reason = status, reason
+			report(final)
 			if err := save(func(m *store.Manifest) {
 				m.Trials[i].Status, m.Trials[i].Reason = status, reason
 				if status == store.Valid || status == store.Invalid {
@@ -864,17 +908,26 @@ func phaseAt(ph workload.Phases, el time.Duration) string {
 	return "recovery"
 }
 
-// trialSimulated reports whether a finished trial says its numbers came
-// from mongosim (false when it wrote no trial.json).
-func trialSimulated(dir, arm string, index int) bool {
+// finishedTrial reads what a finished trial wrote: whether its numbers
+// came from mongosim, and its final availability and failovers for its
+// last progress update (neither when it wrote no trial.json).
+func finishedTrial(dir, arm string, index int) (simulated bool, final progress.Update) {
 	b, err := store.ReadRunFile(filepath.Join(store.TrialDir(dir, arm, index), store.TrialFile), store.MaxTrialFileBytes)
 	if err != nil {
-		return false
+		return false, final
 	}
 	var t struct {
-		Simulated bool `json:"simulated"`
+		Simulated bool               `json:"simulated"`
+		Metrics   map[string]float64 `json:"metrics"`
 	}
-	return json.Unmarshal(b, &t) == nil && t.Simulated
+	if json.Unmarshal(b, &t) != nil {
+		return false, final
+	}
+	if f, ok := t.Metrics[metric.Failovers]; ok {
+		final.Failovers, final.HasFigures = int(f), true
+		final.Availability, final.HasAvailability = t.Metrics[metric.Availability]
+	}
+	return t.Simulated, final
 }
 
 // writingResults begins the reason of a trial whose files could not be

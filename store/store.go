@@ -27,6 +27,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -493,7 +494,7 @@ func ReadManifest(dir string) (Manifest, error) {
 	mpath := filepath.Join(dir, ManifestFile)
 	b, err := ReadRunFile(mpath, MaxManifestBytes)
 	if err != nil {
-		return Manifest{}, fileErr(mpath, err)
+		return Manifest{}, manifestErr(dir, mpath, err)
 	}
 	m, err := decodeManifest(b)
 	if err != nil {
@@ -524,6 +525,34 @@ func checkListedOnce(trials []TrialStatus) error {
 		first[k] = i
 	}
 	return nil
+}
+
+// ErrNotRun marks a folder that is not a run folder: it has no manifest,
+// or it does not exist. Such an error is fs.ErrNotExist too.
+var ErrNotRun = errors.New("not a run folder")
+
+// notRunError is a folder with no manifest, said once and in words.
+type notRunError struct {
+	dir, why string
+}
+
+func (e *notRunError) Error() string { return fmt.Sprintf("%s: %v (%s)", e.dir, ErrNotRun, e.why) }
+
+func (e *notRunError) Unwrap() []error { return []error{ErrNotRun, fs.ErrNotExist} }
+
+// manifestErr is the error of reading dir's manifest at mpath: a missing
+// manifest says the folder is no run (naming it once), any other error
+// names the file.
+func manifestErr(dir, mpath string, err error) error {
+	if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+		return fileErr(mpath, err)
+	}
+	if fi, serr := os.Stat(dir); serr != nil {
+		return &notRunError{dir: dir, why: "no such folder"}
+	} else if !fi.IsDir() {
+		return &notRunError{dir: dir, why: "a file, not a folder"}
+	}
+	return &notRunError{dir: dir, why: "no " + ManifestFile + " in it"}
 }
 
 // Open reads a run folder: the manifest (of the v2 or the v1 format; a v1

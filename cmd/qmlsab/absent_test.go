@@ -83,7 +83,7 @@ func TestRunAgainstAServerWithoutSheddingQueuesOrMem(t *testing.T) {
 		t.Errorf("trial.json: server_sheds_per_s = %v (present %v, %q); a server without a shedder sheds nothing", v, ok, trial.Absent["server_sheds_per_s"])
 	}
 	// The terminal table: the rss column is "–[n]" and note n says why.
-	row := regexp.MustCompile(`(?m)^Old\s+1\s+valid\s.*$`).FindString(out)
+	row := regexp.MustCompile(`(?m)^Old#1\s+valid\s.*$`).FindString(out)
 	note := regexp.MustCompile(`–\[(\d+)\]\s*$`).FindStringSubmatch(row)
 	if note == nil {
 		t.Fatalf("the trial row does not end with an absent rss peak (–[n]):\n%s", out)

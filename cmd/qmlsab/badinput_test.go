@@ -30,8 +30,8 @@ func TestBadInputCatalogue(t *testing.T) {
 		want string
 	}{
 		{[]string{"run", "--arms", "D,Q", "--out", out}, `qmlsab run: --arms: unknown arm "Q" (known: A, D, E, M, F, G)`},
-		{[]string{"run", "--n", "0", "--out", out}, "qmlsab run: --n 0: at least one trial per arm"},
-		{[]string{"run", "--n", "-3", "--out", out}, "qmlsab run: --n -3: at least one trial per arm"},
+		{[]string{"run", "-n", "0", "--out", out}, "qmlsab run: -n 0: at least one trial per arm"},
+		{[]string{"run", "-n", "-3", "--out", out}, "qmlsab run: -n -3: at least one trial per arm"},
 		{[]string{"run", "--workload", "nope", "--out", out}, `qmlsab run: --workload: unknown workload "nope" (built-in: merge_partial_write, spill_to_disk; or a path to a workload YAML file)`},
 		{[]string{"run", "--workload", badWorkload, "--out", out}, "qmlsab run: --workload: " + badWorkload + ":4: spill_to_disk.canaryRate: 0 is outside [0.001, 1000]"},
 		{[]string{"run", "--arms-file", badURI, "--arms", "U", "--out", out}, "qmlsab run: --arms-file: " + badURI + `:4: uri mongodb://bob:<redacted>@[::1:27017: error parsing uri: invalid host "": address [::1:27017: missing ']' in address`},

@@ -11,6 +11,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/internal/texttable"
+	"github.com/qmlsab/qmlsab/internal/units"
 	"github.com/qmlsab/qmlsab/run"
 	"github.com/qmlsab/qmlsab/run/virtual"
 	"github.com/qmlsab/qmlsab/sweep"
@@ -87,8 +89,9 @@ func calibrateCommand() *cli.Command {
 			virtual.WriteTable(c.App.Writer, trials)
 			virtual.WriteResiduals(c.App.Writer, trials)
 			ph := cfg.Workload.Phases
-			fmt.Fprintf(c.App.Writer, "\n%d trials of %v model time (warmup %v, storm %v, recovery %v) in %v wall\n",
-				len(trials), ph.Total(), ph.Warmup, ph.Storm, ph.Recovery, time.Since(start).Round(time.Millisecond))
+			fmt.Fprintf(c.App.Writer, "\n%s of %s model time (warmup %s, storm %s, recovery %s) in %v wall\n",
+				texttable.Count(len(trials), "trial"), units.FormatDuration(ph.Total()), units.FormatDuration(ph.Warmup),
+				units.FormatDuration(ph.Storm), units.FormatDuration(ph.Recovery), time.Since(start).Round(time.Millisecond))
 			return nil
 		},
 	}

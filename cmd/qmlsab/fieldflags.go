@@ -10,7 +10,7 @@ import (
 // fieldFlags maps the configuration fields that library errors name
 // (run.Config, sweep.Config, store.MergeOptions: "Config.N 0: at least
 // one trial per arm") to the flag that sets each, so that the user reads
-// "--n 0: …". It is the one place a field meets its flag: a library
+// "-n 0: …". It is the one place a field meets its flag: a library
 // speaks in its own fields, and a new flag that sets a checked field adds
 // its row here. The keys are the type and field as the libraries write
 // them; the same field name in two libraries' Config types must mean the
@@ -18,7 +18,7 @@ import (
 var fieldFlags = map[string]string{
 	// run.Config (qmlsab run)
 	"Config.Arms":     "--arms",
-	"Config.N":        "--n",
+	"Config.N":        "-n",
 	"Config.Parallel": "--parallel",
 	"Config.Clock":    "--clock",
 	"Config.Topology": "--topology",
@@ -29,7 +29,7 @@ var fieldFlags = map[string]string{
 	"Config.Resume":   "--resume",
 	"Config.Dir":      "--out",
 	// sweep.Config (qmlsab sweep)
-	"Config.Seeds": "--n",
+	"Config.Seeds": "-n",
 	"Config.Axes":  "--vary",
 	"Config.Fixed": "--set",
 	// store.MergeOptions (qmlsab merge)

@@ -34,7 +34,7 @@ func hasField(t reflect.Type, path []string) bool {
 	return true
 }
 
-// takesFlags are the flag names ("--n") a command of the app takes.
+// takesFlags are the flags as written ("-n", "--arms") a command of the app takes.
 func takesFlags(t *testing.T, command string) map[string]bool {
 	t.Helper()
 	flags, ok := commandFlags()[command]
@@ -44,7 +44,7 @@ func takesFlags(t *testing.T, command string) map[string]bool {
 	out := map[string]bool{}
 	for _, f := range flags {
 		for _, n := range f.Names() {
-			out["--"+n] = true
+			out[dashed(n)] = true
 		}
 	}
 	return out
@@ -86,7 +86,7 @@ func TestFieldFlagsNameRealFieldsAndFlags(t *testing.T) {
 // anything else in the message, field-like or not, is left as it was.
 func TestInFlagsRewritesWholeReferencesOnly(t *testing.T) {
 	for in, want := range map[string]string{
-		"Config.N 0: at least one trial per arm":                                     "--n 0: at least one trial per arm",
+		"Config.N 0: at least one trial per arm":                                     "-n 0: at least one trial per arm",
 		"Config.Clock x: r was started with Config.Clock y (leave Config.Clock out)": "--clock x: r was started with --clock y (leave --clock out)",
 		"use Config.Resume d or another Config.Dir.":                                 "use --resume d or another --out.",
 		"Config.Name and Config.Nope stay":                                           "Config.Name and Config.Nope stay",
@@ -109,9 +109,9 @@ func TestLibraryErrorsReadAsFlags(t *testing.T) {
 		err  error
 		want string
 	}{
-		{run.Config{Arms: []arms.Arm{d}, N: 0, Workload: spec}.Validate(), "qmlsab run: --n 0: at least one trial per arm"},
+		{run.Config{Arms: []arms.Arm{d}, N: 0, Workload: spec}.Validate(), "qmlsab run: -n 0: at least one trial per arm"},
 		{run.Config{Arms: []arms.Arm{d}, N: 2, Workload: spec, Shard: store.Shard{Index: 1, Count: 3}}.Validate(),
-			"qmlsab run: --shard 1/3: the plan has 2 units (one per trial of an arm, --n 2)"},
+			"qmlsab run: --shard 1/3: the plan has 2 units (one per trial of an arm, -n 2)"},
 		{mergeErr, "qmlsab merge: --expect 0: the number of shards"},
 	} {
 		if c.err == nil {

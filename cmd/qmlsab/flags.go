@@ -11,10 +11,15 @@ import (
 // a hidden flag for a release. Using it prints one deprecation line on
 // stderr and sets the new flag (unless that is given too, which wins).
 // renamedFlags maps the old name to the new; the hidden flags are made by
-// renamedString and renamedInt so that help shows only the new names.
+// renamedString, renamedInt, renamedFloat and renamedList so that help
+// shows only the new names. An old name is an old spelling only where a
+// command has it hidden beside its new flag (import ftdc's --arm is its
+// own flag).
 var renamedFlags = map[string]string{
 	"db":    "history-db", // history add/list/detect/export, trend: report's name
 	"seeds": "n",          // calibrate: run's and sweep's name for trials per arm
+	"arm":   "arms",       // history detect/export, trend: run's comma-separated list (--arm D --arm E is --arms D,E)
+	"p":     "alpha",      // history detect: one significance level, report's name
 }
 
 func renamedUsage(old string) string {
@@ -31,20 +36,35 @@ func renamedInt(old string) cli.Flag {
 	return &cli.IntFlag{Name: old, Hidden: true, Usage: renamedUsage(old)}
 }
 
+// renamedFloat is the hidden old spelling of a float flag.
+func renamedFloat(old string) cli.Flag {
+	return &cli.Float64Flag{Name: old, Hidden: true, Usage: renamedUsage(old)}
+}
+
+// renamedList is the hidden old spelling, repeated once per value, of a
+// comma-separated list flag.
+func renamedList(old string) cli.Flag {
+	return &cli.StringSliceFlag{Name: old, Hidden: true, Usage: renamedUsage(old)}
+}
+
 // applyRenamedFlags carries an old spelling's value to its new flag, with
 // a line on stderr saying what to write instead.
 func applyRenamedFlags(c *cli.Context, path string) error {
 	for _, f := range c.Command.Flags {
 		old := f.Names()[0]
 		name, ok := renamedFlags[old]
-		if !ok || !c.IsSet(old) {
+		if vf, isVisible := f.(cli.VisibleFlag); !ok || !c.IsSet(old) || (isVisible && vf.IsVisible()) {
 			continue
 		}
 		fmt.Fprintf(c.App.ErrWriter, "%s: %s is deprecated and will be removed; use %s\n", path, dashed(old), dashed(name))
 		if c.IsSet(name) {
 			continue
 		}
-		if err := c.Set(name, fmt.Sprint(c.Value(old))); err != nil {
+		value := fmt.Sprint(c.Value(old))
+		if _, list := f.(*cli.StringSliceFlag); list {
+			value = strings.Join(c.StringSlice(old), ",")
+		}
+		if err := c.Set(name, value); err != nil {
 			return fmt.Errorf("flag %s: %w", dashed(old), err)
 		}
 	}

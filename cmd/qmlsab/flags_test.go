@@ -38,7 +38,7 @@ var concepts = map[string]flagConcept{
 	"run labels":          {"label", "", "", []string{"report", "history add", "history list", "history detect", "history export", "trend"}},
 	"nights of workload":  {"workload", "", "", []string{"history list", "history detect", "history export", "trend"}},
 	"newest nights":       {"last", "all", "", []string{"history list", "history detect", "history export", "trend"}},
-	"arms to examine":     {"arm", "all", "", []string{"history detect", "history export", "trend"}},
+	"arms to examine":     {"arms", "all", "", []string{"history detect", "history export", "trend"}},
 	"metrics to examine":  {"metric", "", "detect examines every directed metric, trend draws the key ones", []string{"history detect", "history export", "trend"}},
 	"results folder":      {"results", `"results"`, "", []string{"report", "trend"}},
 	"significance level":  {"alpha", "0.05", "", []string{"report", "history detect"}},
@@ -55,7 +55,7 @@ var single = map[string][]string{
 	"merge":          {"expect"},
 	"report":         {"baseline", "gates", "history"},
 	"calibrate":      {"storm-rate", "storm", "fit", "space", "samples", "refine", "fit-seeds"},
-	"history detect": {"effect", "recent", "p", "permutations", "min-segment", "baseline-nights", "min-shift", "no-tonight"},
+	"history detect": {"effect", "recent", "permutations", "min-segment", "baseline-nights", "min-shift", "no-tonight"},
 	"import ftdc":    {"spec", "start", "phases", "outcomes"},
 	"ftdc dump":      {"paths"},
 	"sim":            {"members", "election-timeout", "for"},
@@ -163,12 +163,40 @@ func TestRenamedFlagsWorkWithADeprecationLine(t *testing.T) {
 	}
 	for old, name := range renamedFlags {
 		for cmd, flags := range commandFlags() {
+			hasNew := slices.ContainsFunc(flags, func(f cli.Flag) bool { return f.Names()[0] == name })
 			for _, f := range flags {
-				if f.Names()[0] == old && f.(cli.VisibleFlag).IsVisible() {
+				if f.Names()[0] == old && hasNew && f.(cli.VisibleFlag).IsVisible() {
 					t.Errorf("qmlsab %s: %s is an old spelling of %s but visible in help", cmd, dashed(old), dashed(name))
 				}
 			}
 		}
+	}
+}
+
+// A list flag's old spelling, repeated once per value, is the new
+// comma-separated flag (--arm D --arm E is --arms D,E), and a float's old
+// spelling sets the new flag (-p is --alpha); a flag of another command
+// that has the old name as its own (import ftdc --arm) is not touched.
+func TestRenamedListAndFloatFlags(t *testing.T) {
+	db := tableHistory(t)
+	args := []string{"history", "detect", "--history-db", db, "--metric", "availability", "--recent", "12", "--format", "json"}
+	newOut, newCode := qmlsab(t, append(args, "--arms", "D", "--alpha", "0.01")...)
+	oldOut, oldCode := qmlsab(t, append(args, "--arm", "D", "-p", "0.01")...)
+	deprecation := "qmlsab history detect: --arm is deprecated and will be removed; use --arms\n" +
+		"qmlsab history detect: -p is deprecated and will be removed; use --alpha\n"
+	if oldCode != newCode || !strings.HasPrefix(oldOut, deprecation) || strings.TrimPrefix(oldOut, deprecation) != newOut {
+		t.Errorf("--arm D -p 0.01: exit %d\n%s\nwant exit %d, the deprecation lines, then what --arms D --alpha 0.01 prints:\n%s", oldCode, oldOut, newCode, newOut)
+	}
+	// Both arms of a repeated old flag reach the new one: an arm the
+	// history does not have is named whichever way it was given.
+	for _, spelled := range [][]string{{"--arms", "D,Z"}, {"--arm", "D", "--arm", "Z"}} {
+		out, code := qmlsab(t, append([]string{"history", "export", "--history-db", db}, spelled...)...)
+		if code != 1 || !strings.Contains(out, `"Z"`) {
+			t.Errorf("history export %s: exit %d, %s; want exit 1 naming arm Z", strings.Join(spelled, " "), code, out)
+		}
+	}
+	if out, code := qmlsab(t, "trend", "--history-db", db, "--arms", "D", "--out", t.TempDir()+"/trend.html"); code != 0 || strings.Contains(out, "deprecated") {
+		t.Errorf("trend --arms D: exit %d\n%s", code, out)
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -50,10 +51,24 @@ func ftdcDumpAction(c *cli.Context) error {
 	torn := func(err error) {
 		fmt.Fprintf(c.App.ErrWriter, "qmlsab ftdc dump: warning: %v (a process killed mid-write; everything before it was read)\n", err)
 	}
-	if c.Bool("list") || len(paths) > 0 {
+	// A member just started has written its metadata but no sample yet:
+	// that is said, not left to look like an empty list or a missing
+	// metric.
+	noSamples := func() {
+		fmt.Fprintf(c.App.ErrWriter, "qmlsab ftdc dump: no samples yet in %s: the diagnostic data holds no metric chunk (a member writes its first samples to metrics.interim after its first few sampling intervals)\n",
+			strings.Join(sources, " "))
+	}
+	if c.Bool("list") || len(paths) > 0 || format == "csv" {
 		all, err := ftdc.ListPaths(sources...)
 		if err != nil && !ftdc.IsTruncated(err) {
 			return fail("%v", err)
+		}
+		if len(all) == 0 {
+			if err != nil {
+				torn(err)
+			}
+			noSamples()
+			return nil
 		}
 		if c.Bool("list") {
 			w := bufio.NewWriter(c.App.Writer)
@@ -70,13 +85,32 @@ func ftdcDumpAction(c *cli.Context) error {
 				return fail("--paths %s: no such metric in %s (--list shows them)", p, strings.Join(sources, " "))
 			}
 		}
-	}
-	if err := ftdc.Dump(c.App.Writer, paths, format, sources...); err != nil {
-		if ftdc.IsTruncated(err) {
-			torn(err)
-			return nil
+		if len(paths) == 0 {
+			paths = all // CSV's columns: every metric, read once
 		}
+	}
+	out := &countingWriter{w: c.App.Writer}
+	err = ftdc.Dump(out, paths, format, sources...)
+	if err != nil && !ftdc.IsTruncated(err) {
 		return fail("%v", err)
 	}
+	if err != nil {
+		torn(err)
+	}
+	if out.n == 0 {
+		noSamples()
+	}
 	return nil
+}
+
+// countingWriter counts what goes through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }

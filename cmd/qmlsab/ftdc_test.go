@@ -638,3 +638,45 @@ func TestFTDCDumpAndItsBadInput(t *testing.T) {
 		t.Errorf("warnings %q", m.warnings)
 	}
 }
+
+// A member that has written its metadata but no sample yet: dump says
+// there are no samples yet (exit 0) whatever it was asked, not "no such
+// metric" nor an empty list. A file that is not FTDC at all is called
+// that, not a document "exceeding decoder bounds".
+func TestFTDCDumpSaysNoSamplesYetAndNotFTDC(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "diagnostic.data")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
+	meta := ftdc.MetadataDocument(start, mustRaw(t, bson.D{{Key: "buildInfo", Value: bson.D{{Key: "version", Value: "8.3.0"}}}}))
+	if err := os.WriteFile(filepath.Join(dir, "metrics.2025-06-01T10-00-00Z-00000"), meta, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	note := "qmlsab ftdc dump: no samples yet in " + dir + ": the diagnostic data holds no metric chunk"
+	for _, args := range [][]string{{"--list"}, {"--paths", "serverStatus.mem.resident"}, {}, {"--format", "csv"}} {
+		out, code := qmlsab(t, append([]string{"ftdc", "dump", dir}, args...)...)
+		if code != 0 || !strings.HasPrefix(out, note) || strings.Count(out, "\n") != 1 {
+			t.Errorf("ftdc dump %s on a fresh member: exit %d\n%s\nwant exit 0 and one line: %s …", strings.Join(args, " "), code, out, note)
+		}
+	}
+	readme := filepath.Join(t.TempDir(), "README.md")
+	if err := os.WriteFile(readme, []byte("# qmlsab\n\nA/B-test MongoDB query memory load shedding.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{}, {"--list"}} {
+		out, code := qmlsab(t, append([]string{"ftdc", "dump", readme}, args...)...)
+		if want := "qmlsab ftdc dump: " + readme + ": not an FTDC file"; code != 1 || !strings.HasPrefix(out, want) || strings.Contains(out, "decoder bounds") {
+			t.Errorf("ftdc dump %s %s: exit %d\n%s\nwant exit 1: %s …", readme, strings.Join(args, " "), code, out, want)
+		}
+	}
+}
+
+func mustRaw(t *testing.T, d bson.D) bson.Raw {
+	t.Helper()
+	b, err := bson.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -76,6 +76,13 @@ func filter(c *cli.Context) (history.Filter, error) {
 	return history.Filter{Workload: c.String("workload"), Labels: l, Last: c.Int("last")}, nil
 }
 
+// armsToExamineFlag is --arms of the commands that read the history,
+// written as run writes it (--arms D,E); what says what they do with
+// the arms.
+func armsToExamineFlag(what string) cli.Flag {
+	return &cli.StringFlag{Name: "arms", Usage: "comma-separated `ARMS` to " + what + " (default: all)"}
+}
+
 var filterFlags = []cli.Flag{
 	historyDBFlag(), renamedString("db"),
 	&cli.StringSliceFlag{Name: "label", Usage: "keep nights carrying this `KEY=VALUE` label; repeatable"},
@@ -317,17 +324,17 @@ func historyCommand() *cli.Command {
 				Usage: "tonight's check (the newest night against the stable nights before it) and change points over the nights (E-Divisive with means); exit 4 when the newest night regresses",
 				Flags: append(append([]cli.Flag{}, filterFlags...),
 					&cli.StringSliceFlag{Name: "metric", Usage: "a `METRIC` to examine (default: every metric with a better direction); repeatable"},
-					&cli.StringSliceFlag{Name: "arm", Usage: "an `ARM` to examine (default: all); repeatable"},
+					armsToExamineFlag("examine"), renamedList("arm"),
 					&cli.BoolFlag{Name: "effect", Usage: "also examine each arm's nightly effect against the baseline arm (Hodges-Lehmann shift)"},
 					&cli.IntFlag{Name: "recent", Value: 1, Usage: "a regression starting in the newest `K` nights fails (exit 4)"},
 					&cli.StringFlag{Name: "format", Value: "text", Usage: "text, md (a block for a pull request or chat) or json"},
 					wideFlag(),
-					&cli.Float64Flag{Name: "p", Value: changepoint.DefaultPValue, Usage: "significance level of the permutation test"},
 					&cli.IntFlag{Name: "permutations", Value: changepoint.DefaultPermutations, Usage: "shuffles per test (at most 100000)"},
 					&cli.IntFlag{Name: "min-segment", Value: changepoint.DefaultMinSegment, Usage: "fewest nights a segment may hold"},
 					&cli.Uint64Flag{Name: "seed", Value: changepoint.DefaultSeed, Usage: "random seed of the shuffles (results are reproducible)"},
 					&cli.IntFlag{Name: "baseline-nights", Value: nightly.DefaultBaselineNights, Usage: "tonight's check: the newest night's trials against those of the last `K` nights after the latest change point"},
-					&cli.Float64Flag{Name: "alpha", Value: nightly.DefaultAlpha, Usage: "tonight's check: family-wise level over the night's (arm, metric) pairs (Holm)"},
+					&cli.Float64Flag{Name: "alpha", Value: nightly.DefaultAlpha, Usage: "significance level of detect's tests: the change points' permutation test, and tonight's check family-wise over the night's (arm, metric) pairs (Holm)"},
+					renamedFloat("p"),
 					&cli.Float64Flag{Name: "min-shift", Value: nightly.DefaultMinShift, Usage: "tonight's check: smallest shift, relative to the baseline median, that fails the night"},
 					&cli.BoolFlag{Name: "no-tonight", Usage: "skip tonight's check (change points alone decide)"},
 				),
@@ -338,9 +345,6 @@ func historyCommand() *cli.Command {
 					}
 					if c.Int("recent") < 1 {
 						return fail("detect", "--recent %d: at least 1", c.Int("recent"))
-					}
-					if p := c.Float64("p"); p <= 0 || p >= 1 {
-						return fail("detect", "--p %v: want a level between 0 and 1", p)
 					}
 					if k := c.Int("baseline-nights"); k < 1 {
 						return fail("detect", "--baseline-nights %d: at least 1", k)
@@ -363,8 +367,8 @@ func historyCommand() *cli.Command {
 						return fail("detect", "%v", err)
 					}
 					defer st.Close()
-					opts := nightly.DetectOptions{Metrics: c.StringSlice("metric"), Arms: c.StringSlice("arm"), Effect: c.Bool("effect"),
-						Recent: c.Int("recent"), Filter: f, ChangePoint: changepoint.Options{PValue: c.Float64("p"),
+					opts := nightly.DetectOptions{Metrics: c.StringSlice("metric"), Arms: commaList(c, "arms"), Effect: c.Bool("effect"),
+						Recent: c.Int("recent"), Filter: f, ChangePoint: changepoint.Options{PValue: c.Float64("alpha"),
 							Permutations: c.Int("permutations"), MinSegment: c.Int("min-segment"), Seed: c.Uint64("seed")},
 						Tonight: nightly.TonightOptions{Off: c.Bool("no-tonight"), BaselineNights: c.Int("baseline-nights"), Alpha: c.Float64("alpha"),
 							MinShift: c.Float64("min-shift")}}
@@ -397,7 +401,7 @@ func historyCommand() *cli.Command {
 				Usage: "the history in another tool's format: otava (Apache Otava's JSON import)",
 				Flags: append(append([]cli.Flag{}, filterFlags...),
 					&cli.StringFlag{Name: "format", Value: "otava", Usage: "otava"},
-					&cli.StringSliceFlag{Name: "arm", Usage: "export only this `ARM`; repeatable; Otava reads one series per file (default: all)"},
+					armsToExamineFlag("export; Otava reads one series per file"), renamedList("arm"),
 					&cli.StringSliceFlag{Name: "metric", Usage: "export only this `METRIC`; repeatable (default: all)"},
 					&cli.StringFlag{Name: "out", Usage: "write to `FILE` (default: standard output): a new file or an export qmlsab wrote, never the history"},
 				),
@@ -423,11 +427,11 @@ func historyCommand() *cli.Command {
 					if err != nil {
 						return fail("export", "%v", err)
 					}
-					if err := history.CheckNames(runs, c.StringSlice("arm"), c.StringSlice("metric"), knownMetrics()); err != nil {
+					if err := history.CheckNames(runs, commaList(c, "arms"), c.StringSlice("metric"), knownMetrics()); err != nil {
 						return fail("export", "%v", err)
 					}
 					var b strings.Builder
-					if err := history.ExportOtava(&b, runs, history.OtavaOptions{Arms: c.StringSlice("arm"), Metrics: c.StringSlice("metric")}); err != nil {
+					if err := history.ExportOtava(&b, runs, history.OtavaOptions{Arms: commaList(c, "arms"), Metrics: c.StringSlice("metric")}); err != nil {
 						return fail("export", "%v", err)
 					}
 					if out := c.String("out"); out != "" {
@@ -449,7 +453,7 @@ func trendCommand() *cli.Command {
 			&cli.StringFlag{Name: "out", Value: filepath.Join("results", "trend.html"), Usage: "the page's `FILE`: a new file or a page qmlsab wrote, never the history"},
 			&cli.StringFlag{Name: "results", Value: "results", Usage: "the `DIR` holding run folders (nights link to their report.html)"},
 			&cli.StringSliceFlag{Name: "metric", Usage: "a `METRIC` to show (default: the key metrics); repeatable"},
-			&cli.StringSliceFlag{Name: "arm", Usage: "an `ARM` to show (default: all); repeatable"},
+			armsToExamineFlag("show"), renamedList("arm"),
 		),
 		Action: func(c *cli.Context) error {
 			fail := refusal("qmlsab trend")
@@ -468,7 +472,7 @@ func trendCommand() *cli.Command {
 			if err := os.MkdirAll(filepath.Dir(c.String("out")), 0o755); err != nil {
 				return fail("--out: %v", err)
 			}
-			opts := nightly.TrendOptions{Metrics: c.StringSlice("metric"), Arms: c.StringSlice("arm"), Filter: f, RunsRoot: c.String("results")}
+			opts := nightly.TrendOptions{Metrics: c.StringSlice("metric"), Arms: commaList(c, "arms"), Filter: f, RunsRoot: c.String("results")}
 			if err := nightly.WriteTrend(c.Context, st, c.String("out"), opts); err != nil {
 				return fail("%v", err)
 			}

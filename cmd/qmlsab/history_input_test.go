@@ -53,14 +53,14 @@ func TestHistoryReadersRefuseWhatMatchesNothing(t *testing.T) {
 	}{
 		{[]string{"history", "list", "--label", "branch=mster"}, []string{"branch=mster", "branch=master"}},
 		{[]string{"history", "list", "--workload", "nightlyy"}, []string{`"nightlyy"`, "nightly"}},
-		{[]string{"history", "detect", "--arm", "Q"}, []string{`"Q"`, "D, E"}},
+		{[]string{"history", "detect", "--arms", "Q"}, []string{`"Q"`, "D, E"}},
 		{[]string{"history", "detect", "--metric", "foo"}, []string{`"foo"`, "availability"}},
 		{[]string{"history", "detect", "--label", "branch=mster"}, []string{"branch=mster", "branch=master"}},
-		{[]string{"history", "export", "--arm", "Q"}, []string{`"Q"`, "D, E"}},
+		{[]string{"history", "export", "--arms", "Q"}, []string{`"Q"`, "D, E"}},
 		{[]string{"history", "export", "--metric", "foo"}, []string{`"foo"`}},
 		{[]string{"history", "export", "--workload", "x"}, []string{`"x"`, "nightly"}},
 		{[]string{"trend", "--metric", "foo", "--out", filepath.Join(tmp, "trend.html")}, []string{`"foo"`}},
-		{[]string{"trend", "--arm", "Q", "--out", filepath.Join(tmp, "trend.html")}, []string{`"Q"`}},
+		{[]string{"trend", "--arms", "Q", "--out", filepath.Join(tmp, "trend.html")}, []string{`"Q"`}},
 		{[]string{"trend", "--last", "-1", "--out", filepath.Join(tmp, "trend.html")}, []string{"--last -1"}},
 		{[]string{"history", "list", "--last", "-2"}, []string{"--last -2"}},
 	} {
@@ -80,7 +80,7 @@ func TestHistoryReadersRefuseWhatMatchesNothing(t *testing.T) {
 	if code != 0 || strings.Count(out, "\n") != 2 {
 		t.Errorf("history list of what exists: exit %d:\n%s", code, out)
 	}
-	if out, code := qmlsab(t, "history", "detect", "--history-db", db, "--arm", "D", "--metric", "availability"); code != 0 {
+	if out, code := qmlsab(t, "history", "detect", "--history-db", db, "--arms", "D", "--metric", "availability"); code != 0 {
 		t.Errorf("history detect of what exists: exit %d:\n%s", code, out)
 	}
 	if after := stormtest.DirEntries(t, hist); !slices.Equal(after, before) {

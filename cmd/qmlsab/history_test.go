@@ -55,7 +55,7 @@ func TestNightlyPipelineFindsTheRegression(t *testing.T) {
 	if code != 0 || strings.Count(out, "\n") != 1+24 {
 		t.Errorf("history list: exit %d, %d lines (want a header and 24 nights):\n%s", code, strings.Count(out, "\n"), out)
 	}
-	out, code = qmlsab(t, "history", "detect", "--history-db", db, "--metric", "availability", "--arm", "D", "--recent", "12", "--format", "json")
+	out, code = qmlsab(t, "history", "detect", "--history-db", db, "--metric", "availability", "--arms", "D", "--recent", "12", "--format", "json")
 	if code != exitRegression {
 		t.Fatalf("detect: exit %d, want %d (a regression):\n%s", code, exitRegression, out)
 	}
@@ -82,11 +82,11 @@ func TestNightlyPipelineFindsTheRegression(t *testing.T) {
 		t.Errorf("no regression found at night 13 ± 1: %+v", res.Changes)
 	}
 	// With only the newest night as "now", the old change is not news.
-	if out, code := qmlsab(t, "history", "detect", "--history-db", db, "--metric", "availability", "--arm", "D"); code != 0 {
+	if out, code := qmlsab(t, "history", "detect", "--history-db", db, "--metric", "availability", "--arms", "D"); code != 0 {
 		t.Errorf("detect --recent 1: exit %d, want 0 (the change is 12 nights old):\n%s", code, out)
 	}
 	// The Markdown block names the regression for a pull-request comment.
-	out, _ = qmlsab(t, "history", "detect", "--history-db", db, "--metric", "availability", "--arm", "D", "--recent", "12", "--format", "md")
+	out, _ = qmlsab(t, "history", "detect", "--history-db", db, "--metric", "availability", "--arms", "D", "--recent", "12", "--format", "md")
 	if !strings.Contains(out, "regression") || !strings.Contains(out, "| night |") {
 		t.Errorf("detect --format md:\n%s", out)
 	}
@@ -95,7 +95,7 @@ func TestNightlyPipelineFindsTheRegression(t *testing.T) {
 		t.Errorf("--recent 0: exit %d, want 1", code)
 	}
 	// Otava's import format: one entry per night for one arm.
-	out, code = qmlsab(t, "history", "export", "--history-db", db, "--arm", "D", "--metric", "availability")
+	out, code = qmlsab(t, "history", "export", "--history-db", db, "--arms", "D", "--metric", "availability")
 	var otava []struct {
 		Timestamp int64 `json:"timestamp"`
 		Metrics   []struct {

@@ -30,6 +30,12 @@ func toolVersion() string {
 	return "dev"
 }
 
+// versionLine is the tool's version as `qmlsab version` and `qmlsab
+// --version` both print it, after "qmlsab version ".
+func versionLine() string {
+	return fmt.Sprintf("%s (mongosim %s, wire %d)", toolVersion(), mongosim.Version, mongosim.MaxWireVersion)
+}
+
 func main() {
 	if err := newApp().Run(os.Args); err != nil {
 		// Most cli.Exit errors print themselves and exit with their code
@@ -51,7 +57,7 @@ func newApp() *cli.App {
 	app := &cli.App{
 		Name:    "qmlsab",
 		Usage:   "A/B-test MongoDB query memory load shedding",
-		Version: toolVersion(),
+		Version: versionLine(),
 		// Values are taken as written: --label 'msg=fix a,b' is one
 		// label; a flag is repeated for more values.
 		DisableSliceFlagSeparator: true,
@@ -61,7 +67,7 @@ func newApp() *cli.App {
 				Name:  "version",
 				Usage: "print the tool version",
 				Action: func(c *cli.Context) error {
-					fmt.Fprintf(c.App.Writer, "qmlsab %s (mongosim %s, wire %d)\n", toolVersion(), mongosim.Version, mongosim.MaxWireVersion)
+					cli.ShowVersion(c) // what --version prints
 					return nil
 				},
 			},
@@ -80,8 +86,22 @@ func newApp() *cli.App {
 		},
 	}
 	installFlagHelp()
+	installHelpWrap()
 	enforceUsage(app)
 	return app
+}
+
+// interruptedExit is sim's exit: 130 saying so when ctx (interruptContext's)
+// was cancelled by a signal, else err.
+func interruptedExit(ctx context.Context, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	msg := fmt.Sprintf("qmlsab sim: %v; the replica set is stopped", context.Cause(ctx))
+	if err != nil {
+		msg = fmt.Sprintf("qmlsab sim: %v (%v)", context.Cause(ctx), err)
+	}
+	return cli.Exit(msg, exitInterrupted)
 }
 
 // simCommand starts the embedded simulator as a replica set on loopback and
@@ -113,19 +133,22 @@ func simCommand() *cli.Command {
 			defer cancel()
 			rs, err := mongosim.StartReplicaSet(start, mongosim.ReplicaSetOptions{Members: c.Int("members"), ElectionTimeout: c.Duration("election-timeout")})
 			if err != nil {
-				return fmt.Errorf("starting mongosim: %w", err)
+				return interruptedExit(ctx, fmt.Errorf("starting mongosim: %w", err))
 			}
-			defer rs.Close()
+			up := ctx
 			if d := c.Duration("for"); d > 0 { // counted from when the set is up
 				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, d)
+				up, cancel = context.WithTimeout(ctx, d)
 				defer cancel()
 			}
 			fmt.Fprintf(c.App.Writer, "mongosim replica set (SIMULATED mongod %s) is up; primary is member %d\n", mongosim.Version, rs.Primary())
 			fmt.Fprintf(c.App.Writer, "  %s\n", rs.URI())
 			fmt.Fprintf(c.App.Writer, "  members: %s\n", strings.Join(rs.Hosts(), " "))
-			<-ctx.Done()
-			return nil
+			<-up.Done()
+			rs.Close()
+			// Stopped by a signal (Ctrl-C), not by --for: interrupted,
+			// as every command a signal stops exits.
+			return interruptedExit(ctx, nil)
 		},
 	}
 }

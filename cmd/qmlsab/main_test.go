@@ -142,7 +142,7 @@ func TestRunRejectsBadFlagsByName(t *testing.T) {
 	}{
 		{[]string{"run", "--profile", "fast"}, "--profile"},
 		{[]string{"run", "--arms", "D,Q"}, `unknown arm "Q"`},
-		{[]string{"run", "--n", "0"}, "--n"},
+		{[]string{"run", "-n", "0"}, "-n 0: "},
 		{[]string{"run", "--workload", "nope"}, "--workload"},
 		{[]string{"run", "--resume", filepath.Join(t.TempDir(), "missing")}, "--resume"},
 		{[]string{"run", "--clock", "fast"}, "--clock"},
@@ -189,11 +189,11 @@ func TestRunQuickProfileWritesASimulatedRun(t *testing.T) {
 		t.Errorf("resuming a finished run must run nothing (exit %d):\n%s", code, out)
 	}
 	// The resume line states the run's own plan, not this command line's defaults.
-	if !strings.Contains(out, "× 1 trials") || !strings.Contains(out, "wall clock, profile quick") {
+	if !strings.Contains(out, "× 1 trial,") || !strings.Contains(out, "wall clock, profile quick") {
 		t.Errorf("resume must state the run's own plan (1 trial per arm, wall clock, quick):\n%s", out)
 	}
 	// A resumed run keeps its conditions: another clock, profile or n is refused by name.
-	for _, tc := range [][]string{{"--clock", "virtual"}, {"--profile", "default"}, {"--n", "2"}, {"--seed", "7"}} {
+	for _, tc := range [][]string{{"--clock", "virtual"}, {"--profile", "default"}, {"-n", "2"}, {"--seed", "7"}} {
 		out, code := qmlsab(t, append([]string{"run", "--resume", dir}, tc...)...)
 		if code != 1 || !strings.Contains(out, tc[0]+" "+tc[1]+": ") || !strings.Contains(out, "keeps its conditions") {
 			t.Errorf("resume with %v: exit %d, want 1 and a refusal naming %s:\n%s", tc, code, tc[0], out)
@@ -330,7 +330,7 @@ func TestReportExitCodes(t *testing.T) {
 		{[]string{"report", "--format", "pdf", dir}, `--format "pdf"`},
 		{[]string{"report", "--baseline", "Q", dir}, `--baseline "Q"`},
 		{[]string{"report", "--alpha", "2", dir}, "--alpha"},
-		{[]string{"report", missing}, filepath.Join(missing, "manifest.json")},
+		{[]string{"report", missing}, missing + ": not a run folder"},
 		{[]string{"report", "--results", missing}, missing},
 	} {
 		out, code := qmlsab(t, tc.args...)

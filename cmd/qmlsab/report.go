@@ -71,6 +71,14 @@ func reportAction(c *cli.Context) error {
 	if a := c.Float64("alpha"); a <= 0 || a >= 1 {
 		return fail("--alpha %v: want a level between 0 and 1", a)
 	}
+	opts := report.Options{Baseline: c.String("baseline"), Alpha: c.Float64("alpha"), AllowPartial: c.Bool("allow-partial")}
+	if g := c.String("gates"); g != "" {
+		gs, err := report.LoadGates(g)
+		if err != nil {
+			return fail("--gates: %v", gateSetError(g, err))
+		}
+		opts.Gates = &gs
+	}
 	// Every flag is checked before anything is written: a label the
 	// history would refuse must not leave a report behind.
 	if _, err := labels(c); err != nil {
@@ -126,14 +134,6 @@ func reportAction(c *cli.Context) error {
 	in, err := report.Load(dirs)
 	if err != nil {
 		return fail("%v", err)
-	}
-	opts := report.Options{Baseline: c.String("baseline"), Alpha: c.Float64("alpha"), AllowPartial: c.Bool("allow-partial")}
-	if g := c.String("gates"); g != "" {
-		gs, err := report.LoadGates(g)
-		if err != nil {
-			return fail("--gates: %v", err)
-		}
-		opts.Gates = &gs
 	}
 	// A run without a finished trial has nothing to report; a gate set
 	// cannot pass on it (fail closed: exit 3, as for a failed gate).

@@ -15,6 +15,7 @@ import (
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/internal/texttable"
+	"github.com/qmlsab/qmlsab/internal/units"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/progress"
 	"github.com/qmlsab/qmlsab/run"
@@ -102,11 +103,6 @@ func runAction(c *cli.Context) error {
 		Shard:       shard,
 		ToolVersion: toolVersion(),
 		CommandLine: os.Args,
-		Log:         slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: logLevel})),
-		Progress:    progress.For(c.App.Writer),
-		// The provisioning tables are for the person watching, as the
-		// log is: stderr.
-		Provisioning: c.App.ErrWriter,
 	}
 	if resumed != nil {
 		// A resumed run keeps its own conditions: only the flags given
@@ -144,19 +140,21 @@ func runAction(c *cli.Context) error {
 			}
 		}
 	}
+	cfg.Dir = dir
+	// Everything the run layer would refuse before its first trial is
+	// refused here, before the run is announced or its folder made.
+	if err := run.Preflight(cfg); err != nil {
+		return fail("%v", err)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fail("--out: %v", err)
 	}
 
-	cfg.Dir = dir
 	w := spec.Scaled(run.Profiles[c.String("profile")])
 	if w.Merge != nil && c.IsSet("clock") && c.String("clock") == run.Virtual {
 		fmt.Fprintln(c.App.Writer, "note: merge_partial_write always crosses the wire (wall clock): the hole it measures is a secondary forwarding its writes")
 	}
-	length := "a fixed number of ops"
-	if d := w.Duration(); d > 0 {
-		length = d.String()
-	}
+	modelTime := w.SpillToDisk != nil && c.String("clock") == run.Virtual && !slices.ContainsFunc(selected, func(a arms.Arm) bool { return !a.Embedded() })
 	part := ""
 	if shard.Count > 0 && !cfg.Resume {
 		var units []string
@@ -168,9 +166,17 @@ func runAction(c *cli.Context) error {
 	if resumed != nil {
 		fmt.Fprintf(c.App.Writer, "qmlsab run: resuming %s: %s\n", dir, resumePlan(resumed.Manifest))
 	} else {
-		fmt.Fprintf(c.App.Writer, "qmlsab run: %s, %d arms × %d trials%s, %s per trial, into %s\n",
-			w.Name, len(selected), cfg.N, part, length, dir)
+		fmt.Fprintf(c.App.Writer, "qmlsab run: %s, %s × %s%s, %s, into %s\n",
+			w.Name, texttable.Count(len(selected), "arm"), texttable.Count(cfg.N, "trial"), part, trialLength(w, modelTime), dir)
 	}
+	// On a terminal the progress is a live region, and what goes to
+	// standard error on the same terminal while it is live (the log, and
+	// the provisioning tables, which are for the person watching as the
+	// log is) goes through it, above the region. Execute closes it.
+	sink, logw := progress.For(c.App.Writer, c.App.ErrWriter)
+	defer sink.Close()
+	cfg.Progress, cfg.Provisioning = sink, logw
+	cfg.Log = slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: logLevel}))
 	out, runErr := run.Execute(ctx, cfg)
 	var allInvalid error
 	if r, err := store.Open(out); err == nil {
@@ -190,7 +196,12 @@ func runAction(c *cli.Context) error {
 			}
 		}
 		if invalid > 0 {
-			fmt.Fprintf(c.App.Writer, "warning: %d of %d trials are invalid (reasons in the lines above and in manifest.json)\n", invalid, len(r.Manifest.Trials))
+			verb := "are"
+			if invalid == 1 {
+				verb = "is"
+			}
+			fmt.Fprintf(c.App.Writer, "warning: %d of %s %s invalid (reasons in the lines above and in manifest.json)\n", invalid,
+				texttable.Count(len(r.Manifest.Trials), "trial"), verb)
 		}
 		if invalid > 0 && invalid == finished && runErr == nil && ctx.Err() == nil {
 			// A run that measured nothing is a failure, not a result.
@@ -254,12 +265,10 @@ func resumePlan(m store.Manifest) string {
 			left++
 		}
 	}
-	length := "a fixed number of ops"
+	length := "a fixed number of ops per trial"
 	var spec workload.Spec
 	if json.Unmarshal(m.Workload, &spec) == nil {
-		if d := spec.Duration(); d > 0 {
-			length = d.String()
-		}
+		length = trialLength(spec, m.Clock == run.Virtual)
 	}
 	arms := m.ArmNames()
 	n := 0
@@ -274,8 +283,23 @@ func resumePlan(m store.Manifest) string {
 	if m.Profile != "" {
 		profile = ", profile " + m.Profile
 	}
-	return fmt.Sprintf("%s, %d arms (%s) × %d trials, %s per trial, %s clock%s; %d of %d trials left",
-		m.WorkloadName, len(arms), strings.Join(arms, ","), n, length, clock, profile, left, len(m.Trials))
+	return fmt.Sprintf("%s, %s (%s) × %s, %s, %s clock%s; %d of %s left",
+		m.WorkloadName, texttable.Count(len(arms), "arm"), strings.Join(arms, ","), texttable.Count(n, "trial"), length, clock, profile, left,
+		texttable.Count(len(m.Trials), "trial"))
+}
+
+// trialLength is how long each trial of workload w runs, as people write
+// a duration ("4m per trial"), in model time when the run is on the
+// virtual clock.
+func trialLength(w workload.Spec, modelTime bool) string {
+	d := w.Duration()
+	switch {
+	case d <= 0:
+		return "a fixed number of ops per trial"
+	case modelTime:
+		return units.FormatDuration(d) + " of model time per trial"
+	}
+	return units.FormatDuration(d) + " per trial"
 }
 
 // jobIndexEnv is where a Kubernetes Indexed Job puts a pod's index.
@@ -323,24 +347,28 @@ type column struct {
 }
 
 // trialColumns are a storm run's: the essential ones fit 80 columns.
+// Every outcome of the storm's queries is among them, failed included: a
+// crash loop's headline is its failed queries (tens of thousands against
+// hundreds completed), which a table without them hides.
 var trialColumns = []column{
 	{title: "avail", metric: metric.Availability, format: "%.3f", unit: 1},
 	{title: "avail storm", metric: metric.AvailabilityStorm, format: "%.3f", unit: 1, wide: true},
-	{title: "failovers", metric: "failovers", format: "%.0f", unit: 1},
-	{title: "restarts", metric: "restarts", format: "%.0f", unit: 1, wide: true},
-	{title: "completed", metric: "storm_completed", format: "%.0f", unit: 1}, {title: "shed", metric: "storm_shed", format: "%.0f", unit: 1},
-	{title: "killed", metric: "storm_killed", format: "%.0f", unit: 1},
+	{title: "failovers", metric: metric.Failovers, format: "%.0f", unit: 1},
+	{title: "restarts", metric: metric.Restarts, format: "%.0f", unit: 1, wide: true},
+	{title: "ok", metric: metric.StormCompleted, format: "%.0f", unit: 1}, {title: "shed", metric: metric.StormShed, format: "%.0f", unit: 1},
+	{title: "killed", metric: metric.StormKilled, format: "%.0f", unit: 1},
+	{title: "failed", metric: metric.StormFailed, format: "%.0f", unit: 1},
 	{title: "srv sheds/s", metric: metric.ServerShedsPerS, format: "%.1f", unit: 1, wide: true},
 	{title: "actor kills/s", metric: metric.ActorKillsPerS, format: "%.1f", unit: 1, wide: true},
-	{title: "failed", metric: "storm_failed", format: "%.0f", unit: 1, wide: true},
-	{title: "unsupported", metric: "storm_unsupported", format: "%.0f", unit: 1, wide: true},
-	{title: "unfinished", metric: "storm_unfinished", format: "%.0f", unit: 1, wide: true},
-	{title: "p99 ms", metric: "canary_p99_ms", format: "%.0f", unit: 1}, {title: "rss GiB", metric: "rss_peak_bytes", format: "%.2f", unit: 1 << 30},
+	{title: "unsupported", metric: metric.StormUnsupported, format: "%.0f", unit: 1, wide: true},
+	{title: "unfinished", metric: metric.StormUnfinished, format: "%.0f", unit: 1, wide: true},
+	{title: "p99 ms", metric: metric.CanaryP99Ms, format: "%.0f", unit: 1}, {title: "rss GiB", metric: metric.RSSPeakBytes, format: "%.2f", unit: 1 << 30},
 }
 
 // trialLegend names what the storm table's terse titles stand for.
-const trialLegend = "avail: canary availability; shed, killed: storm queries that failed QueryMemoryLimitExceeded or Interrupted, " +
-	"as the client saw them; p99 ms: canary latency p99, ≥ when a canary the client's timeout cut short can move it; rss GiB: peak RSS, 2^30 B. " +
+const trialLegend = "avail: canary availability; ok, shed, killed, failed: storm queries that completed, failed QueryMemoryLimitExceeded, " +
+	"were Interrupted, or failed otherwise (timeouts, network errors, no primary), as the client saw them; " +
+	"p99 ms: canary latency p99, ≥ when a canary the client's timeout cut short can move it; rss GiB: peak RSS, 2^30 B. " +
 	"--wide adds avail storm (the storm's canaries), srv sheds/s (the server's own sheds) and actor kills/s (the killOp actor's), " +
 	"per second with a primary, never added"
 
@@ -374,7 +402,9 @@ func printTrials(c *cli.Context, r *store.Run) {
 	if json.Unmarshal(r.Manifest.Workload, &spec) == nil && spec.Kind == workload.KindMergePartialWrite {
 		cols, legend = mergeColumns, ""
 	}
-	t := &texttable.Table{Columns: []texttable.Column{{Title: "arm", Key: "arm"}, {Title: "trial", Key: "trial"}, {Title: "status", Key: "status"}}}
+	// A trial is named as the progress lines name it (E#3): one column
+	// for the arm and the index leaves room for every outcome.
+	t := &texttable.Table{Columns: []texttable.Column{{Title: "trial", Key: "trial"}, {Title: "status", Key: "status"}}}
 	for _, col := range cols {
 		t.Columns = append(t.Columns, texttable.Column{Title: col.title, Key: col.metric, Wide: col.wide})
 	}
@@ -390,7 +420,8 @@ func printTrials(c *cli.Context, r *store.Run) {
 	wide := c.Bool("wide")
 	for _, name := range r.Manifest.ArmNames() {
 		for _, tr := range r.Trials[name] {
-			row := []texttable.Cell{texttable.Text(name), texttable.Int(tr.Index), texttable.Text(status[fmt.Sprint(name, "#", tr.Index)])}
+			key := fmt.Sprint(name, "#", tr.Index)
+			row := []texttable.Cell{texttable.Text(key), texttable.Text(status[key])}
 			for _, col := range cols {
 				v, ok := tr.Metrics[col.metric]
 				bound, censored := tr.AtLeast[col.metric]

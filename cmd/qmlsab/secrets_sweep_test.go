@@ -89,7 +89,7 @@ func TestURISweepLeavesThePasswordNowhere(t *testing.T) {
 			{args: []string{"history", "list", "--history-db", uri}},
 			{args: []string{"history", "list", "--db", uri}}, // the deprecated spelling
 			{args: []string{"history", "list"}, env: uri},
-			{args: []string{"history", "detect", "--history-db", uri, "--metric", "availability", "--arm", "D"}},
+			{args: []string{"history", "detect", "--history-db", uri, "--metric", "availability", "--arms", "D"}},
 			{args: []string{"history", "export", "--history-db", uri}},
 			{args: []string{"trend", "--history-db", uri, "--out", out("trend") + ".html"}},
 			{args: []string{"arms", "list", "--arms-file", armsFile}},

@@ -175,7 +175,7 @@ func TestShardsMergeToTheUnshardedRun(t *testing.T) {
 		{"shard given twice", []string{shard(1), twin, shard(2), shard(3)}, []string{shard(1) + " and " + twin + " are both shard 1/3"}},
 		{"half-finished shard", []string{shard(1), half, shard(3)}, []string{half + ": shard 2/3 is unfinished", "qmlsab run --resume " + half}},
 		{"a whole run", []string{wholeDir}, []string{wholeDir + " is a whole run, not a shard"}},
-		{"a missing folder", []string{shard(1), filepath.Join(root, "nope"), shard(3)}, []string{filepath.Join(root, "nope", "manifest.json")}},
+		{"a missing folder", []string{shard(1), filepath.Join(root, "nope"), shard(3)}, []string{filepath.Join(root, "nope") + ": not a run folder"}},
 	} {
 		msg, err := runBin(bin, nil, append([]string{"merge", "--expect", "3", "--out", out}, c.dirs...)...)
 		if code := exitCode(err); code != 1 {

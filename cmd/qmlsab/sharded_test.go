@@ -24,7 +24,7 @@ import (
 // leftover, not a partial write); G never sheds; every shed is a shard
 // member's (the router's own operation is never shed); the samples cover
 // both shards' primaries and the router; the report's merge section has
-// the cases as rows. --n 3, as the acceptance runs it.
+// the cases as rows. -n 3, as the acceptance runs it.
 func TestRunMergeShardedTopology(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-time trials")

@@ -16,6 +16,7 @@ import (
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/internal/outputfile"
 	"github.com/qmlsab/qmlsab/internal/texttable"
+	"github.com/qmlsab/qmlsab/internal/units"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/run"
 	"github.com/qmlsab/qmlsab/run/virtual"
@@ -129,8 +130,9 @@ func sweepAction(c *cli.Context) error {
 		cells *= len(a.Values)
 	}
 	total := cells * len(selected) * cfg.Seeds
-	fmt.Fprintf(c.App.Writer, "qmlsab sweep (SIMULATED: mongosim's model in virtual time): %d cells × %d arms × %d seeds = %d trials of %v model time each, profile %s\n",
-		cells, len(selected), cfg.Seeds, total, base.Workload.Phases.Total(), c.String("profile"))
+	fmt.Fprintf(c.App.Writer, "qmlsab sweep (SIMULATED: mongosim's model in virtual time): %s × %s × %s = %s of %s model time each, profile %s\n",
+		texttable.Count(cells, "cell"), texttable.Count(len(selected), "arm"), texttable.Count(cfg.Seeds, "seed"), texttable.Count(total, "trial"),
+		units.FormatDuration(base.Workload.Phases.Total()), c.String("profile"))
 	cfg.Progress = sweepProgress(c.App.Writer)
 	restoreGC := sweep.TuneGC()
 	defer restoreGC()

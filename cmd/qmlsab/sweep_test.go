@@ -20,7 +20,7 @@ func TestSweepBadInput(t *testing.T) {
 		{[]string{"sweep", "--vary", "workload.stormRate=300:100:50", "--out", out}, `qmlsab sweep: --vary "workload.stormRate=300:100:50": TO is below FROM`},
 		{[]string{"sweep", "--vary", "workload.stormRate=100:300:0", "--out", out}, `qmlsab sweep: --vary "workload.stormRate=100:300:0": STEP must be above 0`},
 		{[]string{"sweep", "--vary", "hw.cpus=4,8", "--vary", "hw.allocOverhead=1,2", "--vary", "workload.stormRate=1,2", "--out", out}, "qmlsab sweep: --vary: 3 given; at most 2"},
-		{[]string{"sweep", "--vary", "hw.cpus=4,8", "--n", "0", "--out", out}, "qmlsab sweep: --n 0: at least one trial per cell"},
+		{[]string{"sweep", "--vary", "hw.cpus=4,8", "-n", "0", "--out", out}, "qmlsab sweep: -n 0: at least one trial per cell"},
 		{[]string{"sweep", "--vary", "hw.cpus=4,8", "--profile", "fast", "--out", out}, `qmlsab sweep: --profile "fast": want quick, default or long`},
 		{[]string{"sweep", "--vary", "hw.cpus=4,8", "--arms", "D,Q", "--out", out}, `qmlsab sweep: --arms: unknown arm "Q"`},
 		{[]string{"sweep", "--arms", "E", "--vary", "param.queryMemoryLoadSheddingHighMarkPercent=20,80", "--out", out}, "qmlsab sweep: --vary [param.queryMemoryLoadSheddingHighMarkPercent=20,80]: arm E at [param.queryMemoryLoadSheddingHighMarkPercent=20 %]: queryMemoryLoadSheddingHighMarkPercent (20) must be above the low mark (30)"},

@@ -78,7 +78,7 @@ func TestDefaultTablesFitATerminal(t *testing.T) {
 		{[]string{"workloads", "list"}, []string{"KIND"}},
 		{[]string{"sweep", "--list"}, []string{"VALUES", "MEANING"}},
 		{[]string{"history", "list", "--history-db", db}, []string{"LABELS"}},
-		{[]string{"history", "detect", "--history-db", db, "--arm", "D", "--metric", "availability", "--metric", "rss_peak_bytes", "--recent", "12"}, []string{"RUN", "DATE", "SERIES"}},
+		{[]string{"history", "detect", "--history-db", db, "--arms", "D", "--metric", "availability", "--metric", "rss_peak_bytes", "--recent", "12"}, []string{"RUN", "DATE", "SERIES"}},
 	}
 	for _, c := range cases {
 		what := strings.Join(c.args, " ")
@@ -97,14 +97,14 @@ func TestDefaultTablesFitATerminal(t *testing.T) {
 			}
 		}
 	}
-	if out, _ := qmlsab(t, "history", "detect", "--history-db", db, "--arm", "D", "--metric", "rss_peak_bytes", "--recent", "12"); !regexp.MustCompile(`\d GiB`).MatchString(out) || strings.Contains(out, "e+") {
+	if out, _ := qmlsab(t, "history", "detect", "--history-db", db, "--arms", "D", "--metric", "rss_peak_bytes", "--recent", "12"); !regexp.MustCompile(`\d GiB`).MatchString(out) || strings.Contains(out, "e+") {
 		t.Errorf("history detect does not write bytes in GiB:\n%s", out)
 	}
 
 	// The run's trial table: the essential columns in 80, every one wide.
 	checkFits(t, "run", runOut, dir)
 	for _, arm := range []string{"D", "E", "F"} {
-		if !regexp.MustCompile(`(?m)^` + arm + `\s+1\s+valid\s`).MatchString(runOut) {
+		if !regexp.MustCompile(`(?m)^` + arm + `#1\s+valid\s`).MatchString(runOut) {
 			t.Errorf("run output lacks arm %s's trial row:\n%s", arm, runOut)
 		}
 	}
@@ -112,14 +112,19 @@ func TestDefaultTablesFitATerminal(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run --wide: exit %d\n%s", code, wideRun)
 	}
-	head := regexp.MustCompile(`(?m)^arm\s+trial\s+status\s.*$`).FindString(wideRun)
+	head := regexp.MustCompile(`(?m)^trial\s+status\s.*$`).FindString(wideRun)
 	for _, col := range trialColumns {
 		if !strings.Contains(head, col.title) {
 			t.Errorf("run --wide header %q lacks %q", head, col.title)
 		}
-		if col.wide && strings.Contains(regexp.MustCompile(`(?m)^arm\s+trial\s+status\s.*$`).FindString(runOut), col.title) {
+		if col.wide && strings.Contains(regexp.MustCompile(`(?m)^trial\s+status\s.*$`).FindString(runOut), col.title) {
 			t.Errorf("run shows the wide column %q by default", col.title)
 		}
+	}
+	// Every outcome of the storm's queries is in the default table:
+	// failed ones are a crash loop's headline.
+	if !regexp.MustCompile(`(?m)^trial\s+status\s.*\bok\s+shed\s+killed\s+failed\b`).MatchString(runOut) {
+		t.Errorf("the default run table lacks a storm outcome (ok, shed, killed, failed):\n%s", runOut)
 	}
 
 	// Machines: every column, every row.
@@ -197,7 +202,7 @@ func TestNoOutputSaysMBForABinarySize(t *testing.T) {
 	}
 	db := tableHistory(t)
 	for _, args := range [][]string{{"arms", "list", "--wide"}, {"workloads", "show", "spill_to_disk"}, {"sweep", "--list"},
-		{"history", "detect", "--history-db", db, "--arm", "D", "--recent", "12"}, {"history", "detect", "--history-db", db, "--arm", "D", "--recent", "12", "--format", "md"}} {
+		{"history", "detect", "--history-db", db, "--arms", "D", "--recent", "12"}, {"history", "detect", "--history-db", db, "--arms", "D", "--recent", "12", "--format", "md"}} {
 		out, _ := qmlsab(t, args...)
 		outs = append(outs, out)
 	}

@@ -18,9 +18,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
+
+	"github.com/qmlsab/qmlsab/internal/units"
 )
 
 // Width is the width the default tables fit.
@@ -290,7 +294,7 @@ func fold(s string, width int) []string {
 	}
 	var lines []string
 	cur := ""
-	for _, word := range strings.Fields(s) {
+	for _, word := range words(s) {
 		for textWidth(word) > width {
 			if cur != "" {
 				lines, cur = append(lines, cur), ""
@@ -322,6 +326,26 @@ func fold(s string, width int) []string {
 	return lines
 }
 
+// words are s's words, a figure and the unit after it taken as one
+// ("2^30 B.", "125 MiB/s"), so that no line ends in a figure whose unit
+// starts the next.
+func words(s string) []string {
+	var out []string
+	for _, w := range strings.Fields(s) {
+		if n := len(out); n > 0 && endsInDigit(out[n-1]) && slices.Contains(units.Symbols, strings.TrimRight(w, ".,;:)]")) {
+			out[n-1] += " " + w
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+func endsInDigit(w string) bool {
+	r, _ := utf8.DecodeLastRuneInString(w)
+	return unicode.IsDigit(r)
+}
+
 // textWidth is the columns s takes on a terminal (one a character: the
 // tables hold no double-width ones).
 func textWidth(s string) int { return utf8.RuneCountInString(s) }
@@ -340,4 +364,13 @@ func FoldParagraph(w io.Writer, s, first, rest string) {
 		}
 		fmt.Fprintln(w, indent+l)
 	}
+}
+
+// Count is n and a noun, plural unless n is 1: "1 trial", "2 trials"
+// (for nouns whose plural adds an s).
+func Count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }

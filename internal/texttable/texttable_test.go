@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/qmlsab/qmlsab/internal/units"
 )
 
 func sample() *Table {
@@ -116,5 +119,32 @@ func TestFoldBreaksLongNamesAfterSeparators(t *testing.T) {
 		if got := Fold(c.in, c.width); strings.Join(got, "|") != strings.Join(c.want, "|") {
 			t.Errorf("Fold(%q, %d) = %q, want %q", c.in, c.width, got, c.want)
 		}
+	}
+}
+
+// A figure and its unit stay on one line at every width: "2^30 B" is
+// never folded into "2^30" and "B".
+func TestFoldNeverSplitsAFigureFromItsUnit(t *testing.T) {
+	s := "rss GiB: peak RSS, 2^30 B. The disk writes 125 MiB/s; a storm of 30 s at 12 % CPU, 3 arms"
+	for width := len("125 MiB/s;"); width <= 90; width++ {
+		lines := Fold(s, width)
+		if got := strings.Join(lines, " "); got != s {
+			t.Fatalf("width %d: folded text reads %q", width, got)
+		}
+		for i := 1; i < len(lines); i++ {
+			first := strings.TrimRight(strings.Fields(lines[i])[0], ".,;:)]")
+			if endsInDigit(lines[i-1]) && slices.Contains(units.Symbols, first) {
+				t.Errorf("width %d: %q | %q splits a figure from its unit", width, lines[i-1], lines[i])
+			}
+		}
+	}
+	if got := Fold("3 arms", 4); strings.Join(got, "|") != "3|arms" {
+		t.Errorf("a word that is no unit still folds after a figure: %q", got)
+	}
+}
+
+func TestCountSaysOneOrMany(t *testing.T) {
+	if got := Count(1, "arm") + ", " + Count(2, "trial") + ", " + Count(0, "trial"); got != "1 arm, 2 trials, 0 trials" {
+		t.Errorf("Count: %q", got)
 	}
 }

@@ -179,3 +179,26 @@ func ParseDuration(s string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// FormatDuration writes a duration as people write one: whole units
+// without the zero parts Go's String adds (4m, not 4m0s; 1h30m; 90ms),
+// and as String does otherwise (1m30.5s). ParseDuration reads it back.
+func FormatDuration(d time.Duration) string {
+	s := d.String()
+	if d == 0 || d%time.Second != 0 {
+		return s
+	}
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// Symbols are the unit symbols qmlsab's prose puts after a figure
+// ("2^30 B", "125 MiB/s", "30 s"): text folded into lines keeps each on
+// the line of its figure.
+var Symbols = []string{"B", "KiB", "MiB", "GiB", "TiB", "B/s", "KiB/s", "MiB/s", "GiB/s",
+	"ns", "µs", "us", "ms", "s", "min", "h", "model-s", "%"}

@@ -3,6 +3,7 @@ package units
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -90,5 +91,27 @@ func TestParseDuration(t *testing.T) {
 	_, err := ParseDuration("30 seconds")
 	if err == nil || strings.Contains(err.Error(), "time.Duration") || !strings.Contains(err.Error(), "30s") {
 		t.Errorf("error %v should say a duration like 30s", err)
+	}
+}
+
+func TestFormatDurationAsPeopleWriteIt(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		4 * time.Minute:                     "4m",
+		time.Hour:                           "1h",
+		time.Hour + 30*time.Minute:          "1h30m",
+		90 * time.Second:                    "1m30s",
+		24 * time.Second:                    "24s",
+		250 * time.Millisecond:              "250ms",
+		time.Minute + 1500*time.Millisecond: "1m1.5s",
+		2*time.Hour + 5*time.Second:         "2h0m5s",
+		0:                                   "0s",
+	} {
+		got := FormatDuration(d)
+		if got != want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", d, got, want)
+		}
+		if back, err := ParseDuration(got); err != nil || back != d {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", got, back, err, d)
+		}
 	}
 }
