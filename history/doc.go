@@ -76,7 +76,7 @@
 //   - Version 3: runs.partial, set for a run stored before all its planned
 //     trials finished ([Run.Partial]).
 //   - Version 4: runs.workload_definition and arms.definition (JSON text,
-//     '' in nights stored before).
+//     empty in nights stored before).
 //
 // Migrations are a list of steps applied in order in one transaction on
 // open. Before SQLite touches a file, Open reads its header: a file that is
