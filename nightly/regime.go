@@ -56,6 +56,9 @@ func (r Redefinition) Describe() string {
 		parts = append(parts, "workload "+strings.Join(r.Workload, ", "))
 	}
 	for _, a := range slices.Sorted(maps.Keys(r.Arms)) {
+		if len(r.Arms[a]) == 0 {
+			continue
+		}
 		parts = append(parts, "arm "+a+" "+strings.Join(r.Arms[a], ", "))
 	}
 	return strings.Join(parts, "; ")
