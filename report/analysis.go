@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/qmlsab/qmlsab/investigation"
 	"github.com/qmlsab/qmlsab/metric"
 )
 
@@ -15,6 +16,9 @@ type Options struct {
 	Baseline string
 	Alpha    float64 // default 0.05
 	Gates    *GateSet
+	// GatePredictions lets the gates of predicted arms decide the gate
+	// set (GateResult.Prediction); without it they are reported only.
+	GatePredictions bool
 }
 
 // Arm is one arm's statistics.
@@ -81,11 +85,18 @@ type Analysis struct {
 // GatesPass reports whether every gate met its expectation for every arm
 // it applies to (a gate expected to fail must fail). A gate with no data
 // (its metric absent) neither passes nor fails: it is shown as "no data"
-// with the reason and a warning, and does not fail the set.
+// with the reason and a warning, and does not fail the set; but an arm
+// with no valid trial at all (its trials invalid, or a run that died)
+// measured nothing, and fails every gate of its. A prediction's gate
+// (GateResult.Informational) is reported and decides nothing.
 func (a *Analysis) GatesPass() bool {
 	for _, arm := range a.Arms {
 		for _, g := range arm.Gates {
-			if !g.NoData && !g.NotApplicable && !g.AsExpected() {
+			switch {
+			case g.NotApplicable, g.Informational:
+			case arm.N == 0:
+				return false
+			case !g.NoData && !g.AsExpected():
 				return false
 			}
 		}
@@ -211,7 +222,13 @@ func Analyze(in *Input, opts Options) (*Analysis, error) {
 					continue
 				}
 				r := g.Evaluate(name, arm.Metrics)
-				if r.NoData {
+				r.Prediction = investigation.Predicted(name) && armSimulated(in, name)
+				r.Informational = r.Prediction && !opts.GatePredictions
+				if r.NoData && arm.N == 0 && !r.Informational {
+					r.Reason = "no valid trial: the arm measured nothing, which fails the gate set"
+					a.Warnings = append(a.Warnings, Warning{Arm: name, Metric: g.Metric,
+						Text: fmt.Sprintf("gate %q: %s", g.Name, r.Reason)})
+				} else if r.NoData {
 					r.Reason = noDataReason(g, arm)
 					a.Warnings = append(a.Warnings, Warning{Arm: name, Metric: g.Metric,
 						Text: fmt.Sprintf("gate %q has no data (%s): it neither passes nor fails the gate set", g.Name, r.Reason)})
@@ -252,6 +269,20 @@ func Analyze(in *Input, opts Options) (*Analysis, error) {
 		a.Warnings = append(a.Warnings, Warning{Text: "SIMULATED: the trials ran against mongosim, a model of mongod; these are not measurements of a real server"})
 	}
 	return a, nil
+}
+
+// armSimulated reports whether an arm's trials ran on a model: it is an
+// embedded arm of a run, or one of its trials says it was simulated (a
+// local target running cmd/mongosim).
+func armSimulated(in *Input, arm string) bool {
+	for _, m := range in.Manifests {
+		for _, a := range m.ArmList {
+			if a.Name == arm && a.Target == "embedded" {
+				return true
+			}
+		}
+	}
+	return slices.ContainsFunc(in.Trials[arm], func(t Trial) bool { return t.Trial.Simulated })
 }
 
 // metricNames are the metrics present in any trial, or absent from one
