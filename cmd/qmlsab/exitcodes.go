@@ -29,9 +29,9 @@ type exitCodeRow struct {
 // holds the README's table to it.
 var exitCodes = []exitCodeRow{
 	{exitOK, "ok"},
-	{exitFailed, "bad input (a value that parses but is wrong: an unknown arm, a missing file, a malformed label) or a failed run"},
+	{exitFailed, "bad input (a value that parses but is wrong: an unknown arm, a missing file, a malformed label) or a failed run (history detect: tonight's run is not the newest night, or ran an arm without a valid trial)"},
 	{exitUsage, "usage: an unknown command or flag, or a flag without its value; one line names the closest match"},
-	{exitGateFailed, "a gate failed (report --gates)"},
+	{exitGateFailed, "an acceptance gate failed (report --gates; the gates of a predicted arm only with --gate-predictions; an arm with no valid trial fails its gates)"},
 	{exitRegression, "a regression (history detect)"},
 	{exitInterrupted, "interrupted by SIGINT, SIGTERM, SIGHUP, or SIGPIPE (its output closed); the finished trials are kept (run --resume completes the run), partial output removed"},
 }
