@@ -116,6 +116,7 @@ func Detect(ctx context.Context, st history.Store, opts DetectOptions) (Result, 
 		return Result{}, err
 	}
 	res := Result{Nights: len(runs), Redefinitions: redefinitions(runs)}
+	defs := newDefinitions(runs)
 	byID := map[string]history.RunSummary{}
 	number := map[string]int{} // run id → its night's number (1-based)
 	for i, r := range runs {
@@ -169,7 +170,7 @@ func Detect(ctx context.Context, st history.Store, opts DetectOptions) (Result, 
 				}
 			}
 			if len(nights) > 0 {
-				seg := segment(ids, byID, arm, false)
+				seg := segment(ids, defs, arm, false)
 				if len(nights) >= 2 {
 					res.Series++
 				}
@@ -222,7 +223,7 @@ func Detect(ctx context.Context, st history.Store, opts DetectOptions) (Result, 
 				continue
 			}
 			res.Series++
-			seg := segment(ids, byID, arm, true)
+			seg := segment(ids, defs, arm, true)
 			for sg := range seg.at {
 				pi := seg.points(sg)
 				if len(pi) < 2 {

@@ -219,7 +219,52 @@ type segmentation struct {
 	prev  []int // the segment before s of the same workload (-1: none)
 }
 
-func segment(ids []string, byID map[string]history.RunSummary, arm string, effect bool) segmentation {
+// definitions compares the definitions of pairs of nights once each: a
+// history's series share their nights, and every comparison decodes two
+// definitions.
+type definitions struct {
+	byID     map[string]history.RunSummary
+	workload map[[2]string][]string
+	arms     map[[3]string][]string
+}
+
+func newDefinitions(runs []history.RunSummary) *definitions {
+	d := &definitions{byID: map[string]history.RunSummary{}, workload: map[[2]string][]string{}, arms: map[[3]string][]string{}}
+	for _, r := range runs {
+		d.byID[r.ID] = r
+	}
+	return d
+}
+
+// workloadChanged is workloadChanges of two nights, by id.
+func (d *definitions) workloadChanged(a, b string) []string {
+	k := [2]string{a, b}
+	ch, ok := d.workload[k]
+	if !ok {
+		ch = workloadChanges(d.byID[a], d.byID[b])
+		d.workload[k] = ch
+	}
+	return ch
+}
+
+// armChanged is armChanges of one arm on two nights, by id (none when
+// either night lacks the arm).
+func (d *definitions) armChanged(a, b, arm string) []string {
+	k := [3]string{a, b, arm}
+	ch, ok := d.arms[k]
+	if !ok {
+		x, xok := armOf(d.byID[a], arm)
+		y, yok := armOf(d.byID[b], arm)
+		if xok && yok {
+			ch = armChanges(x, y)
+		}
+		d.arms[k] = ch
+	}
+	return ch
+}
+
+func segment(ids []string, defs *definitions, arm string, effect bool) segmentation {
+	byID := defs.byID
 	var s segmentation
 	lastPoint := map[string]int{} // workload → the series' latest point of it
 	lastSeg := map[string]int{}
@@ -230,19 +275,13 @@ func segment(ids []string, byID map[string]history.RunSummary, arm string, effec
 		if !ok {
 			b.first = true
 		} else {
-			q := byID[ids[p]]
-			b.workload = workloadChanges(q, r)
+			b.workload = defs.workloadChanged(ids[p], id)
 			names := []string{arm}
 			if effect && r.Baseline != "" && r.Baseline != arm {
 				names = append(names, r.Baseline)
 			}
 			for _, n := range names {
-				x, xok := armOf(q, n)
-				y, yok := armOf(r, n)
-				if !xok || !yok {
-					continue
-				}
-				if ch := armChanges(x, y); len(ch) > 0 {
+				if ch := defs.armChanged(ids[p], id, n); len(ch) > 0 {
 					if b.arms == nil {
 						b.arms = map[string][]string{}
 					}
