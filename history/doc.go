@@ -41,10 +41,23 @@
 // A run is identified by its id. Adding an id that is already stored
 // changes nothing and reports added=false when the content is the same
 // (compared by [Digest], SHA-256 of the [Normalize]d run, so trial order and
-// time zone do not matter). Different content under a stored id is refused
-// with an error wrapping [ErrConflict]: stored runs are never replaced, since
-// a different run under a reused id is a bug upstream that a history must
-// not hide. [Validate] lists what Add refuses ([ErrInvalidRun]); non-finite
+// time zone do not matter; a night stored before the history kept
+// definitions is the same night when added again with them). Different
+// content under a stored id is refused with an error wrapping
+// [ErrConflict] that names what differs ([Differences]: the labels, a
+// definition key, the trials): stored runs are never replaced, since a
+// different run under a reused id is a bug upstream that a history must
+// not hide.
+//
+// # What a night compared
+//
+// Each night keeps the resolved workload it ran ([Run.WorkloadDefinition],
+// the JSON its manifest records, beside [Run.WorkloadDigest]) and each
+// arm's definition ([Arm.Definition]: its arms-file entry without name and
+// description), so that a reader can segment a history where either
+// changed and name the keys that did (package nightly). Nights stored
+// before they were kept have neither; readers fall back on the workload
+// digest and the arms' parameters. [Validate] lists what Add refuses ([ErrInvalidRun]); non-finite
 // numbers among them, so an effect that could not be computed is left out.
 //
 // # SQLite schema
@@ -62,6 +75,8 @@
 //     and on runs by (workload, started_ns).
 //   - Version 3: runs.partial, set for a run stored before all its planned
 //     trials finished ([Run.Partial]).
+//   - Version 4: runs.workload_definition and arms.definition (JSON text,
+//     empty in nights stored before).
 //
 // Migrations are a list of steps applied in order in one transaction on
 // open. Before SQLite touches a file, Open reads its header: a file that is
@@ -80,8 +95,11 @@
 // arrays of {k, v} (labels, parameters) or {name, value} (metrics) so names
 // may contain '.' or '$'; startedNs holds the start time in Unix
 // nanoseconds (started, a date, is for people); partial is present and
-// true for a run stored before all its planned trials finished. Collection "meta" holds
-// {_id: "schema", version}.
+// true for a run stored before all its planned trials finished;
+// workloadDefinition and each arm's definition hold the definitions' JSON
+// text, absent in documents written before they were kept (a field more
+// needs no migration: older documents read without it). Collection "meta"
+// holds {_id: "schema", version}.
 //
 //   - Version 1: indexes on runs by (startedNs, _id) and (workload,
 //     startedNs). A server without createIndexes (such as the in-process

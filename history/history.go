@@ -18,20 +18,26 @@ import (
 	"unicode/utf8"
 
 	"github.com/qmlsab/qmlsab/internal/mongouri"
+	"github.com/qmlsab/qmlsab/internal/specdiff"
 )
 
 // Run is one `qmlsab run`: its arms, the metrics of each valid trial, and
 // per arm the effect against the baseline arm.
 type Run struct {
-	ID             string            `json:"id"`
-	Started        time.Time         `json:"started"`
-	Workload       string            `json:"workload"`
-	WorkloadDigest string            `json:"workloadDigest,omitempty"`
-	Arms           []Arm             `json:"arms,omitempty"`
-	Baseline       string            `json:"baseline,omitempty"`
-	Labels         map[string]string `json:"labels,omitempty"`
-	Host           Host              `json:"host"`
-	Simulated      bool              `json:"simulated,omitempty"`
+	ID             string    `json:"id"`
+	Started        time.Time `json:"started"`
+	Workload       string    `json:"workload"`
+	WorkloadDigest string    `json:"workloadDigest,omitempty"`
+	// WorkloadDefinition is the resolved workload the night ran, as
+	// canonical JSON (its manifest's): what WorkloadDigest digests, kept
+	// so that a change between nights can be named key by key. Empty in
+	// nights stored before it was kept.
+	WorkloadDefinition json.RawMessage   `json:"workloadDefinition,omitempty"`
+	Arms               []Arm             `json:"arms,omitempty"`
+	Baseline           string            `json:"baseline,omitempty"`
+	Labels             map[string]string `json:"labels,omitempty"`
+	Host               Host              `json:"host"`
+	Simulated          bool              `json:"simulated,omitempty"`
 	// Partial marks a run stored while some of its planned trials had not
 	// finished (history add --allow-partial).
 	Partial bool     `json:"partial,omitempty"`
@@ -44,6 +50,11 @@ type Arm struct {
 	Name       string            `json:"name"`
 	Build      string            `json:"build,omitempty"`
 	Parameters map[string]string `json:"parameters,omitempty"`
+	// Definition is the arm as the night's manifest records it (its
+	// arms-file entry without name and description: build, target,
+	// parameters, actors, topology), as canonical JSON. Empty in nights
+	// stored before it was kept.
+	Definition json.RawMessage `json:"definition,omitempty"`
 }
 
 // Host describes the machine (or simulated target) a run measured.
@@ -86,6 +97,11 @@ type RunSummary struct {
 	Simulated      bool              `json:"simulated,omitempty"`
 	Partial        bool              `json:"partial,omitempty"`
 	Trials         int               `json:"trials"`
+	// WorkloadDefinition and ArmDetails (each arm's build, parameters
+	// and definition, in Arms' order) say what the night compared, for
+	// readers that segment a history where a definition changed.
+	WorkloadDefinition json.RawMessage `json:"workloadDefinition,omitempty"`
+	ArmDetails         []Arm           `json:"armDetails,omitempty"`
 }
 
 // SeriesPoint is one run's trial values of one metric for one arm, in trial
@@ -267,6 +283,9 @@ func Validate(r Run) error {
 			return bad("%v", err)
 		}
 	}
+	if len(r.WorkloadDefinition) > 0 && !json.Valid(r.WorkloadDefinition) {
+		return bad("workload definition is not JSON")
+	}
 	arms := map[string]bool{}
 	for _, a := range r.Arms {
 		if a.Name == "" {
@@ -274,6 +293,9 @@ func Validate(r Run) error {
 		}
 		if arms[a.Name] {
 			return bad("arm %q listed twice", a.Name)
+		}
+		if len(a.Definition) > 0 && !json.Valid(a.Definition) {
+			return bad("arm %q: definition is not JSON", a.Name)
 		}
 		arms[a.Name] = true
 	}
@@ -332,9 +354,11 @@ func Validate(r Run) error {
 func Normalize(r Run) Run {
 	r.Started = r.Started.UTC().Round(0)
 	r.Labels = cloneMap(r.Labels)
+	r.WorkloadDefinition = canonicalJSON(r.WorkloadDefinition)
 	arms := make([]Arm, len(r.Arms))
 	for i, a := range r.Arms {
 		a.Parameters = cloneMap(a.Parameters)
+		a.Definition = canonicalJSON(a.Definition)
 		arms[i] = a
 	}
 	r.Arms = nilIfEmpty(arms)
@@ -369,6 +393,19 @@ func nilIfEmpty[T any](s []T) []T {
 	return s
 }
 
+// canonicalJSON is a definition with sorted keys and no spacing (nil when
+// empty), so that equal definitions digest alike.
+func canonicalJSON(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return nil
+	}
+	c, err := specdiff.Canonical(b)
+	if err != nil { // not JSON: Validate refuses it
+		return b
+	}
+	return c
+}
+
 // Digest is the content digest Add compares on a re-add: SHA-256 of the
 // normalized run's JSON.
 func Digest(r Run) string {
@@ -380,6 +417,24 @@ func Digest(r Run) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
+// legacyDigest is the digest the run had before the history kept
+// definitions (WorkloadDefinition, Arm.Definition): a night stored then
+// and added again now is the same night, not a conflict.
+func legacyDigest(r Run) string {
+	r.WorkloadDefinition = nil
+	r.Arms = slices.Clone(r.Arms)
+	for i := range r.Arms {
+		r.Arms[i].Definition = nil
+	}
+	return Digest(r)
+}
+
+// sameContent reports whether a stored digest is the run's, as this
+// qmlsab digests it or as one that kept no definitions did.
+func sameContent(stored string, r Run, digest string) bool {
+	return stored == digest || stored == legacyDigest(r)
+}
+
 // prepare validates and normalizes a run for Add and returns its digest.
 func prepare(r Run) (Run, string, error) {
 	if err := Validate(r); err != nil {
@@ -389,14 +444,97 @@ func prepare(r Run) (Run, string, error) {
 	return n, Digest(n), nil
 }
 
-func conflict(id, stored, digest string) error {
-	return fmt.Errorf("history: run %q: %w (stored %s, new %s); stored runs are never replaced", id, ErrConflict, stored, digest)
+// conflict is Add's error for different content under a stored id: what
+// differs between the stored run and the given one, by part (its labels
+// first: a run added again without the labels it was first added with is
+// the usual case), or, when no part can be named, the two digests.
+func conflict(stored, given Run, storedDigest, digest string) error {
+	what := Differences(stored, given)
+	if len(what) == 0 {
+		what = []string{fmt.Sprintf("content digest: stored %s, given %s", storedDigest, digest)}
+	}
+	return fmt.Errorf("history: run %q: %w: %s; stored runs are never replaced", given.ID, ErrConflict, strings.Join(what, "; "))
+}
+
+// Differences names what differs between two runs of one id, part by
+// part ("labels: stored branch=master, given none"), as a conflict says
+// it. Both are compared as the stores return them (Normalize).
+func Differences(stored, given Run) []string {
+	a, b := Normalize(stored), Normalize(given)
+	var out []string
+	part := func(name, x, y string) {
+		if x != y {
+			out = append(out, fmt.Sprintf("%s: stored %s, given %s", name, orNone(x), orNone(y)))
+		}
+	}
+	part("labels", labelList(a.Labels), labelList(b.Labels))
+	part("start", a.Started.Format(time.RFC3339Nano), b.Started.Format(time.RFC3339Nano))
+	part("workload", a.Workload, b.Workload)
+	if len(a.WorkloadDefinition) > 0 && len(b.WorkloadDefinition) > 0 {
+		if ch, err := specdiff.Diff(a.WorkloadDefinition, b.WorkloadDefinition, specdiff.Options{}); err == nil && len(ch) > 0 {
+			out = append(out, "workload definition: "+specdiff.Describe(ch, 3))
+		}
+	} else {
+		part("workload digest", a.WorkloadDigest, b.WorkloadDigest)
+	}
+	names := func(r Run) string {
+		var n []string
+		for _, x := range r.Arms {
+			n = append(n, x.Name)
+		}
+		return strings.Join(n, ",")
+	}
+	part("arms", names(a), names(b))
+	for _, x := range a.Arms {
+		i := slices.IndexFunc(b.Arms, func(y Arm) bool { return y.Name == x.Name })
+		if i < 0 {
+			continue
+		}
+		y := b.Arms[i]
+		part("arm "+x.Name+" build", x.Build, y.Build)
+		if len(x.Definition) > 0 && len(y.Definition) > 0 {
+			if ch, err := specdiff.Diff(x.Definition, y.Definition, specdiff.Options{}); err == nil && len(ch) > 0 {
+				out = append(out, "arm "+x.Name+" definition: "+specdiff.Describe(ch, 3))
+			}
+		} else if !maps.Equal(x.Parameters, y.Parameters) {
+			out = append(out, "arm "+x.Name+" parameters differ")
+		}
+	}
+	part("baseline", a.Baseline, b.Baseline)
+	part("host", a.Host.Name, b.Host.Name)
+	part("partial", fmt.Sprint(a.Partial), fmt.Sprint(b.Partial))
+	part("valid trials", fmt.Sprint(len(a.Trials)), fmt.Sprint(len(b.Trials)))
+	if len(out) == 0 && len(a.Trials) == len(b.Trials) {
+		for i := range a.Trials {
+			if !maps.Equal(a.Trials[i].Metrics, b.Trials[i].Metrics) || a.Trials[i].Arm != b.Trials[i].Arm || a.Trials[i].Index != b.Trials[i].Index {
+				out = append(out, fmt.Sprintf("trial %s/%d: its values differ", b.Trials[i].Arm, b.Trials[i].Index))
+				break
+			}
+		}
+	}
+	return out
+}
+
+func labelList(l map[string]string) string {
+	var out []string
+	for _, k := range sortedKeys(l) {
+		out = append(out, k+"="+l[k])
+	}
+	return strings.Join(out, " ")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 // summarize makes a run's summary.
 func summarize(r Run) RunSummary {
 	s := RunSummary{ID: r.ID, Started: r.Started, Workload: r.Workload, WorkloadDigest: r.WorkloadDigest,
-		Baseline: r.Baseline, Labels: r.Labels, Host: r.Host, Simulated: r.Simulated, Partial: r.Partial, Trials: len(r.Trials)}
+		Baseline: r.Baseline, Labels: r.Labels, Host: r.Host, Simulated: r.Simulated, Partial: r.Partial, Trials: len(r.Trials),
+		WorkloadDefinition: r.WorkloadDefinition, ArmDetails: r.Arms}
 	for _, a := range r.Arms {
 		s.Arms = append(s.Arms, a.Name)
 	}

@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -178,22 +179,25 @@ func (s *mongoStore) migrate(ctx context.Context) error {
 // The document of a run in the runs collection. Maps are stored as arrays
 // of pairs, so that metric and label names may hold '.' or '$'.
 type mongoRun struct {
-	ID             string        `bson:"_id"`
-	StartedNs      int64         `bson:"startedNs"`
-	Started        time.Time     `bson:"started"`
-	Workload       string        `bson:"workload"`
-	WorkloadDigest string        `bson:"workloadDigest"`
-	Baseline       string        `bson:"baseline"`
-	Labels         []mongoKV     `bson:"labels"`
-	Arms           []mongoArm    `bson:"arms"`
-	Host           mongoHost     `bson:"host"`
-	Simulated      bool          `bson:"simulated"`
-	Partial        bool          `bson:"partial,omitempty"`
-	TrialCount     int           `bson:"trialCount"`
-	Trials         []mongoTrial  `bson:"trials"`
-	Effects        []mongoEffect `bson:"effects"`
-	Digest         string        `bson:"digest"`
-	Added          time.Time     `bson:"added"`
+	ID             string    `bson:"_id"`
+	StartedNs      int64     `bson:"startedNs"`
+	Started        time.Time `bson:"started"`
+	Workload       string    `bson:"workload"`
+	WorkloadDigest string    `bson:"workloadDigest"`
+	// WorkloadDefinition is Run.WorkloadDefinition's JSON text; absent
+	// in documents written before it was kept.
+	WorkloadDefinition string        `bson:"workloadDefinition,omitempty"`
+	Baseline           string        `bson:"baseline"`
+	Labels             []mongoKV     `bson:"labels"`
+	Arms               []mongoArm    `bson:"arms"`
+	Host               mongoHost     `bson:"host"`
+	Simulated          bool          `bson:"simulated"`
+	Partial            bool          `bson:"partial,omitempty"`
+	TrialCount         int           `bson:"trialCount"`
+	Trials             []mongoTrial  `bson:"trials"`
+	Effects            []mongoEffect `bson:"effects"`
+	Digest             string        `bson:"digest"`
+	Added              time.Time     `bson:"added"`
 }
 
 type mongoKV struct {
@@ -205,6 +209,9 @@ type mongoArm struct {
 	Name       string    `bson:"name"`
 	Build      string    `bson:"build"`
 	Parameters []mongoKV `bson:"parameters"`
+	// Definition is Arm.Definition's JSON text (absent before it was
+	// kept).
+	Definition string `bson:"definition,omitempty"`
 }
 
 type mongoHost struct {
@@ -257,11 +264,11 @@ func fromKVs(kvs []mongoKV) map[string]string {
 func toMongo(r Run, digest string) mongoRun {
 	h := r.Host
 	d := mongoRun{ID: r.ID, StartedNs: nanos(r.Started), Started: r.Started, Workload: r.Workload,
-		WorkloadDigest: r.WorkloadDigest, Baseline: r.Baseline, Labels: toKVs(r.Labels),
+		WorkloadDigest: r.WorkloadDigest, WorkloadDefinition: string(r.WorkloadDefinition), Baseline: r.Baseline, Labels: toKVs(r.Labels),
 		Host:      mongoHost{h.Name, h.CPUModel, h.Cores, h.MemoryBytes, h.Kernel, h.TargetKind},
 		Simulated: r.Simulated, Partial: r.Partial, TrialCount: len(r.Trials), Digest: digest, Added: time.Now().UTC()}
 	for _, a := range r.Arms {
-		d.Arms = append(d.Arms, mongoArm{a.Name, a.Build, toKVs(a.Parameters)})
+		d.Arms = append(d.Arms, mongoArm{a.Name, a.Build, toKVs(a.Parameters), string(a.Definition)})
 	}
 	for _, t := range r.Trials {
 		mt := mongoTrial{Arm: t.Arm, Index: t.Index, Host: t.Host}
@@ -282,8 +289,15 @@ func (d mongoRun) run() Run {
 		Baseline: d.Baseline, Labels: fromKVs(d.Labels),
 		Host:      Host{Name: h.Name, CPUModel: h.CPUModel, Cores: h.Cores, MemoryBytes: h.MemoryBytes, Kernel: h.Kernel, TargetKind: h.TargetKind},
 		Simulated: d.Simulated, Partial: d.Partial}
+	if d.WorkloadDefinition != "" {
+		r.WorkloadDefinition = json.RawMessage(d.WorkloadDefinition)
+	}
 	for _, a := range d.Arms {
-		r.Arms = append(r.Arms, Arm{Name: a.Name, Build: a.Build, Parameters: fromKVs(a.Parameters)})
+		arm := Arm{Name: a.Name, Build: a.Build, Parameters: fromKVs(a.Parameters)}
+		if a.Definition != "" {
+			arm.Definition = json.RawMessage(a.Definition)
+		}
+		r.Arms = append(r.Arms, arm)
 	}
 	for _, t := range d.Trials {
 		tr := Trial{Arm: t.Arm, Index: t.Index, Host: t.Host}
@@ -316,18 +330,14 @@ func (s *mongoStore) Add(ctx context.Context, r Run) (bool, error) {
 	if !mongo.IsDuplicateKeyError(err) {
 		return false, s.err("adding run "+r.ID, err)
 	}
-	var stored struct {
-		Digest string `bson:"digest"`
-	}
-	err = s.runs.FindOne(ctx, bson.D{{Key: "_id", Value: r.ID}},
-		options.FindOne().SetProjection(bson.D{{Key: "digest", Value: 1}})).Decode(&stored)
-	if err != nil {
+	var stored mongoRun
+	if err := s.runs.FindOne(ctx, bson.D{{Key: "_id", Value: r.ID}}).Decode(&stored); err != nil {
 		return false, s.err("reading run "+r.ID, err)
 	}
-	if stored.Digest != digest {
-		return false, conflict(r.ID, stored.Digest, digest)
+	if sameContent(stored.Digest, r, digest) {
+		return false, nil
 	}
-	return false, nil
+	return false, conflict(stored.run(), r, stored.Digest, digest)
 }
 
 // mongoFilter turns a filter into a query on the runs collection.

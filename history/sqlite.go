@@ -98,6 +98,13 @@ var sqliteMigrations = [][]string{
 	{
 		`ALTER TABLE runs ADD COLUMN partial INTEGER NOT NULL DEFAULT 0`,
 	},
+	// 4: the definitions a night compared (the resolved workload, each
+	// arm's entry), so a change between nights can be named; '' in nights
+	// stored before.
+	{
+		`ALTER TABLE runs ADD COLUMN workload_definition TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE arms ADD COLUMN definition TEXT NOT NULL DEFAULT ''`,
+	},
 }
 
 // sqliteSchemaVersion is the schema version this code writes to SQLite files.
@@ -203,6 +210,15 @@ func (s *sqliteStore) partialColumn() string {
 		return "0"
 	}
 	return "r.partial"
+}
+
+// definitionColumn reads a definition column of table alias t, which
+// schema version 4 added (” before).
+func (s *sqliteStore) definitionColumn(column string) string {
+	if s.readOnly && s.version < 4 {
+		return "''"
+	}
+	return column
 }
 
 // sqliteURIPath escapes what a file: URI reserves.
@@ -377,10 +393,12 @@ func (s *sqliteStore) Add(ctx context.Context, r Run) (bool, error) {
 	defer tx.Rollback()
 	h := r.Host
 	res, err := tx.ExecContext(ctx, `INSERT INTO runs (id, started_ns, workload, workload_digest, baseline, simulated,
-		host_name, host_cpu_model, host_cores, host_memory_bytes, host_kernel, host_target_kind, digest, added_ns, partial)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+		host_name, host_cpu_model, host_cores, host_memory_bytes, host_kernel, host_target_kind, digest, added_ns, partial,
+		workload_definition)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 		r.ID, nanos(r.Started), r.Workload, r.WorkloadDigest, r.Baseline, r.Simulated,
-		h.Name, h.CPUModel, h.Cores, h.MemoryBytes, h.Kernel, h.TargetKind, digest, time.Now().UnixNano(), r.Partial)
+		h.Name, h.CPUModel, h.Cores, h.MemoryBytes, h.Kernel, h.TargetKind, digest, time.Now().UnixNano(), r.Partial,
+		string(r.WorkloadDefinition))
 	if err != nil {
 		return false, s.sqlErr("adding run "+r.ID, err)
 	}
@@ -391,10 +409,15 @@ func (s *sqliteStore) Add(ctx context.Context, r Run) (bool, error) {
 		if err := tx.QueryRowContext(ctx, `SELECT digest FROM runs WHERE id = ?`, r.ID).Scan(&stored); err != nil {
 			return false, s.sqlErr("reading run "+r.ID, err)
 		}
-		if stored != digest {
-			return false, conflict(r.ID, stored, digest)
+		if sameContent(stored, r, digest) {
+			return false, nil
 		}
-		return false, nil
+		tx.Rollback()
+		prev, err := s.Get(ctx, r.ID)
+		if err != nil {
+			return false, err
+		}
+		return false, conflict(prev, r, stored, digest)
 	}
 	exec := func(query string, rows func(yield func(args ...any) error) error) error {
 		st, err := tx.PrepareContext(ctx, query)
@@ -416,13 +439,13 @@ func (s *sqliteStore) Add(ctx context.Context, r Run) (bool, error) {
 			}
 			return nil
 		}),
-		exec(`INSERT INTO arms (run_id, name, ord, build, parameters) VALUES (?, ?, ?, ?, ?)`, func(ins func(...any) error) error {
+		exec(`INSERT INTO arms (run_id, name, ord, build, parameters, definition) VALUES (?, ?, ?, ?, ?, ?)`, func(ins func(...any) error) error {
 			for i, a := range r.Arms {
 				params, err := json.Marshal(a.Parameters)
 				if err != nil {
 					return err
 				}
-				if err := ins(r.ID, a.Name, i, a.Build, string(params)); err != nil {
+				if err := ins(r.ID, a.Name, i, a.Build, string(params), string(a.Definition)); err != nil {
 					return err
 				}
 			}
@@ -496,7 +519,7 @@ func (s *sqliteStore) load(ctx context.Context, where string, args []any, full b
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT r.id, r.started_ns, r.workload, r.workload_digest, r.baseline, r.simulated,
 		r.host_name, r.host_cpu_model, r.host_cores, r.host_memory_bytes, r.host_kernel, r.host_target_kind,
-		(SELECT count(*) FROM trials t WHERE t.run_id = r.id), `+s.partialColumn()+`
+		(SELECT count(*) FROM trials t WHERE t.run_id = r.id), `+s.partialColumn()+`, `+s.definitionColumn("r.workload_definition")+`
 		FROM runs r WHERE `+where+` ORDER BY r.started_ns, r.id`, args...)
 	if err != nil {
 		return nil, nil, s.sqlErr("reading runs", err)
@@ -508,13 +531,17 @@ func (s *sqliteStore) load(ctx context.Context, where string, args []any, full b
 		var r Run
 		var ns int64
 		var n int
+		var wdef string
 		h := &r.Host
 		if err := rows.Scan(&r.ID, &ns, &r.Workload, &r.WorkloadDigest, &r.Baseline, &r.Simulated,
-			&h.Name, &h.CPUModel, &h.Cores, &h.MemoryBytes, &h.Kernel, &h.TargetKind, &n, &r.Partial); err != nil {
+			&h.Name, &h.CPUModel, &h.Cores, &h.MemoryBytes, &h.Kernel, &h.TargetKind, &n, &r.Partial, &wdef); err != nil {
 			rows.Close()
 			return nil, nil, s.sqlErr("reading runs", err)
 		}
 		r.Started = fromNanos(ns)
+		if wdef != "" {
+			r.WorkloadDefinition = json.RawMessage(wdef)
+		}
 		at[r.ID] = len(runs)
 		runs, counts = append(runs, r), append(counts, n)
 	}
@@ -548,7 +575,7 @@ func (s *sqliteStore) load(ctx context.Context, where string, args []any, full b
 		}
 		return rows.Err()
 	}
-	var k, v, name, build, params, arm, host, metric string
+	var k, v, name, build, params, def, arm, host, metric string
 	var idx int
 	var value, shift, p float64
 	err = errors.Join(
@@ -560,12 +587,15 @@ func (s *sqliteStore) load(ctx context.Context, where string, args []any, full b
 				}
 				r.Labels[k] = v
 			}),
-		q(`SELECT run_id, name, build, parameters FROM arms WHERE run_id IN ($SUB) ORDER BY run_id, ord`,
-			func() []any { return []any{&name, &build, &params} },
+		q(`SELECT run_id, name, build, parameters, `+s.definitionColumn("definition")+` FROM arms WHERE run_id IN ($SUB) ORDER BY run_id, ord`,
+			func() []any { return []any{&name, &build, &params, &def} },
 			func(r *Run) {
 				a := Arm{Name: name, Build: build}
 				if err := json.Unmarshal([]byte(params), &a.Parameters); err == nil && len(a.Parameters) == 0 {
 					a.Parameters = nil
+				}
+				if def != "" {
+					a.Definition = json.RawMessage(def)
 				}
 				r.Arms = append(r.Arms, a)
 			}),

@@ -189,11 +189,12 @@ func TestSQLiteEmptyFileIsInitialised(t *testing.T) {
 
 func TestSQLiteMigratesAnOlderSchema(t *testing.T) {
 	path := makeHistory(t, 3)
-	// Turn the file back into schema version 1: without step 2's indexes
-	// and step 3's column.
+	// Turn the file back into schema version 1: without step 2's indexes,
+	// step 3's column and step 4's.
 	db := rawSQLite(t, path)
 	for _, stmt := range []string{`DROP INDEX trial_metrics_by_metric`, `DROP INDEX effects_by_metric`, `DROP INDEX runs_workload`,
-		`ALTER TABLE runs DROP COLUMN partial`, `PRAGMA user_version = 1`} {
+		`ALTER TABLE runs DROP COLUMN partial`, `ALTER TABLE runs DROP COLUMN workload_definition`, `ALTER TABLE arms DROP COLUMN definition`,
+		`PRAGMA user_version = 1`} {
 		if _, err := db.Exec(stmt); err != nil {
 			t.Fatal(err)
 		}
@@ -215,6 +216,12 @@ func TestSQLiteMigratesAnOlderSchema(t *testing.T) {
 	s := mustOpen(t, path)
 	if l, err := s.List(context.Background(), Filter{}); err != nil || len(l) != 3 {
 		t.Fatalf("List after migration = %v, %v", l, err)
+	}
+	// The migrated file keeps definitions (step 4's columns).
+	mustAdd(t, s, sampleRun("new", 9, "master", "find"))
+	if got, err := s.Get(context.Background(), "new"); err != nil || string(got.WorkloadDefinition) != `{"kind":"find","storm_rate":271.5}` ||
+		len(got.Arms[1].Definition) == 0 {
+		t.Fatalf("a night added after migration: %+v, %v", got, err)
 	}
 	s.Close()
 	db = rawSQLite(t, path)

@@ -45,10 +45,13 @@ func sampleRun(id string, day int, branch, workload string) Run {
 		Started:        time.Date(2025, 3, 1, 2, 30, 0, 123456789, cet).AddDate(0, 0, day),
 		Workload:       workload,
 		WorkloadDigest: "sha256:" + workload,
-		Baseline:       "base",
+		// Not canonical (spacing, key order): stores keep it canonical.
+		WorkloadDefinition: json.RawMessage(`{"storm_rate": 271.5, "kind": "` + workload + `"}`),
+		Baseline:           "base",
 		Arms: []Arm{
 			{Name: "base", Build: "8.0.4", Parameters: map[string]string{"shedding": "off"}},
-			{Name: "shed", Build: fmt.Sprintf("8.1.0-%d", day), Parameters: map[string]string{"shedding": "on", "threshold.pct": "80"}},
+			{Name: "shed", Build: fmt.Sprintf("8.1.0-%d", day), Parameters: map[string]string{"shedding": "on", "threshold.pct": "80"},
+				Definition: json.RawMessage(`{"setParameters": {"shedding": "on"}, "actors": [{"killop": {"rssHighPercent": 70}}]}`)},
 		},
 		Labels:    map[string]string{"branch": branch, "ci.job": "nightly"},
 		Host:      Host{Name: "bench-1", CPUModel: "EPYC", Cores: 2, MemoryBytes: 24 << 30, Kernel: "6.1", TargetKind: "embedded"},
@@ -245,6 +248,42 @@ func runSuite(t *testing.T, b backend) {
 		}
 	})
 
+	t.Run("ConflictNamesWhatDiffers", func(t *testing.T) {
+		s := mustOpen(t, b.location(t))
+		r := sampleRun("night-2", 2, "master", "find")
+		mustAdd(t, s, r)
+		// The same night added again without its labels: the error names
+		// the labels, not two digests.
+		bare := sampleRun("night-2", 2, "master", "find")
+		bare.Labels = nil
+		_, err := s.Add(ctx, bare)
+		if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "labels: stored branch=master ci.job=nightly, given none") ||
+			strings.Contains(err.Error(), "sha256:") {
+			t.Fatalf("re-Add without labels: %v; want ErrConflict naming the labels", err)
+		}
+		// A changed arm definition is named key by key.
+		redefined := sampleRun("night-2", 2, "master", "find")
+		redefined.Arms[1].Definition = json.RawMessage(`{"setParameters": {"shedding": "on"}, "actors": [{"killop": {"rssHighPercent": 80}}]}`)
+		if _, err := s.Add(ctx, redefined); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "arm shed definition: actors[0].killop.rssHighPercent 70 → 80") {
+			t.Fatalf("re-Add with another definition: %v", err)
+		}
+	})
+
+	t.Run("NightsStoredWithoutDefinitionsReAddAlike", func(t *testing.T) {
+		s := mustOpen(t, b.location(t))
+		// A night stored by a qmlsab that kept no definitions …
+		old := sampleRun("night-3", 3, "master", "find")
+		old.WorkloadDefinition = nil
+		for i := range old.Arms {
+			old.Arms[i].Definition = nil
+		}
+		mustAdd(t, s, old)
+		// … is the same night when this one adds it again with them.
+		if added, err := s.Add(ctx, sampleRun("night-3", 3, "master", "find")); added || err != nil {
+			t.Fatalf("re-Add with definitions of a night stored without = %v, %v; want nothing changed", added, err)
+		}
+	})
+
 	t.Run("InvalidRunsAreRefused", func(t *testing.T) {
 		loc := b.location(t)
 		s := mustOpen(t, loc)
@@ -255,7 +294,9 @@ func runSuite(t *testing.T, b backend) {
 		dup.Trials[1].Index = dup.Trials[0].Index
 		stranger := sampleRun("stranger", 0, "master", "find")
 		stranger.Effects[0].Arm = "ghost"
-		for _, r := range []Run{{Started: time.Now()}, {ID: "no-time"}, nan, dup, stranger} {
+		badDef := sampleRun("bad-definition", 0, "master", "find")
+		badDef.Arms[0].Definition = json.RawMessage(`{"build":`)
+		for _, r := range []Run{{Started: time.Now()}, {ID: "no-time"}, nan, dup, stranger, badDef} {
 			if added, err := s.Add(ctx, r); added || !errors.Is(err, ErrInvalidRun) {
 				t.Fatalf("Add %q = %v, %v; want ErrInvalidRun", r.ID, added, err)
 			}

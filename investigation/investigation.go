@@ -170,6 +170,17 @@ func Of(arm string) []Observation {
 	return out
 }
 
+// PredictedArms are the arms whose outcome the investigations predict
+// rather than observed: F, the sweeper the sweeper investigation proposed,
+// and G, F with the partial-write investigation's write-started flag. On
+// the model their figures are its predictions (the fit never sees them),
+// not reproductions of anything observed, as D's and E's are
+// (Observations).
+var PredictedArms = []string{"F", "G"}
+
+// Predicted reports whether arm is one of PredictedArms.
+func Predicted(arm string) bool { return slices.Contains(PredictedArms, arm) }
+
 // The thresholds of the outcomes: "holds" is median availability above
 // HoldsAvailability with no failover; "falls" is median availability at
 // most FallsAvailability with a failover and an OOM restart in every trial.

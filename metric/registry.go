@@ -34,6 +34,9 @@ type Metric struct {
 	Definition string
 	// Key metrics head the verdict table.
 	Key bool
+	// Share marks a share in [0, 1] (an availability): a chart's value
+	// axis ends at 1, however flat the values.
+	Share bool
 	// compute returns the metric of a trial, or why the records cannot
 	// give it (absent, not zero): a non-empty reason means absent.
 	compute func(t *trial) (float64, string)
@@ -169,17 +172,17 @@ func UnsafeShedsOn(rp string) (name string, ok bool) {
 // An entry names its fields: Better and Unit are zero for a diagnostic
 // without a unit, Count and Key false unless set.
 var Registry = []Metric{
-	{Name: Availability, Title: "availability", Better: +1, Key: true,
+	{Name: Availability, Title: "availability", Better: +1, Key: true, Share: true,
 		Definition: "canary ops that succeeded within the SLO ÷ canary ops scheduled, over all three phases; a canary that found no primary counts as failed (one the server does not implement, or one still running at the trial's end, counts in neither)",
 		compute:    storm(func(t *trial) (float64, string) { return availability(t.Canaries, time.Time{}, time.Time{}, "") }),
 		Needs:      []string{store.CanaryRecords}},
-	{Name: AvailabilityWarmup, Title: "availability (warmup)", Better: +1, Key: true,
+	{Name: AvailabilityWarmup, Title: "availability (warmup)", Better: +1, Key: true, Share: true,
 		Definition: "availability of the canaries scheduled in the warmup (before the storm), counted as availability counts them",
 		compute:    phaseAvailability(store.PhaseWarmup), Needs: []string{store.CanaryRecords}},
-	{Name: AvailabilityStorm, Title: "availability (storm)", Better: +1, Key: true,
+	{Name: AvailabilityStorm, Title: "availability (storm)", Better: +1, Key: true, Share: true,
 		Definition: "availability of the canaries scheduled in the storm",
 		compute:    phaseAvailability(store.PhaseStorm), Needs: []string{store.CanaryRecords}},
-	{Name: AvailabilityRecovery, Title: "availability (recovery)", Better: +1, Key: true,
+	{Name: AvailabilityRecovery, Title: "availability (recovery)", Better: +1, Key: true, Share: true,
 		Definition: "availability of the canaries scheduled in the recovery (after the storm, to the trial's end)",
 		compute:    phaseAvailability(store.PhaseRecovery), Needs: []string{store.CanaryRecords}},
 	{Name: Failovers, Title: "failovers", Better: -1, Count: true, Key: true,

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/qmlsab/qmlsab/history"
+	"github.com/qmlsab/qmlsab/internal/specdiff"
 	"github.com/qmlsab/qmlsab/report"
 	"github.com/qmlsab/qmlsab/store"
 )
@@ -54,15 +55,22 @@ func FromRuns(dirs []string, labels map[string]string) (history.Run, error) {
 	_ = json.Unmarshal(m.Workload, &wl)
 	canon, _ := json.Marshal(wl)
 	sum := sha256.Sum256(canon)
+	defs, err := armDefinitions(m)
+	if err != nil {
+		return history.Run{}, fmt.Errorf("%s: %w", filepath.Join(dir, store.ManifestFile), err)
+	}
 	r := history.Run{ID: id, Started: firstStart(in, m.Created), Workload: in.Workload.Name,
 		WorkloadDigest: hex.EncodeToString(sum[:8]), Baseline: a.Baseline, Labels: labels, Simulated: in.Simulated,
 		Host: hostColumns(in.Hosts, m.Target)}
+	if len(canon) > 0 && string(canon) != "null" {
+		r.WorkloadDefinition = canon
+	}
 	hostname := map[string]string{}
 	for _, h := range in.Hosts {
 		hostname[h.ID] = h.Hostname
 	}
 	for _, name := range in.Arms {
-		arm := history.Arm{Name: name}
+		arm := history.Arm{Name: name, Definition: defs[name]}
 		for _, info := range m.ArmList {
 			if info.Name == name {
 				arm.Build, arm.Parameters = info.Build, info.Parameters
@@ -93,6 +101,19 @@ func FromRuns(dirs []string, labels map[string]string) (history.Run, error) {
 		return history.Run{}, fmt.Errorf("%s: no valid trial to keep", dir)
 	}
 	return r, nil
+}
+
+// armDefinitions are the arms' definitions a manifest records (its arms
+// YAML, as a JSON string), by name; none for a manifest without them.
+func armDefinitions(m store.Manifest) (map[string]json.RawMessage, error) {
+	if len(m.Arms) == 0 {
+		return nil, nil
+	}
+	var doc string
+	if err := json.Unmarshal(m.Arms, &doc); err != nil {
+		return nil, fmt.Errorf("arms: not the arms YAML a run records: %w", err)
+	}
+	return specdiff.Arms(doc)
 }
 
 // nightID is the history id of one night's folders.

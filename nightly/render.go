@@ -21,6 +21,9 @@ func WriteText(w io.Writer, r Result, recent int, wide bool) error {
 	if err := writeTonightText(w, r.Tonight, wide); err != nil {
 		return err
 	}
+	for _, d := range r.Redefinitions {
+		texttable.FoldParagraph(w, redefinitionLine(d), "", "  ")
+	}
 	texttable.FoldParagraph(w, fmt.Sprintf("change point: %d nights, %d series examined, %d change points", r.Nights, r.Series, len(r.Changes)), "", "  ")
 	if len(r.Changes) == 0 {
 		return nil
@@ -30,7 +33,7 @@ func WriteText(w io.Writer, r Result, recent int, wide bool) error {
 		{Title: "ARM", Key: "arm", Wrap: true}, {Title: "BEFORE", Key: "before"}, {Title: "AFTER", Key: "after"},
 		{Title: "CHANGE", Key: "change"}, {Title: "P", Key: "p"}, {Title: "VERDICT", Key: "verdict", Wrap: true}}}
 	for _, c := range ordered(r.Changes) {
-		t.Add(texttable.Int(c.Night+1), texttable.Text(c.RunID), texttable.Text(c.Started.Format("2006-01-02")), texttable.Text(series(c)),
+		t.Add(texttable.Int(c.Night), texttable.Text(c.RunID), texttable.Text(c.Started.Format("2006-01-02")), texttable.Text(series(c)),
 			texttable.Text(c.Metric), texttable.Text(armSeries(c.Arm, c.Kind, c.Baseline, wide)), texttable.Text(metric.Format(c.Metric, c.Before)),
 			texttable.Text(metric.Format(c.Metric, c.After)), texttable.Text(relative(c.Relative)), texttable.Text(fmt.Sprintf("%.3f", c.P)),
 			texttable.Text(verdict(c, recent)))
@@ -55,8 +58,17 @@ func WriteMarkdown(w io.Writer, r Result, recent int) error {
 	if n := len(r.Tonight.Findings); n > 0 {
 		head = fmt.Sprintf("**%d regression(s) tonight**; %s", n, head)
 	}
+	if r.NoData() {
+		head = "**no data tonight**; " + head
+	}
 	fmt.Fprintf(w, "### qmlsab history: %s\n\n", head)
 	writeTonightMarkdown(w, r.Tonight)
+	for _, d := range r.Redefinitions {
+		fmt.Fprintf(w, "- %s\n", md(redefinitionLine(d)))
+	}
+	if len(r.Redefinitions) > 0 {
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintf(w, "Change points: %d nights, %d series (E-Divisive with means, permutation test).\n\n", r.Nights, r.Series)
 	if len(r.Changes) == 0 {
 		return nil
@@ -64,7 +76,7 @@ func WriteMarkdown(w io.Writer, r Result, recent int) error {
 	fmt.Fprintln(w, "| night | run | series | metric | arm | before | after | change | p | verdict |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
 	for _, c := range ordered(r.Changes) {
-		fmt.Fprintf(w, "| %d (%s) | %s | %s | %s | %s | %s | %s | %s | %.3f | %s |\n", c.Night+1, c.Started.Format("2006-01-02"),
+		fmt.Fprintf(w, "| %d (%s) | %s | %s | %s | %s | %s | %s | %s | %.3f | %s |\n", c.Night, c.Started.Format("2006-01-02"),
 			md(c.RunID), series(c), md(c.Metric), md(c.Arm), metric.Format(c.Metric, c.Before), metric.Format(c.Metric, c.After), relative(c.Relative), c.P, verdict(c, recent))
 	}
 	return nil
@@ -86,10 +98,16 @@ func WriteJSON(w io.Writer, r Result) error {
 	}
 	out := struct {
 		Result
-		Changes   []change `json:"changes"`
-		Tonight   tonight  `json:"tonight"`
-		Regressed bool     `json:"regressed"`
-	}{Result: r, Regressed: r.Regressed(), Changes: []change{}, Tonight: tonight{Tonight: r.Tonight, Findings: []finding{}}}
+		Changes       []change       `json:"changes"`
+		Redefinitions []Redefinition `json:"redefinitions"`
+		Tonight       tonight        `json:"tonight"`
+		Regressed     bool           `json:"regressed"`
+		NoData        bool           `json:"noData"`
+	}{Result: r, Regressed: r.Regressed(), NoData: r.NoData(), Changes: []change{}, Redefinitions: r.Redefinitions,
+		Tonight: tonight{Tonight: r.Tonight, Findings: []finding{}}}
+	if out.Redefinitions == nil {
+		out.Redefinitions = []Redefinition{}
+	}
 	for _, c := range r.Changes {
 		out.Changes = append(out.Changes, change{Change: c, Relative: finite(c.Relative)})
 	}
@@ -156,14 +174,40 @@ func finite(x float64) *float64 {
 	return &x
 }
 
+// redefinitionLine is a Redefinition as a line of text.
+func redefinitionLine(d Redefinition) string {
+	return fmt.Sprintf("redefined: night %d (%s) against night %s: %s — a change point by construction, never a regression: change points are found on either side of it, not across",
+		d.Night, d.RunID, d.Previous, d.Describe())
+}
+
+// tonightHead is the line that says what tonight's check compared and
+// found.
+func tonightHead(t Tonight) string {
+	s := fmt.Sprintf("tonight: night %d (%s)", t.Night, t.RunID)
+	if t.Redefined != "" {
+		s += ", redefined (" + t.Redefined + ")"
+	}
+	switch {
+	case len(t.NoData) > 0:
+		return s + fmt.Sprintf(": NO DATA for %s (no valid trial tonight): a night that measured nothing fails", strings.Join(t.NoData, ", "))
+	case t.Tested == 0 && t.Untested > 0:
+		return s + ": no baseline yet (" + strings.Join(t.Unbased, "; ") + "): nothing to compare, so the night passes"
+	}
+	s += fmt.Sprintf(" against up to %d stable nights before it: %d of %d pairs regressed (Mann-Whitney, Holm at %.3g, shift at least %s)",
+		t.BaselineNights, len(t.Findings), t.Tested, t.Alpha, relative(t.MinShift))
+	if t.Untested > 0 {
+		s += fmt.Sprintf("; %d pairs without a baseline yet (%s)", t.Untested, strings.Join(t.Unbased, "; "))
+	}
+	return s
+}
+
 // writeTonightText says what tonight's check compared and lists each
 // regression it found.
 func writeTonightText(w io.Writer, t Tonight, wide bool) error {
 	if t.RunID == "" {
 		return nil
 	}
-	texttable.FoldParagraph(w, fmt.Sprintf("tonight: night %d (%s) against up to %d stable nights before it: %d of %d pairs regressed (Mann-Whitney, Holm at %.3g, shift at least %s)",
-		t.Night+1, t.RunID, t.BaselineNights, len(t.Findings), t.Tested, t.Alpha, relative(t.MinShift)), "", "  ")
+	texttable.FoldParagraph(w, tonightHead(t), "", "  ")
 	if len(t.Findings) == 0 {
 		return nil
 	}
@@ -172,7 +216,7 @@ func writeTonightText(w io.Writer, t Tonight, wide bool) error {
 		{Title: "BASELINE", Key: "baseline"}, {Title: "TONIGHT", Key: "tonight"}, {Title: "SHIFT", Key: "shift"},
 		{Title: "CHANGE", Key: "change", Wrap: true}, {Title: "P", Key: "p"}, {Title: "BASELINE NIGHTS", Key: "baseline_nights", Wide: true}}}
 	for _, f := range t.Findings {
-		tt.Add(texttable.Text(f.Check), texttable.Int(f.Night+1), texttable.Text(f.RunID), texttable.Text(f.Metric), texttable.Text(f.Arm),
+		tt.Add(texttable.Text(f.Check), texttable.Int(f.Night), texttable.Text(f.RunID), texttable.Text(f.Metric), texttable.Text(f.Arm),
 			texttable.Text(metric.Format(f.Metric, f.BaselineMedian)), texttable.Text(metric.Format(f.Metric, f.Median)),
 			texttable.Text(signed(f.Metric, f.Shift)), texttable.Text(relativeShift(f)), texttable.Text(fmt.Sprintf("%.4f", f.P)),
 			texttable.Text(nightSpan(f.BaselineNights)))
@@ -184,8 +228,7 @@ func writeTonightMarkdown(w io.Writer, t Tonight) {
 	if t.RunID == "" {
 		return
 	}
-	fmt.Fprintf(w, "Tonight: night %d (%s) against up to %d stable nights before it, %d pairs (exact Mann-Whitney U, Holm at %.3g, shift at least %s).\n\n",
-		t.Night+1, md(t.RunID), t.BaselineNights, t.Tested, t.Alpha, relative(t.MinShift))
+	fmt.Fprintf(w, "%s.\n\n", md(strings.ToUpper(tonightHead(t)[:1])+tonightHead(t)[1:]))
 	if len(t.Findings) == 0 {
 		return
 	}

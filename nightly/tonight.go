@@ -5,11 +5,11 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	ms "github.com/aclements/go-moremath/stats"
 
-	"github.com/qmlsab/qmlsab/changepoint"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/report"
 )
@@ -67,7 +67,8 @@ type Finding struct {
 	Check  string `json:"check"` // CheckTonight
 	Metric string `json:"metric"`
 	Arm    string `json:"arm"`
-	// Night is the newest night's index (0-based), RunID its run.
+	// Night is the newest night's number (1-based, as the history lists
+	// it), RunID its run.
 	Night   int       `json:"night"`
 	RunID   string    `json:"runId"`
 	Started time.Time `json:"started"`
@@ -93,44 +94,95 @@ type Finding struct {
 	// Regression: p below the threshold, the shift worse and at least
 	// the minimum size. Only such findings are kept in a Result.
 	Regression bool `json:"regression"`
+	// Redefined is the definition change the newest night made to the arm
+	// (Redefinition.Describe), when its baseline is the nights of the
+	// arm's previous definition: the finding is that change's.
+	Redefined string `json:"redefined,omitempty"`
 }
 
 // Tonight is the per-night check's part of a Result.
 type Tonight struct {
 	// RunID is the newest night the check looked at ("" when the
-	// history is empty or the check is off).
+	// history is empty or the check is off), Night its number (1-based).
 	RunID string `json:"runId,omitempty"`
 	Night int    `json:"night"`
+	// Redefined says what the newest night changed in the definitions it
+	// compares (Redefinition.Describe), if anything.
+	Redefined string `json:"redefined,omitempty"`
 	// Tested is the family: pairs with a baseline and not every value
 	// equal (such a pair cannot show anything). Alpha is split over it.
-	Tested         int     `json:"tested"`
-	Alpha          float64 `json:"alpha"`
-	MinShift       float64 `json:"minShift"`
-	BaselineNights int     `json:"baselineNights"`
+	Tested int `json:"tested"`
+	// Untested counts the pairs the newest night ran that have no
+	// baseline yet, and Unbased says why (the first night of the history
+	// or of its workload, a workload changed tonight).
+	Untested int      `json:"untested"`
+	Unbased  []string `json:"unbased,omitempty"`
+	// NoData lists the arms the newest night ran with no valid trial:
+	// such a night cannot be judged, and never passes (Result.NoData).
+	NoData         []string `json:"noData,omitempty"`
+	Alpha          float64  `json:"alpha"`
+	MinShift       float64  `json:"minShift"`
+	BaselineNights int      `json:"baselineNights"`
 	// Findings are the pairs that fail the night.
 	Findings []Finding `json:"findings"`
 }
 
-// tonightCandidate tests the newest of nights (one arm's trial values of
-// one metric per night) against the last K nights after the latest
-// change point before it. ok is false when the pair cannot be tested: no
-// worse direction, no baseline night, or every value equal.
-func tonightCandidate(m, arm string, nights [][]float64, ids []string, at []time.Time, cps []changepoint.ChangePoint, k int) (Finding, bool) {
-	better := metric.Lookup(m).Better
+// tonightOf is tonight's check of one series (one arm's trial values of
+// one metric per night, the newest last): the newest night against the
+// last K nights of its baseline. The baseline is the newest night's
+// segment (seg) after the latest change point E-Divisive confirmed in it
+// (segCPs, by segment); on a night that redefined the arm alone it is the
+// previous definition's segment, and the finding says so. ok is false
+// when the pair cannot be tested: no worse direction, every value equal,
+// or no baseline (why says which).
+func tonightOf(m, arm string, nights [][]float64, ids []string, at []time.Time, seg segmentation, segCPs [][]int, k int) (f Finding, ok bool, why string) {
 	newest := len(nights) - 1
-	if better == 0 || newest < 1 {
-		return Finding{}, false
+	if metric.Lookup(m).Better == 0 {
+		return Finding{}, false, ""
 	}
-	first := 0
-	for _, cp := range cps {
-		if cp.Index < newest && cp.Index > first {
-			first = cp.Index // nights before a confirmed change are another regime
+	sg := seg.seg[newest]
+	b := seg.at[sg]
+	redefined := ""
+	if seg.first[sg] == newest {
+		switch {
+		case b.first && newest == 0:
+			return Finding{}, false, "the first night"
+		case b.first:
+			return Finding{}, false, "the first night of its workload"
+		case !b.redefinedArmsOnly():
+			return Finding{}, false, "the workload changed tonight: " + strings.Join(b.workload, ", ")
+		}
+		redefined = b.text()
+		sg = seg.prev[sg]
+	}
+	var base []int
+	for _, i := range seg.points(sg) {
+		if i < newest {
+			base = append(base, i)
 		}
 	}
-	first = max(first, newest-k)
-	base := flatten(nights[first:newest])
-	tonight := nights[newest]
-	if len(base) == 0 || len(tonight) == 0 {
+	for _, cp := range segCPs[sg] {
+		// Nights before a confirmed change are another regime.
+		base = slices.DeleteFunc(base, func(i int) bool { return cp < newest && i < cp })
+	}
+	if len(base) > k {
+		base = base[len(base)-k:]
+	}
+	if len(base) == 0 {
+		return Finding{}, false, "no earlier night of its definition"
+	}
+	f, ok = tonightCandidate(m, arm, nights[newest], pick(nights, base), pick(ids, base), ids[newest], at[newest])
+	f.Redefined = redefined
+	return f, ok, ""
+}
+
+// tonightCandidate tests tonight's values of one metric of one arm
+// against the baseline nights' values. ok is false when the pair cannot
+// be tested: no worse direction, or every value equal.
+func tonightCandidate(m, arm string, tonight []float64, baseNights [][]float64, baseIDs []string, runID string, started time.Time) (Finding, bool) {
+	better := metric.Lookup(m).Better
+	base := flatten(baseNights)
+	if better == 0 || len(base) == 0 || len(tonight) == 0 {
 		return Finding{}, false
 	}
 	alt := ms.LocationGreater // lower is better: worse is tonight greater
@@ -144,10 +196,10 @@ func tonightCandidate(m, arm string, nights [][]float64, ids []string, at []time
 	if err != nil {
 		return Finding{}, false
 	}
-	f := Finding{Check: CheckTonight, Metric: m, Arm: arm, Night: newest, RunID: ids[newest], Started: at[newest],
+	f := Finding{Check: CheckTonight, Metric: m, Arm: arm, RunID: runID, Started: started,
 		Median: metric.Quantile(tonight, 0.5), BaselineMedian: metric.Quantile(base, 0.5),
 		Shift: report.HodgesLehmann(base, tonight), P: r.P, Trials: len(tonight), BaselineTrials: len(base),
-		BaselineNights: slices.Clone(ids[first:newest])}
+		BaselineNights: slices.Clone(baseIDs)}
 	switch {
 	case f.BaselineMedian != 0:
 		f.Relative = math.Abs(f.Shift) / math.Abs(f.BaselineMedian)

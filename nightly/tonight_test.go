@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/qmlsab/qmlsab/changepoint"
 	"github.com/qmlsab/qmlsab/history"
 )
 
@@ -82,7 +81,7 @@ func TestTonightFailsTheNightOfARegression(t *testing.T) {
 		t.Fatalf("tested %d pairs, %d findings; want 2 and 1: %+v", res.Tonight.Tested, len(res.Tonight.Findings), res.Tonight)
 	}
 	f := res.Tonight.Findings[0]
-	if f.Check != CheckTonight || f.Metric != "rss_peak_bytes" || f.Arm != "D" || f.RunID != "night-11" || f.Night != 10 {
+	if f.Check != CheckTonight || f.Metric != "rss_peak_bytes" || f.Arm != "D" || f.RunID != "night-11" || f.Night != 11 {
 		t.Errorf("finding %+v; want tonight's check on rss_peak_bytes of D at night-11", f)
 	}
 	if math.Abs(f.Shift-0.3e9) > 0.04e9 || math.Abs(f.Median-1.30e9) > 1 || math.Abs(f.BaselineMedian-1e9) > 0.02e9 {
@@ -154,14 +153,14 @@ func TestTonightBaselineStartsAfterTheLatestChangePoint(t *testing.T) {
 	for i := range ids {
 		ids[i] = fmt.Sprint("n", i)
 	}
-	cps := []changepoint.ChangePoint{{Index: 6}}
-	f, ok := tonightCandidate("rss_peak_bytes", "D", nights, ids, at, cps, 7)
+	one := segmentation{seg: make([]int, len(nights)), at: []boundary{{first: true}}, first: []int{0}, prev: []int{-1}}
+	f, ok, _ := tonightOf("rss_peak_bytes", "D", nights, ids, at, one, [][]int{{6}}, 7)
 	if !ok || f.BaselineTrials != 15 || f.BaselineNights[0] != "n6" || f.P < 0.1 {
 		t.Fatalf("ok %v, baseline %v (%d trials), p %g; want the 5 nights after the change and no evidence", ok, f.BaselineNights, f.BaselineTrials, f.P)
 	}
 	// Without the change point the old nights would make tonight look worse.
 	stable := f.P
-	f, _ = tonightCandidate("rss_peak_bytes", "D", nights, ids, at, nil, 11)
+	f, _, _ = tonightOf("rss_peak_bytes", "D", nights, ids, at, one, [][]int{nil}, 11)
 	if f.BaselineTrials != 33 || f.P >= 0.05 || f.P > stable/2 {
 		t.Errorf("no change point: %d baseline trials, p %g; want 33 and p below 0.05 and half the stable baseline's %g", f.BaselineTrials, f.P, stable)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"maps"
 	"math"
 	"net/url"
 	"os"
@@ -213,6 +214,17 @@ func buildTrend(ctx context.Context, st history.Store, out string, opts TrendOpt
 			return nil, err
 		}
 	}
+	redefined := map[int]Redefinition{}
+	for _, d := range res.Redefinitions {
+		if i, ok := index[d.RunID]; ok {
+			redefined[i] = d
+		}
+	}
+	tonight := map[[2]string]Finding{} // (metric, arm) → tonight's finding
+	for _, f := range res.Tonight.Findings {
+		tonight[[2]string{f.Metric, f.Arm}] = f
+	}
+	newest := len(runs) - 1
 	type seriesKey struct{ kind, metric, arm string }
 	marks := map[seriesKey]map[int][]Change{}
 	for _, c := range res.Changes {
@@ -275,6 +287,22 @@ func buildTrend(ctx context.Context, st history.Store, out string, opts TrendOpt
 			}
 			vmarks := marks[seriesKey{Values, m, arm}]
 			emarks := marks[seriesKey{Effect, m, arm}]
+			// The nights that redefined what this arm's series compare:
+			// the workload, the arm, and for its effect the baseline arm.
+			vredef, eredef := map[int]string{}, map[int]string{}
+			for i, d := range redefined {
+				if len(d.Workload) > 0 || len(d.Arms[arm]) > 0 {
+					own := Redefinition{Workload: d.Workload}
+					if len(d.Arms[arm]) > 0 {
+						own.Arms = map[string][]string{arm: d.Arms[arm]}
+					}
+					vredef[i] = own.Describe()
+				}
+				if len(d.Workload) > 0 || len(d.Arms[arm]) > 0 || (runs[i].Baseline != "" && len(d.Arms[runs[i].Baseline]) > 0) {
+					eredef[i] = d.Describe()
+				}
+			}
+			finding, hasFinding := tonight[[2]string{m, arm}]
 			title := fmt.Sprintf("%s — %s", def.Title, arm)
 			if seen > 0 {
 				vid := fmt.Sprintf("%s-%d-values", sid, ai)
@@ -288,9 +316,23 @@ func buildTrend(ctx context.Context, st history.Store, out string, opts TrendOpt
 					for _, c := range vmarks[i] {
 						tips[i] += "\nchange point: " + trendChangeText(def, c)
 					}
+					if d, ok := vredef[i]; ok {
+						tips[i] += "\nredefined: " + d
+					}
+					if hasFinding && i == newest {
+						tips[i] += "\ntonight's check: " + trendFindingText(def, finding)
+					}
 				}
-				data.Options[vid] = trendValuesOption(title+": nightly median and min–max"+trendSimTitle(sim, seen), unit, labels,
-					mins, spans, medians, trendMarkLines(vmarks, false))
+				extra := trendRedefinitionLines(vredef)
+				if hasFinding {
+					extra = append(extra, chart.ChangePoint(float64(newest), fmt.Sprintf("tonight: %s p=%.4f", Regression, finding.P), chart.Regression))
+				}
+				o := trendValuesOption(title+": nightly median and min–max"+trendSimTitle(sim, seen), unit, labels,
+					mins, spans, medians, trendMarkLines(vmarks, false, extra...))
+				if def.Share {
+					o.YAxis.Max = chart.Float(1) // a share: never an axis beyond 1
+				}
+				data.Options[vid] = o
 				data.Tips[vid] = tips
 				sec.Charts = append(sec.Charts, trendChart{ID: vid, Kind: "values"})
 			}
@@ -325,9 +367,12 @@ func buildTrend(ctx context.Context, st history.Store, out string, opts TrendOpt
 					for _, c := range emarks[i] {
 						etips[i] += "\nchange point: " + trendChangeText(def, c)
 					}
+					if d, ok := eredef[i]; ok {
+						etips[i] += "\nredefined: " + d
+					}
 				}
 				data.Options[eid] = trendEffectOption(fmt.Sprintf("%s — effect of %s vs %s (Hodges-Lehmann shift)%s", def.Title, arm, base, trendSimTitle(esim, eseen)),
-					unit, labels, shifts, trendMarkLines(emarks, true))
+					unit, labels, shifts, trendMarkLines(emarks, true, trendRedefinitionLines(eredef)...))
 				data.Tips[eid] = etips
 				sec.Charts = append(sec.Charts, trendChart{ID: eid, Kind: "effect"})
 				if eseen < 2 {
@@ -340,10 +385,16 @@ func buildTrend(ctx context.Context, st history.Store, out string, opts TrendOpt
 			for i := range cells {
 				cells[i].HasEffect = hasEffect
 				for _, c := range vmarks[i] {
-					cells[i].Marks = append(cells[i].Marks, trendMark{c.Direction, "values: " + trendChangeText(def, c)})
+					cells[i].Marks = append(cells[i].Marks, trendMark{c.Direction, "change point, values: " + trendChangeText(def, c)})
 				}
 				for _, c := range emarks[i] {
-					cells[i].Marks = append(cells[i].Marks, trendMark{c.Direction, "effect: " + trendChangeText(def, c)})
+					cells[i].Marks = append(cells[i].Marks, trendMark{c.Direction, "change point, effect: " + trendChangeText(def, c)})
+				}
+				if d, ok := eredef[i]; ok {
+					cells[i].Marks = append(cells[i].Marks, trendMark{"redefined", "redefined: " + d + " (a change point by construction, never a regression)"})
+				}
+				if hasFinding && i == newest {
+					cells[i].Marks = append(cells[i].Marks, trendMark{Regression, "tonight's check: " + trendFindingText(def, finding)})
 				}
 				rows[i].Cells = append(rows[i].Cells, cells[i])
 			}
@@ -449,19 +500,29 @@ func trendLink(root, out, id string) (string, bool) {
 	return href, true
 }
 
-// trendAxisLabels are the nights' x-axis labels: dates, with the time
-// when two nights share a date.
+// trendAxisLabels are the nights' x-axis labels: each night's date; a
+// night that shares its date with another also has its time (to the
+// minute, or to the second when that is shared too), so each label names
+// one night and only those nights carry a time.
 func trendAxisLabels(runs []history.RunSummary) []string {
-	days := map[string]int{}
-	for _, r := range runs {
-		days[r.Started.UTC().Format("2006-01-02")]++
+	count := func(layout string) map[string]int {
+		n := map[string]int{}
+		for _, r := range runs {
+			n[r.Started.UTC().Format(layout)]++
+		}
+		return n
 	}
+	days, minutes := count("2006-01-02"), count("2006-01-02 15:04")
 	out := make([]string, len(runs))
 	for i, r := range runs {
 		t := r.Started.UTC()
-		out[i] = t.Format("2006-01-02")
-		if days[out[i]] > 1 {
+		switch {
+		case days[t.Format("2006-01-02")] == 1:
+			out[i] = t.Format("2006-01-02")
+		case minutes[t.Format("2006-01-02 15:04")] == 1:
 			out[i] = t.Format("01-02 15:04")
+		default:
+			out[i] = t.Format("01-02 15:04:05")
 		}
 	}
 	return out
@@ -626,9 +687,37 @@ func trendDirColor(dir string) string {
 	return chart.Neutral
 }
 
+// trendFindingText says what tonight's check found: "regression p=0.0005,
+// baseline 1.00 GiB → tonight 1.30 GiB (+30.0%), against 7 nights".
+func trendFindingText(m metric.Metric, f Finding) string {
+	s := fmt.Sprintf("%s p=%.4f (Holm level %.4f), baseline %s → tonight %s (%s), against %s", Regression, f.P, f.Threshold,
+		trendNumber(m, f.BaselineMedian), trendNumber(m, f.Median), relativeShift(f), trendNights(len(f.BaselineNights)))
+	if f.Redefined != "" {
+		s += " of the previous definition (redefined tonight: " + f.Redefined + ")"
+	}
+	return s
+}
+
+// trendRedefinitionLines mark the nights that redefined what a series
+// compares (neutral: a change point by construction, never a regression),
+// labelled with what changed.
+func trendRedefinitionLines(at map[int]string) []chart.MarkLineItem {
+	nights := slices.Sorted(maps.Keys(at))
+	var out []chart.MarkLineItem
+	for _, i := range nights {
+		label := "redefined: " + at[i]
+		if r := []rune(label); len(r) > 60 {
+			label = string(r[:59]) + "…"
+		}
+		out = append(out, chart.ChangePoint(float64(i), label, chart.Neutral))
+	}
+	return out
+}
+
 // trendMarkLines marks each change point at its night (an x-axis index),
-// labelled with its direction and p; effect charts also get a zero line.
-func trendMarkLines(at map[int][]Change, zero bool) *chart.MarkLine {
+// labelled with its direction and p, then the extra marks; effect charts
+// also get a zero line.
+func trendMarkLines(at map[int][]Change, zero bool, extra ...chart.MarkLineItem) *chart.MarkLine {
 	var items []chart.MarkLineItem
 	if zero {
 		items = append(items, chart.Reference(0, "no effect", false))
@@ -647,7 +736,7 @@ func trendMarkLines(at map[int][]Change, zero bool) *chart.MarkLine {
 			items = append(items, chart.ChangePoint(float64(i), fmt.Sprintf("%s %s p=%.3f", arrow, c.Direction, c.P), trendDirColor(c.Direction)))
 		}
 	}
-	return chart.Lines(items...)
+	return chart.Lines(append(items, extra...)...)
 }
 
 // trendBase is a trend chart: the nights on a category axis, the value

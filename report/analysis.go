@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/qmlsab/qmlsab/investigation"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/store"
 )
@@ -20,6 +21,9 @@ type Options struct {
 	// trials, missing shards) on its finished trials; without it such a
 	// run fails the gate set (GateFailures).
 	AllowPartial bool
+	// GatePredictions lets the gates of predicted arms decide the gate
+	// set (GateResult.Prediction); without it they are reported only.
+	GatePredictions bool
 }
 
 // Arm is one arm's statistics.
@@ -97,8 +101,9 @@ func (a *Analysis) GatesPass() bool { return len(a.GateFailures()) == 0 }
 // failure that passed), a gate with no data (its metric absent, or only
 // a lower bound), an arm of the run a gate applies to without a valid
 // trial, a run without a finished trial, and an incomplete run (trials
-// unfinished, shards missing) unless AllowPartial. Nil without a gate
-// set.
+// unfinished, shards missing) unless AllowPartial. A prediction's gate
+// (GateResult.Informational) is reported and decides nothing. Nil without
+// a gate set.
 func (a *Analysis) GateFailures() []string {
 	if a.GateSet == nil {
 		return nil
@@ -113,7 +118,7 @@ func (a *Analysis) GateFailures() []string {
 	for _, arm := range a.Arms {
 		var gates []string
 		for _, g := range arm.Gates {
-			if !g.NotApplicable {
+			if !g.NotApplicable && !g.Informational {
 				gates = append(gates, fmt.Sprintf("%q", g.Gate.Name))
 			}
 		}
@@ -123,7 +128,7 @@ func (a *Analysis) GateFailures() []string {
 		}
 		for _, g := range arm.Gates {
 			switch {
-			case g.NotApplicable, g.AsExpected():
+			case g.NotApplicable, g.Informational, g.AsExpected():
 			case g.NoData:
 				out = append(out, fmt.Sprintf("arm %s, gate %q: no data (%s); a gate that cannot be judged fails", arm.Name, g.Gate.Name, g.Reason))
 			default:
@@ -282,7 +287,13 @@ func Analyze(in *Input, opts Options) (*Analysis, error) {
 					continue
 				}
 				r := g.Evaluate(name, arm.Metrics)
-				if r.NoData {
+				r.Prediction = investigation.Predicted(name) && armSimulated(in, name)
+				r.Informational = r.Prediction && !opts.GatePredictions
+				if r.NoData && arm.N == 0 && !r.Informational {
+					r.Reason = "no valid trial: the arm measured nothing, which fails the gate set"
+					a.Warnings = append(a.Warnings, Warning{Arm: name, Metric: g.Metric,
+						Text: fmt.Sprintf("gate %q: %s", g.Name, r.Reason)})
+				} else if r.NoData {
 					r.Reason = noDataReason(g, arm)
 					a.Warnings = append(a.Warnings, Warning{Arm: name, Metric: g.Metric,
 						Text: fmt.Sprintf("gate %q has no data (%s): a gate that cannot be judged fails the gate set", g.Name, r.Reason)})
@@ -325,6 +336,20 @@ func Analyze(in *Input, opts Options) (*Analysis, error) {
 		a.Warnings = append(a.Warnings, Warning{Text: "SIMULATED: the trials ran against mongosim, a model of mongod; these are not measurements of a real server"})
 	}
 	return a, nil
+}
+
+// armSimulated reports whether an arm's trials ran on a model: it is an
+// embedded arm of a run, or one of its trials says it was simulated (a
+// local target running cmd/mongosim).
+func armSimulated(in *Input, arm string) bool {
+	for _, m := range in.Manifests {
+		for _, a := range m.ArmList {
+			if a.Name == arm && a.Target == "embedded" {
+				return true
+			}
+		}
+	}
+	return slices.ContainsFunc(in.Trials[arm], func(t Trial) bool { return t.Trial.Simulated })
 }
 
 // metricNames are the metrics present in any trial, or absent from one

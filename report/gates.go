@@ -142,6 +142,12 @@ type GateResult struct {
 	Reason string
 	// NotApplicable: the gate is not one of this arm's (Gate.Arms).
 	NotApplicable bool
+	// Prediction: the arm's outcome is the model's prediction (a simulated
+	// arm the investigations predict, investigation.Predicted), not an
+	// acceptance of anything observed. Informational: such a gate is
+	// reported but does not decide the gate set (Options.GatePredictions
+	// makes it decide).
+	Prediction, Informational bool
 }
 
 // ExpectsFailure reports whether the gate is an expected failure.
@@ -192,8 +198,15 @@ func (r GateResult) Detail() string {
 	if r.Gate.Than != "" {
 		want = fmt.Sprintf("%s %s = %s", r.Gate.Than, of, Number(r.Threshold))
 	}
-	return fmt.Sprintf("%s %s = %s, want %s %s", r.Gate.Metric, of, Number(r.Value), r.Gate.Op, want)
+	d := fmt.Sprintf("%s %s = %s, want %s %s", r.Gate.Metric, of, Number(r.Value), r.Gate.Op, want)
+	if r.Informational {
+		d += "; " + InformationalNote
+	}
+	return d
 }
+
+// InformationalNote says why a prediction's gate does not decide the set.
+const InformationalNote = "the model's prediction: reported, not gated (--gate-predictions gates it)"
 
 // Line is the gate's one-line result: "pass (availability median = 0.98,
 // want > 0.9)", "FAIL (…)" or "no data (the server reported no …)".

@@ -5,10 +5,12 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/qmlsab/qmlsab/internal/specdiff"
 	"github.com/qmlsab/qmlsab/store"
 )
 
@@ -102,6 +104,7 @@ func Load(dirs []string) (*Input, error) {
 	}
 	in := &Input{Trials: map[string][]Trial{}}
 	var firstWL []byte
+	firstArms, firstArmDir := map[string]json.RawMessage{}, map[string]string{}
 	shards := map[string][]*store.Run{} // by plan digest
 	var digests []string
 	for _, dir := range dirs {
@@ -133,8 +136,24 @@ func Load(dirs []string) (*Input, error) {
 		if firstWL == nil {
 			firstWL, in.Workload = wl, spec
 		} else if !bytes.Equal(wl, firstWL) {
-			return nil, fmt.Errorf("%s: workload %s differs from %s's (%s): runs are combined only when their workloads match",
-				filepath.Join(dir, store.ManifestFile), spec.Name, dirs[0], in.Workload.Name)
+			return nil, fmt.Errorf("%s: its workload differs from %s's: %s: runs are combined only when their workloads match",
+				filepath.Join(dir, store.ManifestFile), dirs[0], keysDiffer(firstWL, wl, spec.Kind, in.Workload.Name, spec.Name))
+		}
+		defs, err := armDefinitions(m)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, store.ManifestFile), err)
+		}
+		for _, name := range slices.Sorted(maps.Keys(defs)) {
+			first, ok := firstArms[name]
+			if !ok {
+				firstArms[name], firstArmDir[name] = defs[name], dir
+				continue
+			}
+			ch, err := specdiff.Diff(first, defs[name], specdiff.Options{Ignore: []string{"build"}})
+			if err == nil && len(ch) > 0 {
+				return nil, fmt.Errorf("%s: arm %s is defined otherwise than in %s: %s: runs are combined only when their arms of one name are defined alike",
+					filepath.Join(dir, store.ManifestFile), name, firstArmDir[name], specdiff.Describe(ch, 4))
+			}
 		}
 		in.Dirs = append(in.Dirs, dir)
 		in.Manifests = append(in.Manifests, m)
@@ -287,6 +306,30 @@ func (in *Input) Valid(arm string) []Trial {
 		}
 	}
 	return out
+}
+
+// keysDiffer names the keys in which two workloads (canonical JSON)
+// differ: "storm_rate 271.5 → 320", the kind's own section named without
+// its kind; their names, when the keys cannot be read.
+func keysDiffer(a, b []byte, kind, aName, bName string) string {
+	ch, err := specdiff.Diff(a, b, specdiff.Options{Strip: kind})
+	if err != nil || len(ch) == 0 {
+		return fmt.Sprintf("workload %s, then %s", aName, bName)
+	}
+	return specdiff.Describe(ch, 4)
+}
+
+// armDefinitions are the arms' definitions a manifest records, by name
+// (none in a manifest without its arms' YAML).
+func armDefinitions(m store.Manifest) (map[string]json.RawMessage, error) {
+	if len(m.Arms) == 0 {
+		return nil, nil
+	}
+	var doc string
+	if err := json.Unmarshal(m.Arms, &doc); err != nil {
+		return nil, fmt.Errorf("arms: not the arms YAML a run records: %w", err)
+	}
+	return specdiff.Arms(doc)
 }
 
 // Newest is the run folder under root whose manifest was created last

@@ -54,6 +54,10 @@ type summaryGate struct {
 	Reason    string     `json:"reason,omitempty"`
 	Value     jsonNumber `json:"value"`
 	Threshold jsonNumber `json:"threshold"`
+	// Prediction: the gate judges the model's prediction of an arm;
+	// Informational: it is reported and does not decide the set.
+	Prediction    bool `json:"prediction,omitempty"`
+	Informational bool `json:"informational,omitempty"`
 }
 
 // summaryArm is an arm's statistics. A metric the arm has no value of is
@@ -201,7 +205,7 @@ func SummaryJSON(a *Analysis, toolVersion string) ([]byte, error) {
 				continue
 			}
 			sg := summaryGate{Name: g.Gate.Name, Condition: g.Gate.String(), Pass: g.Pass, Expect: g.Gate.Expect, Status: strings.ToLower(g.Verdict()),
-				Value: jsonNumber(g.Value), Threshold: jsonNumber(g.Threshold)}
+				Value: jsonNumber(g.Value), Threshold: jsonNumber(g.Threshold), Prediction: g.Prediction, Informational: g.Informational}
 			if g.NoData {
 				sg.Reason, sg.Value, sg.Threshold = g.Reason, jsonNumber(math.NaN()), jsonNumber(math.NaN())
 			}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/workload"
@@ -105,5 +106,34 @@ func TestResumeRemovesWhatAKilledWriterLeft(t *testing.T) {
 	}
 	if _, err := os.Stat(report); err != nil {
 		t.Errorf("a report's temporary after the resume: %v; want it left", err)
+	}
+}
+
+// NewRunID is the id the run's manifest records: under a stamp, the stamp
+// and the plan's digest (what a caller names the folder after); a
+// Config.RunID given is kept as it is. A stamp's seed is the stamp's own.
+func TestNewRunIDIsTheManifestsRunID(t *testing.T) {
+	spec, _ := workload.Builtin(workload.KindSpillToDisk)
+	cfg := Config{Arms: planArms(t, "D", "E"), N: 2, Workload: spec, Profile: "quick", Seed: StampSeed("night-3"), Clock: Virtual,
+		ToolVersion: "test", Dir: t.TempDir(), RunStamp: "night-3"}
+	id, err := NewRunID(cfg, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	scaled := cfg.withDefaults()
+	scaled.Workload = scaled.Workload.Scaled(Profiles[scaled.Profile])
+	m, err := manifest(scaled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.RunID != id || !store.RunIDOf(id, "night-3") {
+		t.Errorf("NewRunID %s, the manifest's run id %s; want one id of stamp night-3", id, m.RunID)
+	}
+	scaled.RunID = "mine-1"
+	if m, err = manifest(scaled); err != nil || m.RunID != "mine-1" {
+		t.Errorf("Config.RunID mine-1: the manifest records %q (%v)", m.RunID, err)
+	}
+	if StampSeed("night-3") != StampSeed("night-3") || StampSeed("night-3") == StampSeed("night-4") || StampSeed("night-3") == 0 {
+		t.Error("a stamp's seed is not its own")
 	}
 }

@@ -10,6 +10,8 @@ package run
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,6 +60,10 @@ type Config struct {
 	// shards one run id (store.NewRunID); empty: $QMLSAB_RUN_ID, and
 	// without that a run id of this folder alone.
 	RunStamp string
+	// RunID, when set, is a new run's id as NewRunID made it for the
+	// caller, which named the run's folder after it; empty: the run makes
+	// its own.
+	RunID string
 	// Parallel trials at once (0: one per CPU for virtual-clock trials,
 	// which are pure computation; one at a time on the wall clock, where
 	// trials at once would share the CPUs they measure).
@@ -564,30 +570,23 @@ func manifest(cfg Config) (store.Manifest, error) {
 	}
 	armsYAML, _ := arms.Marshal(redacted)
 	armsJSON, _ := json.Marshal(string(armsYAML))
-	wl, _ := json.Marshal(cfg.Workload)
+	plan, clock, wl, err := newPlan(cfg)
+	if err != nil {
+		return store.Manifest{}, err
+	}
 	m := store.Manifest{Schema: store.ManifestSchema, WorkloadName: cfg.Workload.Name, ToolVersion: cfg.ToolVersion, Created: time.Now().UTC(), Host: host, Profile: cfg.Profile, Topology: cfg.Topology,
 		CommandLine: redactArgs(cfg.CommandLine), Workload: wl, Arms: armsJSON, Seed: cfg.Seed, Target: cfg.Arms[0].Target}
 	for _, a := range cfg.Arms {
 		m.ArmList = append(m.ArmList, store.ArmInfo{Name: a.Name, Build: a.Build, Target: a.Target, Parameters: a.SetParameters})
-	}
-	m.Clock = Wall
-	for _, a := range cfg.Arms {
 		m.Simulated = m.Simulated || a.Embedded()
-		if a.Embedded() && cfg.Clock == Virtual && cfg.Workload.SpillToDisk != nil {
-			m.Clock = Virtual
-		}
 	}
-	plan, err := NewPlan(cfg.Arms, cfg.N, wl, m.Clock, cfg.Seed)
-	if err != nil {
-		return store.Manifest{}, err
-	}
+	m.Clock = clock
 	m.Plan = plan.Record()
-	stamp := cfg.RunStamp
-	if stamp == "" {
-		stamp = os.Getenv(store.RunIDEnv)
-	}
-	if m.RunID, err = store.NewRunID(stamp, m.Plan.Digest, m.Created); err != nil {
-		return store.Manifest{}, err
+	m.RunID = cfg.RunID
+	if m.RunID == "" {
+		if m.RunID, err = store.NewRunID(cfg.stamp(), m.Plan.Digest, m.Created); err != nil {
+			return store.Manifest{}, err
+		}
 	}
 	if cfg.Shard != (store.Shard{}) {
 		m.Shard = &cfg.Shard
@@ -596,6 +595,60 @@ func manifest(cfg Config) (store.Manifest, error) {
 		m.Trials = append(m.Trials, store.TrialStatus{Arm: t.Arm, Index: t.Index, Status: store.Pending})
 	}
 	return m, nil
+}
+
+// newPlan is the plan of a new run of cfg (defaults applied, workload
+// scaled), the clock its trials run on, and its workload as the manifest
+// records it.
+func newPlan(cfg Config) (Plan, string, []byte, error) {
+	wl, err := json.Marshal(cfg.Workload)
+	if err != nil {
+		return Plan{}, "", nil, err
+	}
+	clock := Wall
+	for _, a := range cfg.Arms {
+		if a.Embedded() && cfg.Clock == Virtual && cfg.Workload.SpillToDisk != nil {
+			clock = Virtual
+		}
+	}
+	plan, err := NewPlan(cfg.Arms, cfg.N, wl, clock, cfg.Seed)
+	return plan, clock, wl, err
+}
+
+// stamp is the run's stamp: Config.RunStamp, else $QMLSAB_RUN_ID.
+func (cfg Config) stamp() string {
+	if cfg.RunStamp != "" {
+		return cfg.RunStamp
+	}
+	return os.Getenv(store.RunIDEnv)
+}
+
+// NewRunID is the id a new run of cfg records (store.NewRunID): with a
+// stamp (Config.RunStamp, else $QMLSAB_RUN_ID) the stamp and the digest of
+// the run's plan, the same in every shard of it; without one, created's
+// time and random digits. A caller that names the run's folder after the
+// run (results/<run id>) passes the id on in Config.RunID, so that the
+// folder and its manifest carry one id.
+func NewRunID(cfg Config, created time.Time) (string, error) {
+	if err := cfg.Validate(); err != nil {
+		return "", err
+	}
+	cfg = cfg.withDefaults()
+	cfg.Workload = cfg.Workload.Scaled(Profiles[cfg.Profile])
+	plan, _, _, err := newPlan(cfg)
+	if err != nil {
+		return "", err
+	}
+	return store.NewRunID(cfg.stamp(), plan.Record().Digest, created)
+}
+
+// StampSeed is the seed of a run given a stamp and no seed: derived from
+// the stamp (SHA-256, a number of at most 10 digits), so the shards of a
+// night, and the night run again, draw alike, and every other night draws
+// anew.
+func StampSeed(stamp string) uint64 {
+	sum := sha256.Sum256([]byte(stamp))
+	return binary.BigEndian.Uint64(sum[:8])>>33 + 1
 }
 
 func shardName(s *store.Shard) string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -45,12 +46,45 @@ func NewRunDir(root string, kind FolderKind, created time.Time, shardIndex, shar
 	return filepath.Join(root, name)
 }
 
+// RunDir is the folder below root of the run with id runID: named after
+// the run, so the folder and its manifest's run_id are one id; a shard
+// (count > 0) adds "-shardIofN", as NewRunDir does.
+func RunDir(root, runID string, shardIndex, shardCount int) string {
+	name := runID
+	if shardCount > 0 {
+		name += fmt.Sprintf("-shard%dof%d", shardIndex, shardCount)
+	}
+	return filepath.Join(root, name)
+}
+
 // NewestRun is the run folder directly below root that was created last,
 // by its manifest's creation time (not its name: a folder the user named
 // counts too). Folders without a manifest (a sweep, anything else) are
 // passed over; when no folder has a manifest that reads, the error lists
 // those that did not.
 func NewestRun(root string) (string, error) {
+	return newestRun(root, "")
+}
+
+// NewestRunOf is NewestRun among the runs made under stamp (RunIDEnv):
+// those whose run id is the stamp's (RunIDOf). Without one the error says
+// so: the stamp's run did not start, or wrote its folder elsewhere.
+func NewestRunOf(root, stamp string) (string, error) {
+	return newestRun(root, stamp)
+}
+
+// RunIDOf reports whether runID was made under stamp (NewRunID): the
+// stamp, a dash and the plan digest's 12 hex digits.
+func RunIDOf(runID, stamp string) bool {
+	tail, ok := strings.CutPrefix(runID, stamp+"-")
+	if !ok || len(tail) != 12 {
+		return false
+	}
+	_, err := hex.DecodeString(tail)
+	return err == nil
+}
+
+func newestRun(root, stamp string) (string, error) {
 	entries, err := os.ReadDir(root)
 	if err != nil {
 		return "", fmt.Errorf("no run given and %s cannot be read: %w", root, err)
@@ -71,6 +105,9 @@ func NewestRun(root string) (string, error) {
 			unreadable = append(unreadable, fmt.Sprintf("%s: %v", dir, err))
 			continue
 		}
+		if stamp != "" && !RunIDOf(m.RunID, stamp) {
+			continue
+		}
 		if bestM == nil || !m.Created.Before(bestM.Created) {
 			best, bestM = dir, &m
 		}
@@ -78,6 +115,8 @@ func NewestRun(root string) (string, error) {
 	switch {
 	case bestM != nil:
 		return best, nil
+	case stamp != "":
+		return "", fmt.Errorf("no run given and no run of $%s=%q in %s (its run did not start, or wrote its folder elsewhere: name the folder)", RunIDEnv, stamp, root)
 	case len(unreadable) > 0:
 		return "", fmt.Errorf("no run given and no readable run folder in %s: %v", root, unreadable)
 	}

@@ -29,9 +29,9 @@ type exitCodeRow struct {
 // holds the README's table to it.
 var exitCodes = []exitCodeRow{
 	{exitOK, "ok"},
-	{exitFailed, "bad input (a value that parses but is wrong: an unknown arm, a missing file, a malformed label) or a failed run"},
+	{exitFailed, "bad input (a value that parses but is wrong: an unknown arm, a missing file, a malformed label) or a failed run (history detect: tonight's run is not the newest night, or ran an arm without a valid trial)"},
 	{exitUsage, "usage: an unknown command or flag, or a flag without its value; one line names the closest match"},
-	{exitGateFailed, "a gate failed or could not be judged (report --gates fails closed: a gate with no data, an arm without a valid trial, a run without a finished trial, an incomplete run without --allow-partial)"},
+	{exitGateFailed, "a gate failed or could not be judged (report --gates fails closed: a gate with no data, an arm without a valid trial, a run without a finished trial, an incomplete run without --allow-partial; the gates of a predicted arm decide only with --gate-predictions)"},
 	{exitRegression, "a regression (history detect)"},
 	{exitInterrupted, "interrupted by SIGINT, SIGTERM, SIGHUP, or SIGPIPE (its output closed); the finished trials are kept (run --resume completes the run), partial output removed; a second signal exits at once, its clean-up unfinished"},
 }

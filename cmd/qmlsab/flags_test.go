@@ -53,9 +53,9 @@ var concepts = map[string]flagConcept{
 var single = map[string][]string{
 	"run":            {"clock", "topology", "resume", "shard", "shards", "allow-remote", "verbose"},
 	"merge":          {"expect"},
-	"report":         {"baseline", "gates", "history"},
+	"report":         {"baseline", "gates", "gate-predictions", "history"},
 	"calibrate":      {"storm-rate", "storm", "fit", "space", "samples", "refine", "fit-seeds"},
-	"history detect": {"effect", "recent", "permutations", "min-segment", "baseline-nights", "min-shift", "no-tonight"},
+	"history detect": {"effect", "recent", "permutations", "min-segment", "baseline-nights", "min-shift", "no-tonight", "night"},
 	"import ftdc":    {"spec", "start", "phases", "outcomes"},
 	"ftdc dump":      {"paths"},
 	"sim":            {"members", "election-timeout", "for"},

@@ -246,6 +246,20 @@ func addToHistory(ctx context.Context, c *cli.Context, loc string, dirs []string
 	return nil
 }
 
+// startedLayout is how history list shows the nights' starts: their dates
+// when no two nights share one, else dates and times (UTC).
+func startedLayout(runs []history.RunSummary) string {
+	seen := map[string]bool{}
+	for _, r := range runs {
+		d := r.Started.UTC().Format(time.DateOnly)
+		if seen[d] {
+			return "2006-01-02 15:04"
+		}
+		seen[d] = true
+	}
+	return time.DateOnly
+}
+
 func historyCommand() *cli.Command {
 	fail := func(cmd, format string, args ...any) error {
 		return refusal("qmlsab history "+cmd)(format, args...)
@@ -297,9 +311,12 @@ func historyCommand() *cli.Command {
 					if err != nil {
 						return fail("list", "%v", err)
 					}
+					// A run id is never folded: it is what other commands
+					// take. The workload goes to --wide to leave it room.
 					t := &texttable.Table{Columns: []texttable.Column{{Title: "NIGHT", Key: "night"}, {Title: "STARTED", Key: "started"},
-						{Title: "RUN", Key: "run", Wrap: true}, {Title: "WORKLOAD", Key: "workload", Wrap: true}, {Title: "ARMS", Key: "arms", Wrap: true},
+						{Title: "RUN", Key: "run"}, {Title: "WORKLOAD", Key: "workload", Wrap: true, Wide: true}, {Title: "ARMS", Key: "arms", Wrap: true},
 						{Title: "TRIALS", Key: "trials"}, {Title: "HOST", Key: "host", Wrap: true}, {Title: "LABELS", Key: "labels", Wide: true}}}
+					started := startedLayout(runs)
 					for i, r := range runs {
 						host := r.Host.Name
 						if r.Simulated {
@@ -312,7 +329,7 @@ func historyCommand() *cli.Command {
 						for k, v := range r.Labels {
 							ls = append(ls, k+"="+v)
 						}
-						t.Add(texttable.Int(i+1), texttable.Cell{Text: r.Started.Format("2006-01-02 15:04"), Value: r.Started.UTC().Format(time.RFC3339)},
+						t.Add(texttable.Int(i+1), texttable.Cell{Text: r.Started.UTC().Format(started), Value: r.Started.UTC().Format(time.RFC3339)},
 							texttable.Text(r.ID), texttable.Text(r.Workload), texttable.Cell{Text: strings.Join(r.Arms, ","), Value: orEmpty(r.Arms)}, texttable.Int(r.Trials),
 							texttable.Text(host), texttable.Cell{Text: strings.Join(slices.Sorted(slices.Values(ls)), " "), Value: orEmpty(r.Labels)})
 					}
@@ -337,6 +354,7 @@ func historyCommand() *cli.Command {
 					renamedFloat("p"),
 					&cli.Float64Flag{Name: "min-shift", Value: nightly.DefaultMinShift, Usage: "tonight's check: smallest shift, relative to the baseline median, that fails the night"},
 					&cli.BoolFlag{Name: "no-tonight", Usage: "skip tonight's check (change points alone decide)"},
+					&cli.StringFlag{Name: "night", EnvVars: []string{store.RunIDEnv}, Usage: "tonight's run id, or the stamp it was made under: exit 1 when the newest night is another (tonight's run never reached the history)"},
 				),
 				Action: func(c *cli.Context) error {
 					f, err := filter(c)
@@ -379,6 +397,14 @@ func historyCommand() *cli.Command {
 					if err != nil {
 						return fail("detect", "%v", err)
 					}
+					if night := c.String("night"); night != "" && !opts.Tonight.Off && res.Tonight.RunID != night && !store.RunIDOf(res.Tonight.RunID, night) {
+						newest := "the history holds no night"
+						if res.Nights > 0 {
+							newest = fmt.Sprintf("the newest night is %s", res.Tonight.RunID)
+						}
+						return fail("detect", "--night %s ($%s): %s, not tonight's: tonight's run never reached the history (did it fail before report --history?)",
+							night, store.RunIDEnv, newest)
+					}
 					switch format {
 					case "md":
 						err = nightly.WriteMarkdown(c.App.Writer, res, opts.Recent)
@@ -392,6 +418,10 @@ func historyCommand() *cli.Command {
 					}
 					if res.Regressed() {
 						return cli.Exit("", exitRegression)
+					}
+					if res.NoData() {
+						return fail("detect", "night %d (%s) has no valid trial of %s: a night that measured nothing never passes",
+							res.Tonight.Night, res.Tonight.RunID, strings.Join(res.Tonight.NoData, ", "))
 					}
 					return nil
 				},

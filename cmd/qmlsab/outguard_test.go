@@ -54,7 +54,7 @@ func TestOutputsAreNeverWrittenOverTheHistoryOrAForeignFile(t *testing.T) {
 	if b, _ := os.ReadFile(foreign); string(b) != notes {
 		t.Fatal("the foreign file changed")
 	}
-	if out, code := qmlsab(t, "history", "list", "--history-db", db); code != 0 || !strings.Contains(out, "nightly") {
+	if out, code := qmlsab(t, "history", "list", "--wide", "--history-db", db); code != 0 || !strings.Contains(out, "nightly") {
 		t.Fatalf("the history after the refusals: exit %d\n%s", code, out)
 	}
 

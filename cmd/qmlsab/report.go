@@ -15,6 +15,7 @@ import (
 
 	"github.com/qmlsab/qmlsab/internal/outputfile"
 	"github.com/qmlsab/qmlsab/report"
+	"github.com/qmlsab/qmlsab/store"
 )
 
 // formats are report outputs and their files.
@@ -35,6 +36,7 @@ func reportCommand() *cli.Command {
 			&cli.StringFlag{Name: "format", Value: "html,json", Usage: "outputs: any of html, json, perf, bench, md"},
 			&cli.StringFlag{Name: "baseline", Usage: "the `ARM` the others are compared with (default: the run's first arm)"},
 			&cli.StringFlag{Name: "gates", Usage: "a gate set: `sweeper-acceptance` (alias seed000) or a gate YAML file; exit 3 when a gate fails"},
+			&cli.BoolFlag{Name: "gate-predictions", Usage: "let the gates of arms whose outcome is the model's prediction (F and G on the simulator) fail the set too; without it they are reported only"},
 			&cli.Float64Flag{Name: "alpha", Value: 0.05, Usage: "significance level of the U test"},
 			&cli.StringFlag{Name: "results", Value: "results", Usage: "where to look for the newest run when none is given"},
 			&cli.BoolFlag{Name: "history", Usage: "also add the run(s) to the history (--history-db) for qmlsab history detect and trend"},
@@ -71,7 +73,10 @@ func reportAction(c *cli.Context) error {
 	if a := c.Float64("alpha"); a <= 0 || a >= 1 {
 		return fail("--alpha %v: want a level between 0 and 1", a)
 	}
-	opts := report.Options{Baseline: c.String("baseline"), Alpha: c.Float64("alpha"), AllowPartial: c.Bool("allow-partial")}
+	if c.Bool("gate-predictions") && !c.IsSet("gates") {
+		return fail("--gate-predictions: it decides how --gates judges predictions; give --gates")
+	}
+	opts := report.Options{Baseline: c.String("baseline"), Alpha: c.Float64("alpha"), AllowPartial: c.Bool("allow-partial"), GatePredictions: c.Bool("gate-predictions")}
 	if g := c.String("gates"); g != "" {
 		gs, err := report.LoadGates(g)
 		if err != nil {
@@ -88,7 +93,14 @@ func reportAction(c *cli.Context) error {
 		return fail("--label: labels are stored with the run in the history; add --history")
 	}
 	if len(dirs) == 0 {
-		d, err := report.Newest(c.String("results"))
+		// Under a stamp (a nightly job's night), the newest run is the
+		// night's own: a night whose run died is not reported as the
+		// night before it.
+		newest := report.Newest
+		if stamp := os.Getenv(store.RunIDEnv); stamp != "" {
+			newest = func(root string) (string, error) { return store.NewestRunOf(root, stamp) }
+		}
+		d, err := newest(c.String("results"))
 		if err != nil {
 			return fail("%v", err)
 		}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -35,8 +36,8 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "profile", Value: "default", Usage: "phase lengths: quick, default or long"},
 			&cli.StringFlag{Name: "clock", Value: run.Virtual, Usage: "embedded target only: virtual (the model in model time, no wire; seconds per trial) or wall (real time over the wire protocol)"},
 			&cli.StringFlag{Name: "topology", Usage: "run every arm on `TOPOLOGY`: sharded (a config server, 2 shards and a router: mongosim's on the embedded target, the arm's mongod and sharded.mongos on a local one; merge_partial_write only) or replset; default: each arm's own (an arms file's topology:)"},
-			&cli.StringFlag{Name: "out", Usage: "run folder (default: results/<timestamp>-<id>)"},
-			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of every random draw (arrivals, query shapes, the model)"},
+			&cli.StringFlag{Name: "out", Usage: "run folder; without it the run's folder is named after the run, as its manifest and the history name it (default: results/<run id>)"},
+			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of every random draw (arrivals, query shapes, the model); when not given and $QMLSAB_RUN_ID is set, one drawn from it (each night its own, alike in its shards)"},
 			&cli.IntFlag{Name: "parallel", Usage: "trials at once on this host (default: one per CPU for virtual-clock trials, one at a time on the wall clock, where trials at once share the CPUs they measure)"},
 			&cli.StringFlag{Name: "resume", Usage: "complete the interrupted run (or shard) in `DIR` with the arms its manifest records (--arms-file again only for a uri arm's credentials; arms given must be the run's, defined alike)"},
 			&cli.StringFlag{Name: "shard", Usage: "run shard `i/N` (1-based) of the plan: its repetition blocks k with k mod N = i−1, into its own folder (qmlsab merge puts the shards together; docs/distributed.md)"},
@@ -124,12 +125,31 @@ func runAction(c *cli.Context) error {
 			cfg.Workload = workload.Spec{}
 		}
 	}
+	seedFrom := ""
+	if stamp := os.Getenv(store.RunIDEnv); resumed == nil && !c.IsSet("seed") && stamp != "" {
+		// A nightly job sets the night's id: each night draws anew, and
+		// a night's shards (or the night run again) alike.
+		cfg.Seed, seedFrom = run.StampSeed(stamp), " (from $"+store.RunIDEnv+")"
+	}
 	if err := cfg.Validate(); err != nil {
 		return fail("%v", err)
 	}
 	dir := c.String("resume")
-	if dir == "" {
-		dir = outFolder(c, store.RunFolder, shard.Index, shard.Count)
+	if dir == "" && c.String("out") == "" {
+		// The folder is named after the run: one id in its name, its
+		// manifest and the history.
+		id, err := run.NewRunID(cfg, time.Now())
+		if err != nil {
+			return fail("%v", err)
+		}
+		cfg.RunID = id
+		dir = store.RunDir(store.ResultsRoot, id, shard.Index, shard.Count)
+		if _, err := os.Stat(filepath.Join(dir, store.ManifestFile)); err == nil {
+			return fail("run %s already has its folder %s ($%s=%q names the same run again): complete it with qmlsab run --resume %s, or give this run another $%s or --out",
+				id, dir, store.RunIDEnv, os.Getenv(store.RunIDEnv), dir, store.RunIDEnv)
+		}
+	} else if dir == "" {
+		dir = c.String("out")
 	}
 	if resumed == nil {
 		// Refused before anything is said or made; the run layer checks
@@ -166,8 +186,8 @@ func runAction(c *cli.Context) error {
 	if resumed != nil {
 		fmt.Fprintf(c.App.Writer, "qmlsab run: resuming %s: %s\n", dir, resumePlan(resumed.Manifest))
 	} else {
-		fmt.Fprintf(c.App.Writer, "qmlsab run: %s, %s × %s%s, %s, into %s\n",
-			w.Name, texttable.Count(len(selected), "arm"), texttable.Count(cfg.N, "trial"), part, trialLength(w, modelTime), dir)
+		fmt.Fprintf(c.App.Writer, "qmlsab run: %s, %s × %s%s, %s, seed %d%s, into %s\n",
+			w.Name, texttable.Count(len(selected), "arm"), texttable.Count(cfg.N, "trial"), part, trialLength(w, modelTime), cfg.Seed, seedFrom, dir)
 	}
 	// On a terminal the progress is a live region, and what goes to
 	// standard error on the same terminal while it is live (the log, and
