@@ -178,6 +178,12 @@ func Of(arm string) []Observation {
 // (Observations).
 var PredictedArms = []string{"F", "G"}
 
+// Observed reports whether arm is one the investigation observed (D or
+// E): an arm of Observations.
+func Observed(arm string) bool {
+	return slices.ContainsFunc(Observations, func(o Observation) bool { return o.Arm == arm })
+}
+
 // Predicted reports whether arm is one of PredictedArms.
 func Predicted(arm string) bool { return slices.Contains(PredictedArms, arm) }
 

@@ -206,7 +206,7 @@ func (r GateResult) Detail() string {
 }
 
 // InformationalNote says why a prediction's gate does not decide the set.
-const InformationalNote = "the model's prediction: reported, not gated (--gate-predictions gates it)"
+const InformationalNote = "the model's account (a prediction, or an observation the model does not reproduce): reported, not gated (--gate-predictions gates it)"
 
 // Line is the gate's one-line result: "pass (availability median = 0.98,
 // want > 0.9)", "FAIL (…)" or "no data (the server reported no …)".
