@@ -221,9 +221,11 @@ func (p *pageCache) clear() {
 }
 
 // writerStalls reports whether op, writing a spilled run, is paused by
-// balance_dirty_pages: dirty pages are at vm.dirty_ratio.
-func (n *Node) writerStalls(op *Op) bool {
-	return op.spillLeft > 0 && n.host.pc.overLimit()
+// balance_dirty_pages when over is the page cache's overLimit: dirty
+// pages are at vm.dirty_ratio. A step reads overLimit once, before any op
+// moves the page cache.
+func writerStalls(op *Op, over bool) bool {
+	return over && op.spillLeft > 0
 }
 
 // writeSpill serialises what op's spilled runs can in cpu seconds of work
