@@ -475,24 +475,11 @@ func (n *Node) step() {
 		n.unparkAll()
 	}
 	n.stalled = n.parked // a parked op is a paused writer
-	for _, op := range n.running {
-		if op.parked {
-			continue
-		}
-		if op.inReadPhase() && op.blockHit <= 0 && op.blockMiss <= 0 {
-			n.startBlock(op)
-		}
-		switch {
-		case writerStalls(op, over):
-			op.stalled, op.onDisk = true, false
-			n.stalled++
-		case op.inDiskPhase():
-			op.stalled, op.onDisk = false, true
-			diskN++
-		default:
-			op.stalled, op.onDisk = false, false
-			cpuN++
-		}
+	// Under a storm, most ticks have every running op parked: they skip
+	// both walks of the running ops, which would pass over every one.
+	stepping := len(n.running) > n.parked
+	if stepping {
+		cpuN, diskN = n.classify(over)
 	}
 	cpuShare := 1.0
 	if cpuN > n.hw.CPUs {
@@ -511,7 +498,10 @@ func (n *Node) step() {
 	// share, added to its slice when it unparks.
 	n.parkClock += cpuShare * dt
 	// A copy, reused tick to tick: ending and yielding ops change n.running.
-	n.runBuf = append(n.runBuf[:0], n.running...)
+	n.runBuf = n.runBuf[:0]
+	if stepping {
+		n.runBuf = append(n.runBuf, n.running...)
+	}
 	shedding := n.SheddingEnabled() // no checkpoint need look otherwise
 	for _, op := range n.runBuf {
 		if op.parked {
@@ -562,6 +552,32 @@ func (n *Node) step() {
 	if oom {
 		n.crash()
 	}
+}
+
+// classify sets each running op's state for the tick (paused writer, on
+// the disk, or on a CPU), counting the ops on the CPUs and the disk, and
+// starts the next spill block of each reader that needs one.
+func (n *Node) classify(over bool) (cpuN, diskN int) {
+	for _, op := range n.running {
+		if op.parked {
+			continue
+		}
+		if op.inReadPhase() && op.blockHit <= 0 && op.blockMiss <= 0 {
+			n.startBlock(op)
+		}
+		switch {
+		case writerStalls(op, over):
+			op.stalled, op.onDisk = true, false
+			n.stalled++
+		case op.inDiskPhase():
+			op.stalled, op.onDisk = false, true
+			diskN++
+		default:
+			op.stalled, op.onDisk = false, false
+			cpuN++
+		}
+	}
+	return cpuN, diskN
 }
 
 // progress advances a running op by dt and reports whether it passed an
