@@ -389,6 +389,16 @@ func (c *client) tick() {
 	}
 }
 
+// next is when the client's tick next has something to do: a connection
+// ready or a deadline (noDeadline: none).
+func (c *client) next() time.Duration {
+	next := c.nextConn
+	if len(c.due) > 0 {
+		next = min(next, c.due[0].due)
+	}
+	return next
+}
+
 // primaryElected sends the requests waiting for a primary to its pool, in
 // the order they began to wait.
 func (c *client) primaryElected(member int) {

@@ -346,6 +346,12 @@ func (s *sim) loop(ctx context.Context, total time.Duration) error {
 		}
 		if s.afterTick != nil {
 			s.afterTick()
+			continue // the probe looks at every tick
+		}
+		// The ticks up to the engine's next event pass in one move while
+		// the primary holds no operation (quiet, below).
+		if next := s.quietUntil(nextStorm, nextCanary, nextActor, nextObserve, total); next > s.now+model.Tick {
+			s.now = next - model.Tick // the loop's step takes it to next
 		}
 	}
 	// A last sample at the trial's end, as a wire sampler takes one just
@@ -362,6 +368,42 @@ func (s *sim) loop(ctx context.Context, total time.Duration) error {
 		s.report(rec)
 	}
 	return nil
+}
+
+// quietUntil is the first tick after now at which the loop has anything
+// to do, given its next arrival, canary, actor round and sample, or the
+// next tick if the primary holds an operation. The loop's work at a tick
+// is its events (restarts, an election, the clients' connections and
+// deadlines, arrivals, canaries, the actor, a sample) and running the
+// primary to it. With no operation the primary calls nothing back (no
+// operation ends, and its memory only falls, so the OOM killer cannot
+// strike), so it changes nothing the loop reads before its next event;
+// AdvanceTo then runs it the same ticks in one call as in one a tick.
+// Under the storm the primary is never without an operation; in the
+// warmup and the recovery it is, between canaries.
+func (s *sim) quietUntil(nextStorm, nextCanary, nextActor, nextObserve, total time.Duration) time.Duration {
+	if n := s.primaryNode(); n != nil && !n.Idle() {
+		return s.now + model.Tick
+	}
+	next := min(nextCanary, nextObserve, total, s.storm.next(), s.canaries.next())
+	if nextStorm < s.stormEnd {
+		next = min(next, nextStorm) // an arrival past the storm's end never comes
+	}
+	if s.arm.KillOp() != nil {
+		next = min(next, nextActor)
+	}
+	for _, mb := range s.members {
+		if !mb.up {
+			next = min(next, mb.restartAt)
+		}
+	}
+	if s.primary < 0 && s.elect >= 0 {
+		next = min(next, s.elect)
+	}
+	// The loop's ticks are whole milliseconds: an event at x is handled
+	// at the first tick at or after x.
+	next = (next + model.Tick - 1) / model.Tick * model.Tick
+	return max(next, s.now+model.Tick)
 }
 
 // advancePrimary runs the primary to the engine's now. The other members
