@@ -33,8 +33,9 @@ type Node struct {
 	// parked op's slice would have added since its parkMark.
 	parked    int
 	parkClock float64
-	// reference steps every running op every tick, parking none: the
-	// model as it was before parking, which tests hold parking to.
+	// reference steps every running op every tick, parking none, and
+	// looks for free tickets every tick (ticketsBack): the model without
+	// the shortcuts that change nothing, which tests hold them to.
 	reference bool
 
 	cursors map[int64]cursor // idle cursors
@@ -46,6 +47,9 @@ type Node struct {
 	// sample reads it without walking every operation.
 	live   liveCounts
 	queued int // operations waiting in any pool
+	// ticketsBack: a ticket came back or a pool grew since admitWaiters
+	// last ran.
+	ticketsBack bool
 	// holders are the waiting operations that hold tracked memory.
 	holders holderIndex
 	// yieldSeconds is p.YieldPeriod in seconds, converted once: it is
@@ -314,10 +318,17 @@ func (n *Node) dequeue(op *Op) {
 	pl.totalTimeQueuedMicros += int64((n.now - op.queuedAt) / time.Microsecond)
 }
 
+// admitWaiters gives free tickets to waiters. After it, no pool has both
+// a free ticket and a waiter, and none gets both until a ticket comes
+// back (release) or a pool grows (resize): a request finding a free
+// ticket takes it at once. Until then it would find nothing to do, and
+// under a storm, with thousands waiting and every ticket held, that is
+// most ticks: ticketsBack says whether it must look.
 func (n *Node) admitWaiters() {
-	if n.queued == 0 {
+	if n.queued == 0 || (!n.ticketsBack && !n.reference) {
 		return
 	}
+	n.ticketsBack = false
 	for _, byPrio := range n.pools {
 		for _, pl := range byPrio {
 			for pl.out < pl.total && pl.queueLength() > 0 {
@@ -335,6 +346,7 @@ func (n *Node) admitWaiters() {
 func (n *Node) release(op *Op) {
 	pl := op.pool
 	pl.out--
+	n.ticketsBack = true
 	pl.finishedProcessing++
 	pl.totalTimeProcessingMicros += int64((n.now - op.sliceStart) / time.Microsecond)
 	if op.parked {

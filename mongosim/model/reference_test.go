@@ -9,9 +9,11 @@ import (
 	"time"
 )
 
-// TestParkingStepsAsTheReference: a node that parks its paused writers
-// (Node.park) must evolve exactly as the reference node that steps every
-// running op every tick, outcome for outcome and counter for counter,
+// TestShortcutsStepAsTheReference: a node that parks its paused writers
+// (Node.park) and looks for free tickets only when one came back
+// (admitWaiters) must evolve exactly as the reference node that steps
+// every running op and looks every tick, outcome for outcome and counter
+// for counter,
 // through a storm of spilling queries whose writers pause at
 // vm.dirty_ratio for tens of ticks at a time: with mongod's yields (by
 // count and by time) and by time alone, with spilled runs written in a
@@ -19,7 +21,7 @@ import (
 // and every paused tick's share of the slice counts), with and without
 // the shedders, with kills of running and queued ops, and until the
 // member is OOM-killed.
-func TestParkingStepsAsTheReference(t *testing.T) {
+func TestShortcutsStepAsTheReference(t *testing.T) {
 	cases := []struct {
 		name string
 		kv   map[string]string
