@@ -178,6 +178,15 @@ func (n *Node) Ops(f func(*Op)) {
 	}
 }
 
+// RunningOps calls f for every operation holding a ticket: with the
+// queued ones (QueuedOps, LargestQueuedHolding), every live operation. f
+// must not submit, kill or end operations.
+func (n *Node) RunningOps(f func(*Op)) {
+	for _, op := range n.running {
+		f(op)
+	}
+}
+
 // QueuedOps calls f for every operation waiting for a ticket, pool by
 // pool (normal then low priority, reads then writes): a caller that needs
 // only the queued need not walk every live operation.

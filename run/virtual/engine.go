@@ -289,7 +289,11 @@ func (s *sim) loop(ctx context.Context, total time.Duration) error {
 	canaryEvery := time.Duration(float64(time.Second) / w.CanaryRate)
 	nextCanary := canaryEvery
 	canaryWrite := false
-	var nextActor time.Duration
+	killer := s.arm.KillOp()
+	var nextActor time.Duration // the killOp actor's next round
+	if killer == nil {
+		nextActor = noDeadline // none
+	}
 	var nextObserve time.Duration
 	for tick := 0; s.now < total; s.now, tick = s.now+model.Tick, tick+1 {
 		if tick%checkEvery == 0 && ctx.Err() != nil {
@@ -336,9 +340,9 @@ func (s *sim) loop(ctx context.Context, total time.Duration) error {
 			nextCanary += canaryEvery
 		}
 		// The killOp actor.
-		if k := s.arm.KillOp(); k != nil && s.now >= nextActor {
-			nextActor = s.now + k.Interval
-			s.actor(*k)
+		if s.now >= nextActor {
+			nextActor = s.now + killer.Interval
+			s.actor(*killer)
 		}
 		if s.now >= nextObserve {
 			nextObserve = s.now + s.cfg.SampleInterval
@@ -385,12 +389,9 @@ func (s *sim) quietUntil(nextStorm, nextCanary, nextActor, nextObserve, total ti
 	if n := s.primaryNode(); n != nil && !n.Idle() {
 		return s.now + model.Tick
 	}
-	next := min(nextCanary, nextObserve, total, s.storm.next(), s.canaries.next())
+	next := min(nextCanary, nextActor, nextObserve, total, s.storm.next(), s.canaries.next())
 	if nextStorm < s.stormEnd {
 		next = min(next, nextStorm) // an arrival past the storm's end never comes
-	}
-	if s.arm.KillOp() != nil {
-		next = min(next, nextActor)
 	}
 	for _, mb := range s.members {
 		if !mb.up {
@@ -716,9 +717,16 @@ func (s *sim) actor(c killop.Config) {
 }
 
 // actorCandidates appends to ops the operations of n the actor's policy
-// may kill, as $currentOp shows them: all of them, or, for a policy that
-// considers only queued operations, enough of them that Decide picks
-// from these what it would pick from all.
+// may kill, as $currentOp shows them: enough of them that Decide picks
+// from these what it would pick from all. Decide kills the candidates
+// with the most tracked bytes (ties: the lower ID), at most
+// KillsPerRound of them; the model lists the queued ops holding memory
+// in that order, so the first KillsPerRound queued candidates, with the
+// running ones when the policy considers them, hold every op Decide
+// picks from all of them (a queued op past them has KillsPerRound
+// candidates before it), and the rest of the queue — thousands of ops
+// under a storm, most of a round's work when it was walked — is never
+// read.
 func actorCandidates(n *model.Node, c killop.Config, ops []killop.Op) []killop.Op {
 	// consider adds op to the candidates if the actor may kill it.
 	consider := func(op *model.Op) {
@@ -735,22 +743,16 @@ func actorCandidates(n *model.Node, c killop.Config, ops []killop.Op) []killop.O
 			ops = append(ops, k)
 		}
 	}
-	if c.QueuedOnly() {
-		// Running ops are never this policy's candidates, nor (InScope)
-		// is an op holding no tracked memory, which most of a storm's
-		// queue is. Decide kills the candidates with the most tracked
-		// bytes (ties: the lower ID), at most KillsPerRound of them: the
-		// model lists the queued ops holding memory in that order, so
-		// the first KillsPerRound candidates hold every op Decide picks
-		// from all of them, and the rest of the queue is never read.
-		most := c.KillsPerRound()
-		n.LargestQueuedHolding(func(op *model.Op) bool {
-			consider(op)
-			return len(ops) < most
-		})
-	} else {
-		n.Ops(consider)
+	if !c.QueuedOnly() {
+		n.RunningOps(consider)
 	}
+	// Nor (InScope) is a queued op holding no tracked memory a
+	// candidate, which most of a storm's queue is.
+	most := len(ops) + c.KillsPerRound()
+	n.LargestQueuedHolding(func(op *model.Op) bool {
+		consider(op)
+		return len(ops) < most
+	})
 	return ops
 }
 
