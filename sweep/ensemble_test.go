@@ -15,6 +15,7 @@ import (
 	"github.com/qmlsab/qmlsab/investigation"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/run/virtual"
+	"github.com/qmlsab/qmlsab/store"
 )
 
 // The margin's quantiles are χ²'s: 3.841 at 95 % with one degree of
@@ -426,5 +427,53 @@ func TestBestSettingsParseBack(t *testing.T) {
 		if _, err := ParseSet(s); err != nil {
 			t.Errorf("ParseSet(%q): %v", s, err)
 		}
+	}
+}
+
+// A run folder the model cannot stand in for is refused, naming its
+// manifest: no workload, a workload of another kind, an arm the run does
+// not have, an arm that runs an outside program. A figure none of an
+// arm's trials has is left out and named, and the tolerance of one that
+// all agree on is the figure's floor.
+func TestFromRunRefusesWhatTheModelCannotRun(t *testing.T) {
+	armsDoc := func(extra string) json.RawMessage {
+		b, _ := json.Marshal("arms:\n  - name: D\n    setParameters: {executionControlDeprioritizationGate: \"true\"}\n" + extra)
+		return b
+	}
+	storm, _ := json.Marshal(map[string]any{"name": "s", "kind": "spill_to_disk", "spill_to_disk": map[string]any{"storm_rate": 200}})
+	merge, _ := json.Marshal(map[string]any{"name": "m", "kind": "merge_partial_write"})
+	trials := map[string][]store.Trial{"D": {{Arm: "D", Index: 1, Metrics: map[string]float64{metric.Availability: 0.9, metric.Failovers: 0}},
+		{Arm: "D", Index: 2, Metrics: map[string]float64{metric.Availability: 0.8, metric.Failovers: 0}}}}
+	status := []store.TrialStatus{{Arm: "D", Index: 1, Status: store.Valid}, {Arm: "D", Index: 2, Status: store.Valid}}
+	run := func(w, a json.RawMessage) *store.Run {
+		return &store.Run{Dir: "r", Manifest: store.Manifest{Workload: w, Arms: a, Trials: status, Simulated: true}, Trials: trials}
+	}
+	for _, tc := range []struct {
+		r     *store.Run
+		names []string
+		want  string
+	}{
+		{run(nil, armsDoc("")), []string{"D"}, "r/manifest.json records no workload"},
+		{run(merge, armsDoc("")), []string{"D"}, "the run's workload is merge_partial_write"},
+		{run(storm, nil), []string{"D"}, "r/manifest.json records no arm definitions"},
+		{run(storm, armsDoc("")), []string{"E"}, `arm "E" is not an arm of the run in r`},
+		{run(storm, armsDoc("    actors:\n      - exec: {command: [mongotune]}\n")), []string{"D"}, "arm D runs an outside program"},
+	} {
+		if _, err := FromRun(tc.r, tc.names); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v", tc.want, err)
+		}
+	}
+	obs, err := FromRun(run(storm, armsDoc("")), []string{"D"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(obs.Observations) != 2 || !slices.Contains(obs.Absent, "D low-pri admissions/s") {
+		t.Fatalf("observations %+v, absent %v; want availability and failovers only", obs.Observations, obs.Absent)
+	}
+	if a := obs.Observations[0]; math.Abs(a.Lo-0.85) > 1e-12 || math.Abs(a.Tol-0.1) > 1e-12 || !a.Absolute {
+		t.Errorf("availability %+v: want the median 0.85, the spread 0.1 as its tolerance", a)
+	}
+	if f := obs.Observations[1]; f.Lo != 0 || f.Tol != 0.5 {
+		t.Errorf("failovers %+v: want 0 with the floor 0.5", f)
 	}
 }

@@ -46,7 +46,7 @@ func EnsembleHTML(en *Ensemble, out EnsembleOut, version string) ([]byte, error)
 		Wall: (time.Duration(out.WallSeconds) * time.Second).String(), Created: time.Now().UTC().Format("2006-01-02 15:04:05 UTC"),
 		FreeBelow: fmt.Sprint(FreeBelow), PinnedSpan: fmt.Sprintf("%.0f %%", 100*PinnedSpan), Step: fmt.Sprintf("%.0f %%", 100*SensitivityStep),
 		PredictedAt: out.PredictedAt, Seeds: out.PredictSeeds, Threshold: fmt.Sprintf("%.0f %%", 100*PredictedShare),
-		Below: fmt.Sprintf("%.0f %%", 100*(1-PredictedShare)), SensHeight: 120 + 26*len(c.Observations),
+		Below: fmt.Sprintf("%.0f %%", 100*(1-PredictedShare)), SensHeight: 260 + 28*len(c.Space),
 		EchartsNotice: templates.EchartsNotice(), EchartsJS: templates.EchartsJS()}
 	options := map[string]chart.Option{}
 	if set.Best >= 0 && pts[set.Best].Feasible && en.Status != nil {
@@ -131,16 +131,16 @@ func (en *Ensemble) rangesOption() chart.Option {
 	return o
 }
 
-// sensitivityOption is the observation × unknown heatmap of the
+// sensitivityOption is the unknown × observation heatmap of the
 // sensitivity at the best point.
 func (en *Ensemble) sensitivityOption() chart.Option {
 	c := en.Config
 	var xs, ys []string
-	for u := range c.Space {
-		xs = append(xs, fmt.Sprintf("[%d]", u+1))
+	for _, obs := range c.Observations {
+		xs = append(xs, obs.Name)
 	}
-	for o := len(c.Observations) - 1; o >= 0; o-- {
-		ys = append(ys, c.Observations[o].Name)
+	for u := len(c.Space) - 1; u >= 0; u-- {
+		ys = append(ys, c.Space[u].Knob.Name)
 	}
 	var data []chart.Datum
 	for o, obs := range c.Observations {
@@ -151,20 +151,16 @@ func (en *Ensemble) sensitivityOption() chart.Option {
 			if math.Abs(s) < FreeBelow {
 				v = chart.Num(0)
 			}
-			data = append(data, chart.Datum{At: []any{u, len(c.Observations) - 1 - o}, Value: v, Name: name})
+			data = append(data, chart.Datum{At: []any{o, len(c.Space) - 1 - u}, Value: v, Name: name})
 		}
 	}
 	o := chart.New("tolerances each observation moves over each unknown's range, at the best point")
 	o.Title.Left = "center"
 	o.Tooltip = &chart.Tooltip{Trigger: "item", Confine: true, Formatter: "{b}"}
 	o.Legend = nil
-	o.Grid = &opts.Grid{Left: "290", Right: "20", Top: "36", Bottom: "80"}
-	var legend []string
-	for u, d := range c.Space {
-		legend = append(legend, fmt.Sprintf("[%d] %s", u+1, d.Knob.Name))
-	}
-	o.XAxis = &chart.Axis{Type: "category", Data: xs, Name: strings.Join(legend, "  "), NameLocation: "middle", NameGap: 28, AxisLabel: &chart.AxisLabel{FontSize: 10}}
-	o.YAxis = &chart.Axis{Type: "category", Data: ys, AxisLabel: &chart.AxisLabel{FontSize: 10}}
+	o.Grid = &opts.Grid{Left: "330", Right: "20", Top: "36", Bottom: "190"}
+	o.XAxis = &chart.Axis{Type: "category", Data: xs, AxisLabel: &chart.AxisLabel{Rotate: 35, FontSize: 10}}
+	o.YAxis = &chart.Axis{Type: "category", Data: ys, AxisLabel: &chart.AxisLabel{FontSize: 11}}
 	o.VisualMap = &chart.VisualMap{Min: -5, Max: 5, Calculable: true, Orient: "horizontal", Left: "center", Bottom: 0, ItemHeight: 120,
 		InRange: chart.InRange{Color: chart.Diverging}}
 	o.Series = []chart.Series{{Type: "heatmap", Name: "sensitivity", Data: data, Label: &opts.Label{Show: opts.Bool(true), FontSize: 9},
@@ -184,6 +180,7 @@ func (en *Ensemble) sharesOption() chart.Option {
 	o.Tooltip = &chart.Tooltip{Trigger: "item", Confine: true, Formatter: "{b}"}
 	o.XAxis = &chart.Axis{Type: "category", Data: conds, AxisLabel: &chart.AxisLabel{FontSize: 11}}
 	o.YAxis = &chart.Axis{Type: "value", Min: chart.Float(0), Max: chart.Float(100), Name: "% of points × seeds"}
+	o.Grid = &opts.Grid{Top: "70", Left: "70", Right: "140", Bottom: "60"}
 	for ai, ap := range en.Predictions {
 		var data []chart.Datum
 		for _, cs := range ap.Conditions {
