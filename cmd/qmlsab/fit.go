@@ -45,6 +45,14 @@ func fitAction(c *cli.Context) error {
 	if c.Int("parallel") < 0 {
 		return fail("--parallel %d: must not be negative", c.Int("parallel"))
 	}
+	if out := c.String("out"); out != "" {
+		if _, err := os.Stat(out); err != nil {
+			// A folder made for this fit goes again when the fit writes
+			// nothing into it (interrupted, failed): os.Remove leaves a
+			// folder that is not empty.
+			defer os.Remove(out)
+		}
+	}
 	format := c.String("format")
 	if format != formatText && format != "json" {
 		return fail("--format %q: want text or json", format)

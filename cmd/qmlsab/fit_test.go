@@ -2,11 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/qmlsab/qmlsab/investigation"
 	"github.com/qmlsab/qmlsab/store"
@@ -292,5 +295,36 @@ func TestCalibrateFitBadInput(t *testing.T) {
 	}
 	if _, err := os.Stat(out); err == nil {
 		t.Error("bad input still made the output folder")
+	}
+}
+
+// A fit stopped by a signal writes nothing: exit 130, and the --out
+// folder it made is removed.
+func TestCalibrateFitOnSIGHUPLeavesNoEmptyOutFolder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary")
+	}
+	bin := qmlsabBinary(t)
+	out := filepath.Join(t.TempDir(), "fit")
+	p := startQmlsab(t, bin, "calibrate", "--fit", "--samples", "60", "--parallel", "1", "--out", out)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if _, err := os.Stat(out); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the fit has not made its folder within 2 minutes")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.cmd.Process.Signal(syscall.SIGHUP)
+	if code := p.finish(false); code != exitInterrupted {
+		t.Fatalf("exit %d, want %d\n%s%s", code, exitInterrupted, p.out.String(), p.stderr.String())
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("--out after the interrupted fit: %v; want it removed", err)
+	}
+	if !strings.Contains(p.stderr.String(), "interrupted by SIGHUP") || !strings.Contains(p.stderr.String(), "nothing written") {
+		t.Errorf("the message does not say why it stopped and what it left:\n%s", p.stderr.String())
 	}
 }
