@@ -59,7 +59,9 @@ func BenchmarkSweep(b *testing.B) {
 // predicted on 5), each on every CPU. Each reports its wall seconds (the
 // target: the ensemble in at most 2 minutes on this 2-core machine), its
 // trials, its CPU seconds ÷ the workers (what it takes with the CPUs to
-// itself) and the host's steal; the ensemble also its acceptable points.
+// itself) and the host's steal; the ensemble also its acceptable points,
+// and it fails when it has fewer than 20 or a condition's share rests on
+// fewer than 20 points × 5 seeds.
 func BenchmarkEnsemble(b *testing.B) {
 	b.Run("ensemble", func(b *testing.B) {
 		spec, err := InvestigationEnsemble().Spec(InvestigationSource, "default")
@@ -75,6 +77,18 @@ func BenchmarkEnsemble(b *testing.B) {
 				b.Fatal(err)
 			}
 			secs := time.Since(start).Seconds()
+			// What the default promises: at least MinAcceptable acceptable
+			// points, and a share for each of F's and G's conditions.
+			if n := len(en.Plan.Set.Points); n < spec.MinAcceptable || len(en.Predictions) != 2 {
+				b.Fatalf("%d acceptable points (want at least %d), %d predicted arms (want F and G)", n, spec.MinAcceptable, len(en.Predictions))
+			}
+			for _, ap := range en.Predictions {
+				for _, cs := range ap.Conditions {
+					if cs.Of < spec.MinAcceptable*spec.PredictSeeds {
+						b.Fatalf("%s %s: a share of %d fits × seeds, want at least %d", ap.Arm, cs.Name, cs.Of, spec.MinAcceptable*spec.PredictSeeds)
+					}
+				}
+			}
 			b.ReportMetric(secs, "s/ensemble")
 			b.ReportMetric(float64(en.Trials), "trials")
 			b.ReportMetric((benchhost.ProcessCPU()-cpu0).Seconds()/float64(runtime.GOMAXPROCS(0)), "s-own-cpus")
