@@ -477,3 +477,30 @@ func TestFromRunRefusesWhatTheModelCannotRun(t *testing.T) {
 		t.Errorf("failovers %+v: want 0 with the floor 0.5", f)
 	}
 }
+
+// When every point breaks a constraint the set is empty, nothing is probed
+// or predicted, and the rule says why.
+func TestNoFeasiblePointPredictsNothing(t *testing.T) {
+	c := ruleConfig()
+	c.Fitted = []Role{{"D", builtins(t, "D")[0]}}
+	c.Predicted = builtins(t, "F")
+	c.Conditions, c.PredictPoints, c.PredictSeeds, c.FitSeeds = investigation.FAcceptance, 4, 2, 1
+	pts := []EnsemblePoint{point(c, 0, 120, 100, 1), point(c, 1, 140, 90, 2)}
+	pl := c.Plan(pts)
+	if len(pl.Jobs) != 0 || len(pl.Set.Points) != 0 {
+		t.Fatalf("plan %+v; want no trial and no acceptable point", pl)
+	}
+	en, err := c.Finish(pts, pl, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := en.Out(EnsembleSpec{}, 0)
+	if len(out.Acceptable) != 0 || len(out.Identifiability) != 0 || !strings.Contains(out.Rule.Text, "no point meets the constraints (no failover") {
+		t.Errorf("out: %d acceptable, identifiability %v, rule %q", len(out.Acceptable), out.Identifiability, out.Rule.Text)
+	}
+	for _, cs := range en.Predictions[0].Conditions {
+		if cs.Of != 0 || cs.Verdict != VerdictUncertain {
+			t.Errorf("%s: %d trials, verdict %q; want none, uncertain", cs.Name, cs.Of, cs.Verdict)
+		}
+	}
+}

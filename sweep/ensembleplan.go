@@ -64,8 +64,8 @@ func (c *EnsembleConfig) Plan(pts []EnsemblePoint) Plan {
 		}
 		pl.Cells = append(pl.Cells, cell)
 	}
-	if pl.Set.Best < 0 {
-		return pl
+	if pl.Set.Best < 0 || !pts[pl.Set.Best].Feasible {
+		return pl // no acceptable point: nothing to probe or predict
 	}
 	best := pts[pl.Set.Best].Values
 	for i, d := range c.Space {
@@ -300,7 +300,7 @@ func (c *EnsembleConfig) Finish(pts []EnsemblePoint, pl Plan, figs map[int]map[s
 			}
 		}
 	}
-	if pl.Set.Best >= 0 {
+	if pl.Set.Best >= 0 && pts[pl.Set.Best].Feasible {
 		en.sensitivity(byCell, cellOf)
 	}
 	for _, arm := range c.Predicted {
