@@ -58,7 +58,10 @@ type gateCell struct {
 
 type gateRow struct {
 	Name, Condition, Why string
-	Cells                []gateCell
+	// Prediction is, on a report of the model, what the ensemble predicts
+	// of the fix's condition this gate checks.
+	Prediction string
+	Cells      []gateCell
 }
 
 type section struct {
@@ -119,6 +122,9 @@ func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 	if a.GateSet != nil {
 		for i, g := range a.GateSet.Gates {
 			row := gateRow{Name: g.Name, Condition: g.String(), Why: g.Why}
+			if a.In.Simulated {
+				row.Prediction = EnsemblePrediction(g)
+			}
 			for _, arm := range a.Arms {
 				r := arm.Gates[i]
 				row.Cells = append(row.Cells, gateCell{Pass: r.AsExpected(), NoData: r.NoData || r.NotApplicable, Verdict: r.Verdict(), Detail: r.Detail()})

@@ -100,6 +100,11 @@ bench 'BenchmarkCollectorCPU' -benchtime 1x -count "$plain" ./collect/
 bench 'BenchmarkRender' -benchtime 1x -count "$short" ./report/
 sweep_pairs
 bench 'BenchmarkDetect$' -benchtime 1x -count "$short" ./changepoint/
+# calibrate --fit's default ensemble against the single-point fit it
+# replaced, back to back in each repetition (ensemble, single point,
+# ensemble, …). A repetition takes minutes, so 6: the fewest for a 95 %
+# interval (ENSEMBLECOUNT sets it alone).
+bench 'BenchmarkEnsemble' -benchtime 1x -count "${ENSEMBLECOUNT:-$plain}" -timeout 90m ./sweep/
 bench 'BenchmarkTonightCheck' -benchtime 1x ./nightly/ # docs/nightly.md's detection table
 # An hour of 1 Hz diagnostic samples by default; QMLSAB_FTDC_BENCH_SAMPLES=86400 for a day.
 bench 'BenchmarkDecode$' -benchtime "${FTDC_BENCHTIME:-3x}" ./ftdc/
