@@ -89,12 +89,14 @@ run: build
 	$(BIN)/qmlsab run --arms D,E -n 5 --profile $(PROFILE)
 	$(BIN)/qmlsab report --format html,json,perf,bench,md
 
-# The model beside the investigation (table), then the full joint fit of D's
-# and E's observations (under 5 minutes on 2 cores; it prints trials/s).
-# make test runs a reduced fit (TestReducedJointFitSearchesEveryBuildAndActorRule).
+# The model beside the investigation (table), then the ensemble: every
+# setting D's and E's observations allow, F's and G's acceptance as shares of
+# them (about two minutes on 2 cores; make bench times it; docs/investigations.md
+# has its figures). make test runs small ensembles (sweep: TestEnsemble*,
+# cmd/qmlsab: TestFit*) and a reduced single-point fit.
 calibrate: build
 	$(BIN)/qmlsab calibrate --arms A,D,E,M,F -n 5
-	$(BIN)/qmlsab calibrate --fit
+	$(BIN)/qmlsab calibrate --fit --out results/fit
 
 clean:
 	rm -rf $(BIN)

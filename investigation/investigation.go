@@ -73,7 +73,15 @@ type Observation struct {
 	// zero).
 	Absolute bool
 	Format   string
+	// ByConstruction, when set, says why the model meets the observation
+	// whatever its unknowns: the figure is shown beside the investigation's
+	// but never scored (it cannot tell one setting from another).
+	ByConstruction string
 }
+
+// Scored reports whether a fit scores the observation: every observation
+// but those true by construction.
+func (o Observation) Scored() bool { return o.ByConstruction == "" }
 
 // Observations are the fit's targets: D's flows and outcome, and E's
 // outcome and flows (the evidence about E's build). F is never among them:
@@ -88,7 +96,8 @@ var Observations = []Observation{
 	{Arm: "E", Name: "E availability", Observed: "0.41 (≤ 0.6)", Metric: metric.Availability, Lo: 0, Hi: 0.6, Tol: 0.25, Format: "%.2f"},
 	{Arm: "E", Name: "E failovers, fewest in a trial", Observed: "crash-looping (≥ 1 every trial)", Metric: metric.Failovers, Reduce: Min, Lo: 1, Hi: math.Inf(1), Tol: 0.5, Format: "%.0f"},
 	{Arm: "E", Name: "E OOM restarts, fewest in a trial", Observed: "crash-looping (≥ 1 every trial)", Metric: metric.Restarts, Reduce: Min, Lo: 1, Hi: math.Inf(1), Tol: 0.5, Format: "%.0f"},
-	{Arm: "E", Name: "E low-pri queue kills/s", Observed: "0 (departures = admissions)", Metric: metric.KillsPerS, Reduce: Max, Lo: 0, Hi: 0, Tol: 1, Absolute: true, Format: "%.1f"},
+	{Arm: "E", Name: "E low-pri queue kills/s", Observed: "0 (departures = admissions)", Metric: metric.KillsPerS, Reduce: Max, Lo: 0, Hi: 0, Tol: 1, Absolute: true, Format: "%.1f",
+		ByConstruction: "E has no killOp actor and its inline shedder checks only ticket holders, so nothing but a ticket removes a queued op: departures = admissions at every setting"},
 	{Arm: "E", Name: "E arrivals/s while the queue grows", Observed: "~270", Metric: GrowthArrivalsPerS, Lo: 270, Hi: 270, Tol: 0.25, Format: "%.0f"},
 	{Arm: "E", Name: "E admissions/s while the queue grows", Observed: "~180", Metric: GrowthAdmissionsPerS, Lo: 180, Hi: 180, Tol: 0.25, Format: "%.0f"},
 }
@@ -184,8 +193,8 @@ func Observed(arm string) bool {
 	return slices.ContainsFunc(Observations, func(o Observation) bool { return o.Arm == arm })
 }
 
-// Predicted reports whether arm is one of PredictedArms.
-func Predicted(arm string) bool { return slices.Contains(PredictedArms, arm) }
+// PredictedArm reports whether arm is one of PredictedArms.
+func PredictedArm(arm string) bool { return slices.Contains(PredictedArms, arm) }
 
 // The thresholds of the outcomes: "holds" is median availability above
 // HoldsAvailability with no failover; "falls" is median availability at
@@ -320,6 +329,63 @@ var Fitted = FitRecord{
 	Reproduced: false,
 	Worst:      "E OOM restarts, fewest in a trial: 0 simulated against crash-looping (≥ 1 every trial) observed (residual −1.00, tolerance ±0.50)",
 }
+
+// PredictedShare is the share of acceptable fits × seeds at or above which
+// a condition of a predicted arm is "predicted" (met), and at or below 1 −
+// it "predicted not met"; between the two it is "uncertain"
+// (calibrate --fit's ensemble).
+const PredictedShare = 0.95
+
+// The verdicts of a predicted condition.
+const (
+	Predicted        = "predicted"
+	PredictedNotMet  = "predicted not met"
+	PredictionUnsure = "uncertain"
+)
+
+// Verdict is the word for a condition met in share of the acceptable fits
+// × seeds.
+func Verdict(share float64) string {
+	switch {
+	case share >= PredictedShare:
+		return Predicted
+	case share <= 1-PredictedShare:
+		return PredictedNotMet
+	}
+	return PredictionUnsure
+}
+
+// EnsembleRecord is what calibrate --fit's default ensemble predicts of
+// the fix on the investigation's observations: the report's gates and the
+// docs quote it. A change to the model that moves it should update it.
+type EnsembleRecord struct {
+	// Acceptable is the acceptable set's size, Points the acceptable
+	// points F and G ran at and Seeds the seeds at each.
+	Acceptable, Points, Seeds int
+	// Shares are, by FAcceptance condition, the share of points × seeds
+	// where F met it (G's are the same: on spill_to_disk G behaves as F).
+	Shares map[string]float64
+}
+
+// Words is a condition's verdict with its share, as the report prints it:
+// "uncertain (65 % of 24 fits × 5 seeds)"; ok false for a condition the
+// record does not hold.
+func (r EnsembleRecord) Words(condition string) (string, bool) {
+	share, ok := r.Shares[condition]
+	if !ok {
+		return "", false
+	}
+	return fmt.Sprintf("%s (%.0f %% of %d fits × %d seeds)", Verdict(share), 100*share, r.Points, r.Seeds), true
+}
+
+// Ensemble is the default ensemble's prediction of F (qmlsab calibrate
+// --fit, seed 1; docs/investigations.md).
+var Ensemble = EnsembleRecord{Acceptable: 25, Points: 24, Seeds: 5, Shares: map[string]float64{
+	"availability > 0.9":                      104.0 / 120,
+	"zero failovers":                          118.0 / 120,
+	"low-priority queue bounded":              78.0 / 120,
+	"sheds/s above low-priority admissions/s": 47.0 / 120,
+}}
 
 // Outcomes are the investigation's arms' outcomes in a line each, by role,
 // as the fit's predictions print them beside the model's.

@@ -375,6 +375,15 @@ func (s *Server) addModelStatusSections() {
 	s.AddStatusSection(StatusSection{Name: "queues", Fn: s.queuesSection})
 	s.AddStatusSection(StatusSection{Name: "queryMemory", Fn: s.queryMemorySection})
 	s.AddStatusSection(StatusSection{Name: "tcmalloc", Fn: s.tcmallocSection})
+	s.AddStatusSection(StatusSection{Name: "mongosim", Fn: s.mongosimSection})
+}
+
+// mongosimSection is serverStatus.mongosim: the simulation marker and the
+// simulated host's spill I/O, as a virtual trial's samples have them.
+func (s *Server) mongosimSection() any {
+	s.sim.mu.Lock()
+	defer s.sim.mu.Unlock()
+	return append(simulatedSection(), bson.E{Key: "spillIO", Value: SpillIOSection(s.sim.node)})
 }
 
 func (s *Server) queuesSection() any {

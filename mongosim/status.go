@@ -3,6 +3,7 @@ package mongosim
 import (
 	"os"
 	"runtime"
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -68,7 +69,9 @@ func (s *Server) cmdServerStatus(r *request) (bson.D, error) {
 	for _, sec := range sections {
 		d = setOrAppend(d, sec.Name, sec.Fn())
 	}
-	d = append(d, bson.E{Key: "mongosim", Value: simulatedSection()})
+	if !slices.ContainsFunc(d, func(e bson.E) bool { return e.Key == "mongosim" }) {
+		d = append(d, bson.E{Key: "mongosim", Value: simulatedSection()})
+	}
 	return omit(d, s.opts.Sim.OmitStatusSections), nil
 }
 

@@ -240,11 +240,12 @@ func TestWireStormOOMKillsPrimaryAndSetRecovers(t *testing.T) {
 }
 
 // heavyQuery is the storm's $setWindowFields query carrying a model shape
-// (the comment a model-driving client sends; mongod ignores it) whose
-// getMores each load a 128 MiB partition: a few of them waiting at once
-// exhaust a 1.5 GiB member, whatever the host's speed.
+// (the comment a model-driving client sends; mongod ignores it): it scans
+// 60 MB into its stage, so it spills past the sort limit, and each of its
+// getMores loads a 128 MiB partition as it reads the spill back: a few of
+// them at once exhaust a 1.5 GiB member, whatever the host's speed.
 func heavyQuery(ctx context.Context, coll *mongo.Collection) error {
-	shape := queryshape.Shape{Stage: "$setWindowFields", ScanDocs: 20_000, DocBytes: 1000, HoldBytes: 8 << 20, LoadBytes: 128 << 20,
+	shape := queryshape.Shape{Stage: "$setWindowFields", ScanDocs: 60_000, DocBytes: 1000, HoldBytes: 8 << 20, LoadBytes: 128 << 20,
 		OutputBytes: 4 << 20, BatchDocs: 1000}
 	cur, err := coll.Aggregate(ctx, mongo.Pipeline{{{Key: "$setWindowFields", Value: bson.D{
 		{Key: "partitionBy", Value: "$p"}, {Key: "sortBy", Value: bson.D{{Key: "_id", Value: 1}}},

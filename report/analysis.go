@@ -294,7 +294,7 @@ func Analyze(in *Input, opts Options) (*Analysis, error) {
 				// fit, not a build: both are reported, not gated, unless
 				// --gate-predictions.
 				unreproduced := !investigation.Fitted.Reproduced && opts.Gates.Name == SweeperAcceptance.Name && investigation.Observed(name)
-				r.Prediction = (investigation.Predicted(name) || unreproduced) && armSimulated(in, name)
+				r.Prediction = (investigation.PredictedArm(name) || unreproduced) && armSimulated(in, name)
 				r.Informational = r.Prediction && !opts.GatePredictions
 				if r.NoData && arm.N == 0 && !r.Informational {
 					r.Reason = "no valid trial: the arm measured nothing, which fails the gate set"

@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"html/template"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -178,5 +179,39 @@ func TestSimulatedMethodsNameTheMechanismAndTheBuildVariant(t *testing.T) {
 		if !strings.Contains(html, want) {
 			t.Errorf("the methods lack %q", want)
 		}
+	}
+}
+
+// A report of the model quotes, beside each gate of the fix's acceptance,
+// what the ensemble predicts of that condition in its words (predicted,
+// uncertain, predicted not met, with the share of fits × seeds): F passing
+// a gate on one setting and a few seeds is not a prediction.
+func TestSimulatedGatesQuoteTheEnsemblesVerdict(t *testing.T) {
+	a := analyze(t, fixture(t))
+	page, err := HTML(a, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(Markdown(a))
+	for _, g := range SweeperAcceptance.Gates {
+		words, ok := investigation.Ensemble.Words(g.Condition)
+		if g.Condition == "" {
+			if EnsemblePrediction(g) != "" {
+				t.Errorf("gate %q (D's or E's) quotes a prediction", g.Name)
+			}
+			continue
+		}
+		if !ok || !strings.Contains(words, investigation.Verdict(investigation.Ensemble.Shares[g.Condition])) {
+			t.Fatalf("gate %q: condition %q has no recorded share (%q)", g.Name, g.Condition, words)
+		}
+		if !strings.Contains(string(page), template.HTMLEscapeString(EnsemblePrediction(g))) {
+			t.Errorf("the page's gate %q lacks %q", g.Name, EnsemblePrediction(g))
+		}
+		if !strings.Contains(md, g.Name+": "+words) {
+			t.Errorf("the summary lacks %q", g.Name+": "+words)
+		}
+	}
+	if !strings.Contains(md, "as the model's ensemble predicts it") {
+		t.Errorf("the summary does not say the words are the ensemble's:\n%s", md)
 	}
 }

@@ -33,6 +33,10 @@ type Gate struct {
 	// meets its expectation when it passes as expected or fails as
 	// expected; an expected failure that passes fails the set.
 	Expect string `yaml:"expect,omitempty"`
+	// Condition, on a built-in gate of the fix's acceptance, names the
+	// investigation's condition it checks (investigation.FAcceptance), so
+	// that a report of the model quotes what the ensemble predicts of it.
+	Condition string `yaml:"-"`
 
 	// armsLine is where the gate's arms list is written in its file (0
 	// for a built-in gate), for CheckArms's errors.
@@ -110,14 +114,29 @@ var SweeperAcceptance = GateSet{Name: "sweeper-acceptance", Gates: []Gate{
 	{Name: "E falls: OOM every trial", Metric: metric.Restarts, Of: "min", Op: ">=", Value: 1, Arms: []string{"E"},
 		Why: "E crash-looped: at least one OOM restart in every trial"},
 	{Name: "available", Metric: metric.Availability, Of: "median", Op: ">", Value: investigation.HoldsAvailability, Arms: []string{"F", "*"},
-		Why: "the fix's acceptance: canary availability above 0.9"},
+		Why: "the fix's acceptance: canary availability above 0.9", Condition: investigation.FAcceptance[0].Name},
 	{Name: "no failover", Metric: metric.Failovers, Of: "max", Op: "==", Value: 0, Arms: []string{"F", "*"},
-		Why: "no trial saw a primary change (counts compared as counts)"},
+		Why: "no trial saw a primary change (counts compared as counts)", Condition: investigation.FAcceptance[1].Name},
 	{Name: "queue bounded", Metric: metric.LowQueueGrowth, Of: "max", Op: "==", Value: 0, Arms: []string{"F", "*"},
-		Why: "no trial's low-priority queue kept growing in the storm after its fill (trend test with autocorrelation-robust errors, one-sided p < 0.01, ≥ 10 ops)"},
+		Why: "no trial's low-priority queue kept growing in the storm after its fill (trend test with autocorrelation-robust errors, one-sided p < 0.01, ≥ 10 ops)", Condition: investigation.FAcceptance[2].Name},
 	{Name: "sheds outpace admissions", Metric: metric.ServerShedsPerS, Of: "median", Op: ">", Than: metric.AdmissionsPerS, Arms: []string{"F", "*"},
-		Why: "the server's own sheds/s above low-priority admissions/s in the storm (a killOp actor's kills never count). A queued op leaves by a ticket or a shed, so queued sheds ≈ arrivals − admissions: with D's observed flows (302 arrivals, 160 admissions/s) that is ~142 < 160, so this holds only through inline sheds of ticket holders"},
+		Why:       "the server's own sheds/s above low-priority admissions/s in the storm (a killOp actor's kills never count). A queued op leaves by a ticket or a shed, so queued sheds ≈ arrivals − admissions: with D's observed flows (302 arrivals, 160 admissions/s) that is ~142 < 160, so this holds only through inline sheds of ticket holders",
+		Condition: investigation.FAcceptance[3].Name},
 }}
+
+// EnsemblePrediction is what calibrate --fit's ensemble predicts of the
+// fix's condition a built-in gate checks, in the ensemble's words
+// ("predicted", "uncertain", "predicted not met", with the share of fits ×
+// seeds): a model run's F passing or failing a gate is one setting and a
+// few seeds, the ensemble every setting the investigation allows. Empty
+// for any other gate.
+func EnsemblePrediction(g Gate) string {
+	words, ok := investigation.Ensemble.Words(g.Condition)
+	if g.Condition == "" || !ok {
+		return ""
+	}
+	return "the model's ensemble (qmlsab calibrate --fit, on the investigation's observations) for F and G: " + words
+}
 
 // BuiltinGates are the gate sets known by name; seed000 is the name the
 // sweeper acceptance had first, kept so that existing jobs keep working.
@@ -143,7 +162,7 @@ type GateResult struct {
 	// NotApplicable: the gate is not one of this arm's (Gate.Arms).
 	NotApplicable bool
 	// Prediction: the arm's outcome is the model's prediction (a simulated
-	// arm the investigations predict, investigation.Predicted), not an
+	// arm the investigations predict, investigation.PredictedArm), not an
 	// acceptance of anything observed. Informational: such a gate is
 	// reported but does not decide the gate set (Options.GatePredictions
 	// makes it decide).

@@ -83,6 +83,9 @@ type gateRow struct {
 	Arm, Name, Condition, Why string
 	Pass, NoData              bool
 	Verdict, Detail           string
+	// Prediction is, on a report of the model, what the ensemble predicts
+	// of the fix's condition this gate checks.
+	Prediction string
 }
 
 type section struct {
@@ -150,8 +153,12 @@ func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 			if r.NotApplicable {
 				continue // a gate of other arms: not this arm's row
 			}
-			p.Gates = append(p.Gates, gateRow{Arm: arm.Name, Name: r.Gate.Name, Condition: r.Gate.String(), Why: r.Gate.Why,
-				Pass: r.AsExpected(), NoData: r.NoData, Verdict: r.Verdict(), Detail: r.Detail()})
+			row := gateRow{Arm: arm.Name, Name: r.Gate.Name, Condition: r.Gate.String(), Why: r.Gate.Why,
+				Pass: r.AsExpected(), NoData: r.NoData, Verdict: r.Verdict(), Detail: r.Detail()}
+			if a.In.Simulated {
+				row.Prediction = EnsemblePrediction(r.Gate)
+			}
+			p.Gates = append(p.Gates, row)
 		}
 	}
 	p.GatesFail = a.GateFailures()

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/qmlsab/qmlsab/investigation"
 	"github.com/qmlsab/qmlsab/metric"
 )
 
@@ -472,6 +473,17 @@ func Markdown(a *Analysis) []byte {
 			fmt.Fprint(&b, ";")
 		}
 		fmt.Fprintln(&b)
+		if a.In.Simulated {
+			var preds []string
+			for _, g := range a.GateSet.Gates {
+				if words, ok := investigation.Ensemble.Words(g.Condition); ok && g.Condition != "" {
+					preds = append(preds, g.Name+": "+words)
+				}
+			}
+			if len(preds) > 0 {
+				fmt.Fprintf(&b, "\n*The fix's acceptance as the model's ensemble predicts it for F and G (qmlsab calibrate --fit, on the investigation's observations):* %s.\n", md(strings.Join(preds, "; ")))
+			}
+		}
 	}
 	b.Write(hostMarkdown(a))
 	if len(a.Warnings) > 0 {

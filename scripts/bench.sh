@@ -8,7 +8,7 @@
 # time: A, B, A, B … So a ratio (mongosim against the fixed-reply server,
 # the generator against the bare driver loop) is taken per pair, and drift
 # hits both sides of a pair alike. The sweep engine's speed is a ratio
-# too: this engine's BenchmarkSweep against the engine before issue 24's
+# too: this engine's BenchmarkSweep against the engine before issue 37's
 # speed-up, built from git history and run in alternation (sweep_pairs
 # below), so the verdict does not hang on how fast the host is today. A
 # verdict is the median of the
@@ -57,16 +57,18 @@ bench() {
 	go test -run '^$' -bench "$@" | tee -a "$out"
 }
 # sweep_pairs: the sweep engine's speed as a paired ratio. The engine as
-# it was before issue 24's speed-up (commit $sweep_base, whose trials
+# it was before issue 37's speed-up (commit $sweep_base, whose trials
 # run/virtual's golden file pins: the same trials, figure for figure) is
 # built from git history, and the two BenchmarkSweep test binaries run in
 # alternating order (new, old, old, new …) $short times, one sweep of 12
 # trials a side: a slow stretch of the host slows both sides of a pair.
-# A pair still reads 1.7–2.8× (median about 2.4); two sweeps a side did
-# not narrow that (2.1–2.8 in eight pairs), so the 15 pairs' interval,
-# not longer pairs, carries the verdict. Without the history (a shallow
-# clone) only the new engine runs and the ratio has no results.
-sweep_base=2b8b155
+# Issue 37's pairs read 1.44–1.84× (median 1.63, ten pairs); the 15
+# pairs' interval carries the verdict. The base was commit 2b8b155 (the
+# engine before issue 24) until issue 36 changed the model: that engine
+# runs the physics before conserved spill I/O, other trials than these,
+# so its ratio no longer measured the engine. Without the history (a
+# shallow clone) only the new engine runs and the ratio has no results.
+sweep_base=d3bbfab
 sweep_pairs() {
 	local dir i
 	dir=$(mktemp -d)
@@ -98,6 +100,11 @@ bench 'BenchmarkCollectorCPU' -benchtime 1x -count "$plain" ./collect/
 bench 'BenchmarkRender' -benchtime 1x -count "$short" ./report/
 sweep_pairs
 bench 'BenchmarkDetect$' -benchtime 1x -count "$short" ./changepoint/
+# calibrate --fit's default ensemble against the single-point fit it
+# replaced, back to back in each repetition (ensemble, single point,
+# ensemble, …). A repetition takes minutes, so 6: the fewest for a 95 %
+# interval (ENSEMBLECOUNT sets it alone).
+bench 'BenchmarkEnsemble' -benchtime 1x -count "${ENSEMBLECOUNT:-$plain}" -timeout 90m ./sweep/
 bench 'BenchmarkTonightCheck' -benchtime 1x ./nightly/ # docs/nightly.md's detection table
 # An hour of 1 Hz diagnostic samples by default; QMLSAB_FTDC_BENCH_SAMPLES=86400 for a day.
 bench 'BenchmarkDecode$' -benchtime "${FTDC_BENCHTIME:-3x}" ./ftdc/

@@ -137,8 +137,8 @@ type Point struct {
 	// Failovers is the most failovers of any of D's trials (the hard
 	// constraint: the investigation saw none).
 	Failovers float64
-	// Objective is Σ (residual / tolerance)² over D's and E's
-	// observations.
+	// Objective is Σ (residual / tolerance)² over D's and E's scored
+	// observations (those true by construction are shown, not scored).
 	Objective float64
 }
 
@@ -161,7 +161,7 @@ func (p Point) Matches(arm string) bool {
 		return false
 	}
 	for i, o := range Observations {
-		if (arm == "" || o.Arm == arm) && !o.Matches(p.Res[i]) {
+		if o.Scored() && (arm == "" || o.Arm == arm) && !o.Matches(p.Res[i]) {
 			return false
 		}
 	}
@@ -223,7 +223,9 @@ type FitResult struct {
 	Reused      int // fitted-arm trials a point shared with an earlier one
 }
 
-// Fit estimates the unknowns from D's and E's observations together: a
+// Fit is the single-point fit calibrate --fit ran before issue 37 (it now
+// runs the ensemble, RunOne; make bench times one against the other): it
+// estimates the unknowns from D's and E's observations together: a
 // Latin hypercube over the space (or every point of a small discrete
 // space), then a compass search from the best point. Every point runs D
 // and E on the same seeds; an arm's trials are shared between points that
@@ -516,7 +518,9 @@ func Score(d, e []virtual.Summary) Point {
 		v := o.Value(by[o.Arm])
 		r := o.Residual(v)
 		p.Sim, p.Res = append(p.Sim, v), append(p.Res, r)
-		p.Objective += (r / o.Tol) * (r / o.Tol)
+		if o.Scored() {
+			p.Objective += (r / o.Tol) * (r / o.Tol)
+		}
 	}
 	for _, t := range d {
 		p.Failovers = max(p.Failovers, t.Metrics[metric.Failovers])

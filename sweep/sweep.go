@@ -2,9 +2,12 @@
 // the model's host and hardware, the workload, an arm's server parameters
 // or its killOp actor, named in one namespace (Knobs) — for each of a few
 // arms and seeds, and writes what each cell's trials measured (sweep.json)
-// and heatmaps of it (sweep.html). It also estimates the host model's
-// unknowns from the sweeper investigation's observations (Fit), a search
-// over the same namespace. Every figure is a simulation.
+// and heatmaps of it (sweep.html). It also fits the model's unknowns to
+// observations — the sweeper investigation's, or a run's — over the same
+// namespace: every setting the observations allow and the other arms'
+// predictions across them (the ensemble, calibrate --fit; ensemble.go),
+// and the single best point it replaced (Fit). Every figure is a
+// simulation.
 package sweep
 
 import (

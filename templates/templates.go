@@ -27,6 +27,9 @@ var sweepHTML string
 //go:embed trend.html.tmpl
 var trendHTML string
 
+//go:embed fit.html.tmpl
+var fitHTML string
+
 // EchartsJS is echarts.min.js, safe to inline in a <script> element.
 func EchartsJS() template.JS {
 	// The vendored file has no "</script"; keep it that way if it is
@@ -52,8 +55,14 @@ func Sweep(funcs template.FuncMap) (*template.Template, error) {
 	return template.New("sweep").Funcs(funcs).Parse(sweepHTML)
 }
 
-// Render parses a page with one of the parsers above (Report, Trend or
-// Sweep) and funcs, and executes it with data.
+// Fit parses the ensemble's page (qmlsab calibrate --fit's fit.html)
+// with funcs.
+func Fit(funcs template.FuncMap) (*template.Template, error) {
+	return template.New("fit").Funcs(funcs).Parse(fitHTML)
+}
+
+// Render parses a page with one of the parsers above (Report, Trend,
+// Sweep or Fit) and funcs, and executes it with data.
 func Render(parse func(template.FuncMap) (*template.Template, error), funcs template.FuncMap, data any) ([]byte, error) {
 	tpl, err := parse(funcs)
 	if err != nil {

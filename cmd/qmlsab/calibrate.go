@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -13,7 +11,6 @@ import (
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/internal/texttable"
 	"github.com/qmlsab/qmlsab/internal/units"
-	"github.com/qmlsab/qmlsab/run"
 	"github.com/qmlsab/qmlsab/run/virtual"
 	"github.com/qmlsab/qmlsab/sweep"
 	"github.com/qmlsab/qmlsab/workload"
@@ -21,31 +18,43 @@ import (
 
 // calibrateCommand prints the calibration table: the spill_to_disk storm
 // against built-in arms on the virtual engine, beside the figures the
-// sweeper investigation observed on real servers. With --fit it estimates
-// the host model's unknowns from the investigation's observations of D
-// and predicts E and F (docs/model-host.md).
+// sweeper investigation observed on real servers. With --fit it finds the
+// ensemble: every setting of the model's unknowns the observations (the
+// investigation's, or a run's) allow, and the predicted arms' acceptance
+// across them (fit.go).
 func calibrateCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "calibrate",
-		Usage: "run the built-in arms on the model in virtual time and print its figures beside the investigation's; --fit estimates the host model's unknowns (a simulation)",
+		Name:      "calibrate",
+		ArgsUsage: "[SHARD_DIR... with --fit --merge]",
+		Usage:     "run the built-in arms on the model in virtual time and print its figures beside the investigation's; --fit finds every setting of the model's unknowns the observations allow and predicts the other arms across them (a simulation)",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "arms", Value: "A,D,E,M,F,G", Usage: "built-in arms to run, comma-separated (table mode)"},
+			&cli.StringFlag{Name: "arms", Value: "A,D,E,M,F,G", Usage: "built-in arms to run, comma-separated (table mode); with --fit --observed, the run's arms to fit"},
 			&cli.IntFlag{Name: "n", Value: 5, Usage: "trials per arm (seeds --seed, --seed+1, ...); with --fit, per predicted arm"},
 			renamedInt("seeds"),
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "first seed; a seed makes a trial deterministic"},
 			&cli.Float64Flag{Name: "storm-rate", Usage: "storm queries per second (default: the workload's; table mode)"},
 			&cli.DurationFlag{Name: "storm", Usage: "storm phase length (default: the workload's; table mode)"},
-			&cli.BoolFlag{Name: "fit", Usage: "estimate the storm, the unreported admission settings, D's actor policy and E's build from the investigation's observations of D and E jointly, then predict D, E, M and F"},
+			&cli.BoolFlag{Name: "fit", Usage: "find every fit the observations allow (the acceptable set; the investigation's observations of D and E, or a run's with --observed) and predict the other arms across it, each acceptance condition as a share of fits × seeds"},
+			&cli.StringFlag{Name: "observed", Usage: "with --fit: take the observations from the run folder `RUN` (a run, an FTDC import or a model run) instead of the investigation's, tolerances from its trials' spread; --arms names the run's arms to fit"},
+			&cli.StringFlag{Name: "predict", Value: "F,G", Usage: "with --fit: arms predicted at every acceptable point, comma-separated (built-in, or the --observed run's)"},
 			&cli.GenericFlag{Name: "space", Value: &repeated{}, Usage: "with --fit: search only these unknowns, each `NAME=LO:HI[:log]` or NAME=V1,V2,... (repeatable; default: the documented space)"},
-			&cli.IntFlag{Name: "samples", Value: 48, Usage: "with --fit: Latin hypercube points"},
-			&cli.IntFlag{Name: "refine", Value: 12, Usage: "with --fit: compass-search polls after the hypercube"},
-			&cli.IntFlag{Name: "fit-seeds", Value: 2, Usage: "with --fit: trials of D per point (the same seeds at every point)"},
-			&cli.StringFlag{Name: "profile", Value: "default", Usage: "with --fit: phase lengths, quick, default or long"},
+			&cli.IntFlag{Name: "samples", Value: sweep.DefaultEnsemble().Samples, Usage: "with --fit: Latin hypercube samples over the continuous unknowns, each under every variant of the discrete ones"},
+			&cli.IntFlag{Name: "starts", Value: sweep.DefaultEnsemble().Starts, Usage: "with --fit: independent searches (chains) the samples are dealt to; a sharded search runs whole chains"},
+			&cli.IntFlag{Name: "refine", Value: sweep.DefaultEnsemble().Steps, Usage: "with --fit: evolution steps of each chain from its best point"},
+			&cli.IntFlag{Name: "acceptable", Value: sweep.DefaultEnsemble().MinAcceptable, Usage: "with --fit: acceptable points the chains explore for"},
+			&cli.IntFlag{Name: "predict-points", Value: sweep.DefaultEnsemble().PredictPoints, Usage: "with --fit: most acceptable points the arms are predicted at (a spread subset of a larger set)"},
+			&cli.IntFlag{Name: "fit-seeds", Value: sweep.DefaultEnsemble().FitSeeds, Usage: "with --fit: trials of each fitted arm per point (the same seeds at every point)"},
+			&cli.StringFlag{Name: "profile", Value: "default", Usage: "with --fit: phase lengths, quick, default or long (with --observed: the run's own)"},
 			&cli.IntFlag{Name: "parallel", Usage: "with --fit: trials at once (default: every CPU)"},
+			&cli.StringFlag{Name: "shard", Usage: "with --fit: run shard `i/N` of the search (whole chains), or with --from of the predictions, into --out (docs/distributed.md)"},
+			&cli.StringFlag{Name: "from", Usage: "with --fit --shard: the merged search in `DIR` whose predictions to run"},
+			&cli.BoolFlag{Name: "merge", Usage: "with --fit: merge the shard folders given as arguments into --out: search shards into the search, prediction shards into the ensemble"},
+			&cli.StringFlag{Name: "format", Value: formatText, Usage: "with --fit: the ensemble as text (for a terminal) or json"},
+			&cli.StringFlag{Name: "out", Usage: "with --fit: `DIR` for fit.json and fit.html (a shard's file with --shard, the merge's with --merge); files there are written over only if an earlier fit wrote them"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.Args().Len() > 0 {
-				return cli.Exit(fmt.Sprintf("qmlsab calibrate: unexpected argument %q (flags only)", c.Args().First()), 1)
+			if c.Args().Len() > 0 && !(c.Bool("fit") && c.Bool("merge")) {
+				return cli.Exit(fmt.Sprintf("qmlsab calibrate: unexpected argument %q (flags only; shard folders with --fit --merge)", c.Args().First()), 1)
 			}
 			if c.Int("n") < 1 {
 				return cli.Exit("qmlsab calibrate: -n must be at least 1", 1)
@@ -56,7 +65,7 @@ func calibrateCommand() *cli.Command {
 			if c.Bool("fit") {
 				return fitAction(c)
 			}
-			for _, f := range []string{"space", "samples", "refine", "fit-seeds", "profile", "parallel"} {
+			for _, f := range fitFlags {
 				if c.IsSet(f) {
 					return cli.Exit(fmt.Sprintf("qmlsab calibrate: --%s: with --fit only", f), 1)
 				}
@@ -124,87 +133,4 @@ func checkCalibrateWorkload(c *cli.Context, w workload.SpillToDisk) error {
 		return cli.Exit(fmt.Sprintf("qmlsab calibrate: --%s: %v", flag, err), 1)
 	}
 	return cli.Exit(fmt.Sprintf("qmlsab calibrate: workload: %v", err), 1)
-}
-
-// fitAction is calibrate --fit.
-func fitAction(c *cli.Context) error {
-	fail := refusal("qmlsab calibrate")
-	for _, f := range []string{"arms", "storm-rate", "storm"} {
-		if c.IsSet(f) {
-			return fail("--%s: table mode only; --fit runs D and E over its search space and predicts M and F", f)
-		}
-	}
-	scale, err := run.ProfileScale(c.String("profile"))
-	if err != nil {
-		return fail("%v", err)
-	}
-	for _, f := range []string{"samples", "fit-seeds"} {
-		if c.Int(f) < 1 {
-			return fail("--%s %d: at least 1", f, c.Int(f))
-		}
-	}
-	if c.Int("refine") < 0 {
-		return fail("--refine %d: must not be negative", c.Int("refine"))
-	}
-	space := sweep.DefaultSpace()
-	if c.Bool("host") {
-		space = append(space, sweep.HostSpace()...)
-	}
-	if given := repeatedFlag(c, "space"); len(given) > 0 {
-		// The space is exactly the given unknowns (the others keep the
-		// embedded default's values).
-		var dims []sweep.Dim
-		for _, text := range given {
-			d, err := sweep.ParseDim(text)
-			if err != nil {
-				return fail("--space %v", err)
-			}
-			if slices.ContainsFunc(dims, func(x sweep.Dim) bool { return x.Knob.Name == d.Knob.Name }) {
-				return fail("--space %s: %s is given twice", text, d.Knob.Name)
-			}
-			if i := slices.IndexFunc(space, func(x sweep.Dim) bool { return x.Knob.Name == d.Knob.Name }); i >= 0 {
-				d.Why = space[i].Why
-			}
-			dims = append(dims, d)
-		}
-		space = dims
-	}
-	base := virtual.DefaultConfig(c.Uint64("seed"))
-	base.Workload = scaled(base.Workload, scale)
-	role := func(name string) arms.Arm { a, _ := arms.Lookup(name); return a }
-	cfg := sweep.FitConfig{Base: base, D: role("D"), E: role("E"), F: role("F"), M: role("M"), Space: space, Seed: c.Uint64("seed"),
-		FitSeeds: c.Int("fit-seeds"), PredictSeeds: c.Int("n"), Samples: c.Int("samples"), Refine: c.Int("refine"),
-		Parallel: c.Int("parallel"), Progress: fitProgress(c.App.ErrWriter)}
-	ctx, stop := interruptContext(c.Context, c.App.ErrWriter)
-	defer stop()
-	restoreGC := sweep.TuneGC()
-	defer restoreGC()
-	start := time.Now()
-	r, err := sweep.Fit(ctx, cfg)
-	if err != nil {
-		if ctx.Err() != nil {
-			return fail("interrupted; nothing printed")
-		}
-		return fail("%v", err)
-	}
-	var sets []string
-	for _, s := range r.FittedSettings() {
-		sets = append(sets, "--set "+s)
-	}
-	sweep.WriteFit(c.App.Writer, cfg, r, sweep.FitReport{
-		Title:   "qmlsab calibrate --fit (SIMULATED: a model of mongod on an M50, not a measurement)",
-		Profile: c.String("profile"),
-		Took:    time.Since(start),
-		Next:    "To sweep around the fitted point: qmlsab sweep " + strings.Join(sets, " ") + " --vary NAME=FROM:TO:STEP ...",
-	})
-	return nil
-}
-
-// fitProgress reports a fit's stages on w, one line per stage.
-func fitProgress(w io.Writer) func(stage string, done, total int) {
-	return func(stage string, done, total int) {
-		if done == total {
-			fmt.Fprintf(w, "fit: %s: %d trials done\n", stage, total)
-		}
-	}
 }

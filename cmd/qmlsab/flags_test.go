@@ -31,8 +31,9 @@ var concepts = map[string]flagConcept{
 	"arms to compare":     {"arms", "", "each command's comparison: run D,E; sweep D,E,F; calibrate the investigation's arms", []string{"run", "sweep", "calibrate"}},
 	"arms file":           {"arms-file", "", "", []string{"arms list", "arms show", "run", "sweep"}},
 	"workload to run":     {"workload", `"spill_to_disk"`, "", []string{"run", "sweep"}},
-	"where output goes":   {"out", "", "a folder for commands writing several files, a file for those writing one", []string{"run", "merge", "sweep", "report", "import ftdc", "trend", "history export"}},
-	"output format":       {"format", "", "each command's own outputs", []string{"report", "ftdc dump", "history detect", "history export", "arms list", "workloads list", "sweep", "history list"}},
+	"where output goes":   {"out", "", "a folder for commands writing several files, a file for those writing one", []string{"run", "merge", "sweep", "report", "import ftdc", "trend", "history export", "calibrate"}},
+	"output format":       {"format", "", "each command's own outputs", []string{"report", "ftdc dump", "history detect", "history export", "arms list", "workloads list", "sweep", "history list", "calibrate"}},
+	"one shard":           {"shard", "", "", []string{"run", "calibrate"}},
 	"every column":        {"wide", "false", "", []string{"arms list", "workloads list", "sweep", "run", "history list", "history detect"}},
 	"unfinished runs":     {"allow-partial", "false", "", []string{"report", "merge", "history add"}},
 	"run labels":          {"label", "", "", []string{"report", "history add", "history list", "history detect", "history export", "trend"}},
@@ -51,10 +52,10 @@ var concepts = map[string]flagConcept{
 
 // single are flags only one command takes: nothing to agree with.
 var single = map[string][]string{
-	"run":            {"clock", "topology", "resume", "shard", "shards", "allow-remote", "verbose"},
+	"run":            {"clock", "topology", "resume", "shards", "allow-remote", "verbose"},
 	"merge":          {"expect"},
 	"report":         {"baseline", "gates", "gate-predictions", "history"},
-	"calibrate":      {"storm-rate", "storm", "fit", "space", "samples", "refine", "fit-seeds"},
+	"calibrate":      {"storm-rate", "storm", "fit", "space", "samples", "refine", "fit-seeds", "observed", "predict", "starts", "acceptable", "predict-points", "from", "merge"},
 	"history detect": {"effect", "recent", "permutations", "min-segment", "baseline-nights", "min-shift", "no-tonight", "night"},
 	"import ftdc":    {"spec", "start", "phases", "outcomes"},
 	"ftdc dump":      {"paths"},

@@ -27,7 +27,7 @@ func TestSweepBadInput(t *testing.T) {
 		{[]string{"sweep", "--vary", "hw.cpus=4,8", "stray", "--out", out}, `qmlsab sweep: unexpected argument "stray" (flags only)`},
 		{[]string{"calibrate", "--fit", "--space", "host.nope=1:2"}, `qmlsab calibrate: --space "host.nope=1:2": unknown name host.nope`},
 		{[]string{"calibrate", "--fit", "--space", "workload.stormRate=300:100"}, `qmlsab calibrate: --space "workload.stormRate=300:100": want LO < HI`},
-		{[]string{"calibrate", "--fit", "--arms", "D"}, "qmlsab calibrate: --arms: table mode only"},
+		{[]string{"calibrate", "--fit", "--arms", "D"}, "qmlsab calibrate: --arms: table mode, or with --fit --observed the run's arms to fit"},
 		{[]string{"calibrate", "--fit", "--fit-seeds", "0"}, "qmlsab calibrate: --fit-seeds 0: at least 1"},
 		{[]string{"calibrate", "--samples", "4"}, "qmlsab calibrate: --samples: with --fit only"},
 	} {
@@ -87,27 +87,27 @@ func TestSweepWritesJSONAndHTML(t *testing.T) {
 	}
 }
 
-// The fit on a tiny space: every point evaluated, the residual of each of
-// D's and E's observations printed beside the observed figure, the
-// objective per build variant, D, E, M and F predicted and F's acceptance
-// printed as a prediction.
-func TestCalibrateFitPrintsResiduals(t *testing.T) {
-	out, code := qmlsab(t, "calibrate", "--fit", "--space", "workload.stormRate=120,200", "--space", "param.simShedHazard=odds,linear",
-		"--profile", "quick", "-n", "1", "--fit-seeds", "1")
+// The ensemble on a tiny space: its method, the acceptable set and its
+// rule, each unknown's range and status, each observation's fit (E's
+// queue kills shown, not scored), the sensitivity table, and F's and G's
+// conditions as shares with their verdicts.
+func TestCalibrateFitPrintsTheEnsemble(t *testing.T) {
+	out, code := qmlsab(t, "calibrate", "--fit", "--space", "workload.stormRate=120:240", "--space", "param.simShedHazard=odds,linear",
+		"--profile", "quick", "-n", "2", "--fit-seeds", "1", "--samples", "4", "--starts", "2", "--refine", "1", "--acceptable", "4", "--predict-points", "3")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
-	for _, want := range []string{"SIMULATED", "every point of the (small, discrete) space", "4 points", "Fitted values",
-		"workload.stormRate", "param.simShedHazard", "Model selection", "odds", "linear", "Residuals at the fitted point",
-		"D low-pri queue kills/s", "142", "D availability", "0.97", "E arrivals/s while the queue grows", "~270",
-		"Predictions at the fitted point", "F's acceptance as the model predicts it", "lowpri_queue_sustained_growth max =", "trials/s", "Verdict:"} {
+	for _, want := range []string{"SIMULATED", "Latin hypercube of 4 samples", "each under all 2 variants (param.simShedHazard)", "Acceptable set:",
+		"Unknowns over the acceptable set", "workload.stormRate", "param.simShedHazard", "D low-pri queue kills/s", "142", "D availability", "0.97",
+		"not scored: true by construction", "Sensitivity at the best point", "Predictions at", "availability > 0.9", "sheds/s above low-priority admissions/s",
+		"To sweep around the best point", "Verdict:"} {
 		if !strings.Contains(out, want) {
-			t.Errorf("the fit's output lacks %q:\n%s", want, out)
+			t.Errorf("the ensemble's output lacks %q:\n%s", want, out)
 		}
 	}
-	for _, arm := range []string{"\n  D ", "\n  E ", "\n  M ", "\n  F "} {
+	for _, arm := range []string{"\n  F ", "\n  G "} {
 		if !strings.Contains(out, arm) {
-			t.Errorf("no prediction row for%s", strings.TrimSpace(arm))
+			t.Errorf("no prediction rows for%s\n%s", strings.TrimSpace(arm), out)
 		}
 	}
 }

@@ -51,6 +51,9 @@ var (
 	SummaryJSON = schemaKind("a summary.json qmlsab wrote", "qmlsab/summary/")
 	// SweepJSON is a sweep's sweep.json.
 	SweepJSON = schemaKind("a sweep.json qmlsab wrote", "qmlsab/sweep/")
+	// FitJSON is a file of calibrate --fit: fit.json, a shard's
+	// fit-search.json or fit-predict.json.
+	FitJSON = schemaKind("a fit file qmlsab wrote", "qmlsab/fit-")
 	// PerfJSON is a report's perf.json (Evergreen's perf.send form, which
 	// has no room for a schema): a list of tests, each tagged "qmlsab"
 	// first.

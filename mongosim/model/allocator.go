@@ -10,6 +10,7 @@ import "time"
 // than the release rate.
 type allocator struct {
 	releaseRate float64 // bytes per second
+	perTick     float64 // releaseRate × a tick's seconds, once (update runs every tick)
 	held        float64 // free bytes still resident
 	last        int64   // memory in use at the previous update
 	started     bool
@@ -26,6 +27,10 @@ func (a *allocator) update(inUse int64, dt time.Duration) int64 {
 		a.held = max(0, a.held-d) // reuse free pages before asking the OS
 	}
 	a.last = inUse
-	a.held = max(0, a.held-a.releaseRate*dt.Seconds())
+	release := a.perTick
+	if dt != Tick {
+		release = a.releaseRate * dt.Seconds()
+	}
+	a.held = max(0, a.held-release)
 	return inUse + int64(a.held)
 }

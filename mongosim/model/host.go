@@ -131,7 +131,7 @@ func newHostState(hw Hardware) *hostState {
 	s := &hostState{h: h, ram: hw.MemLimitBytes}
 	s.wt = newWTCache(h.WTCacheSize(hw.MemLimitBytes), h.WTEvictionTarget, h.DataSetBytes, h.WTInitialFill)
 	s.pc = newPageCache(h.DirtyRatio, h.DirtyBackgroundRatio)
-	s.alloc = allocator{releaseRate: h.ReleaseBytesPerSec}
+	s.alloc = allocator{releaseRate: h.ReleaseBytesPerSec, perTick: h.ReleaseBytesPerSec * Tick.Seconds()}
 	return s
 }
 

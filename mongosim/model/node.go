@@ -24,8 +24,20 @@ type Node struct {
 	// pools[rw][prio]: rw 0 read, 1 write; prio 0 normal, 1 low.
 	pools   [2][2]*pool
 	ops     opTable
-	running []*Op
-	runBuf  []*Op            // step's copy of running
+	running []*Op // in admission order, as swap-removal leaves it
+	runBuf  []*Op // step's copy of running
+	// parked is how many running ops are parked: writers paused in
+	// balance_dirty_pages whose slice is already past the yield period,
+	// for which a tick changes nothing a step reads (park says why).
+	// parkClock is Σ cpuShare × dt over the ticks stepped, the run time a
+	// parked op's slice would have added since its parkMark.
+	parked    int
+	parkClock float64
+	// reference steps every running op every tick, parking none, and
+	// looks for free tickets every tick (ticketsBack): the model without
+	// the shortcuts that change nothing, which tests hold them to.
+	reference bool
+
 	cursors map[int64]cursor // idle cursors
 	nextID  int64
 	seq     int64
@@ -35,6 +47,9 @@ type Node struct {
 	// sample reads it without walking every operation.
 	live   liveCounts
 	queued int // operations waiting in any pool
+	// ticketsBack: a ticket came back or a pool grew since admitWaiters
+	// last ran.
+	ticketsBack bool
 	// holders are the waiting operations that hold tracked memory.
 	holders holderIndex
 	// yieldSeconds is p.YieldPeriod in seconds, converted once: it is
@@ -159,6 +174,15 @@ func (n *Node) Op(id int64) *Op { return n.ops.get(id) }
 // Ops calls f for every live operation.
 func (n *Node) Ops(f func(*Op)) {
 	for _, op := range n.ops.live {
+		f(op)
+	}
+}
+
+// RunningOps calls f for every operation holding a ticket: with the
+// queued ones (QueuedOps, LargestQueuedHolding), every live operation. f
+// must not submit, kill or end operations.
+func (n *Node) RunningOps(f func(*Op)) {
+	for _, op := range n.running {
 		f(op)
 	}
 }
@@ -290,6 +314,7 @@ func (n *Node) admit(op *Op) {
 	op.sliceStart = n.now
 	op.sliceIters = 0
 	op.sliceRun = 0
+	op.runSlot = len(n.running)
 	n.running = append(n.running, op)
 }
 
@@ -302,10 +327,17 @@ func (n *Node) dequeue(op *Op) {
 	pl.totalTimeQueuedMicros += int64((n.now - op.queuedAt) / time.Microsecond)
 }
 
+// admitWaiters gives free tickets to waiters. After it, no pool has both
+// a free ticket and a waiter, and none gets both until a ticket comes
+// back (release) or a pool grows (resize): a request finding a free
+// ticket takes it at once. Until then it would find nothing to do, and
+// under a storm, with thousands waiting and every ticket held, that is
+// most ticks: ticketsBack says whether it must look.
 func (n *Node) admitWaiters() {
-	if n.queued == 0 {
+	if n.queued == 0 || (!n.ticketsBack && !n.reference) {
 		return
 	}
+	n.ticketsBack = false
 	for _, byPrio := range n.pools {
 		for _, pl := range byPrio {
 			for pl.out < pl.total && pl.queueLength() > 0 {
@@ -323,15 +355,18 @@ func (n *Node) admitWaiters() {
 func (n *Node) release(op *Op) {
 	pl := op.pool
 	pl.out--
+	n.ticketsBack = true
 	pl.finishedProcessing++
 	pl.totalTimeProcessingMicros += int64((n.now - op.sliceStart) / time.Microsecond)
-	for i, r := range n.running {
-		if r == op {
-			n.running[i] = n.running[len(n.running)-1]
-			n.running = n.running[:len(n.running)-1]
-			break
-		}
+	if op.parked {
+		n.unpark(op)
 	}
+	// The last running op takes its place, as a search for it and a swap
+	// would leave the list (the order the next ticks walk it in).
+	i, last := op.runSlot, n.running[len(n.running)-1]
+	n.running[i], last.runSlot = last, i
+	n.running[len(n.running)-1] = nil
+	n.running = n.running[:len(n.running)-1]
 }
 
 // Kill interrupts an operation with code, as killOp and the shedders do. A
@@ -344,6 +379,9 @@ func (n *Node) Kill(id int64, code int32) bool {
 	}
 	if op.killCode == 0 {
 		op.killCode = code
+	}
+	if op.parked {
+		n.unpark(op) // it ends at its turn in the next tick
 	}
 	if op.state == stateQueued {
 		op.pool.canceled++
@@ -451,22 +489,18 @@ func (n *Node) step() {
 	n.now += Tick
 	dt := tickSeconds
 	cpuN, diskN := 0, 0
-	n.stalled = 0
-	for _, op := range n.running {
-		if op.inReadPhase() && op.blockHit <= 0 && op.blockMiss <= 0 {
-			n.startBlock(op)
-		}
-		switch {
-		case n.writerStalls(op):
-			op.stalled, op.onDisk = true, false
-			n.stalled++
-		case op.inDiskPhase():
-			op.stalled, op.onDisk = false, true
-			diskN++
-		default:
-			op.stalled, op.onDisk = false, false
-			cpuN++
-		}
+	// balance_dirty_pages' verdict for this tick: the page cache moves
+	// only after every op has been classified.
+	over := n.host.pc.overLimit()
+	if !over && n.parked > 0 {
+		n.unparkAll()
+	}
+	n.stalled = n.parked // a parked op is a paused writer
+	// Under a storm, most ticks have every running op parked: they skip
+	// both walks of the running ops, which would pass over every one.
+	stepping := len(n.running) > n.parked
+	if stepping {
+		cpuN, diskN = n.classify(over)
 	}
 	cpuShare := 1.0
 	if cpuN > n.hw.CPUs {
@@ -481,10 +515,19 @@ func (n *Node) step() {
 	if diskN > 0 {
 		diskRate = n.hw.DiskBytesPerSec / float64(users)
 	}
+	// What a stalled op's slice gains this tick (progress): a parked op's
+	// share, added to its slice when it unparks.
+	n.parkClock += cpuShare * dt
 	// A copy, reused tick to tick: ending and yielding ops change n.running.
-	n.runBuf = append(n.runBuf[:0], n.running...)
+	n.runBuf = n.runBuf[:0]
+	if stepping {
+		n.runBuf = append(n.runBuf, n.running...)
+	}
 	shedding := n.SheddingEnabled() // no checkpoint need look otherwise
 	for _, op := range n.runBuf {
+		if op.parked {
+			continue
+		}
 		if op.killCode != 0 {
 			n.end(op, op.killCode)
 			continue
@@ -509,6 +552,10 @@ func (n *Node) step() {
 			// Yield: release the ticket and queue for another one.
 			n.release(op)
 			n.request(op)
+			continue
+		}
+		if op.stalled && op.sliceRun >= n.yieldSeconds && !n.reference {
+			n.park(op)
 		}
 	}
 	n.admitWaiters()
@@ -526,6 +573,32 @@ func (n *Node) step() {
 	if oom {
 		n.crash()
 	}
+}
+
+// classify sets each running op's state for the tick (paused writer, on
+// the disk, or on a CPU), counting the ops on the CPUs and the disk, and
+// starts the next spill block of each reader that needs one.
+func (n *Node) classify(over bool) (cpuN, diskN int) {
+	for _, op := range n.running {
+		if op.parked {
+			continue
+		}
+		if op.inReadPhase() && op.blockHit <= 0 && op.blockMiss <= 0 {
+			n.startBlock(op)
+		}
+		switch {
+		case writerStalls(op, over):
+			op.stalled, op.onDisk = true, false
+			n.stalled++
+		case op.inDiskPhase():
+			op.stalled, op.onDisk = false, true
+			diskN++
+		default:
+			op.stalled, op.onDisk = false, false
+			cpuN++
+		}
+	}
+	return cpuN, diskN
 }
 
 // progress advances a running op by dt and reports whether it passed an
@@ -620,6 +693,42 @@ func (n *Node) progress(op *Op, dt, cpuShare, diskRate float64) bool {
 	return false
 }
 
+// park takes a writer paused in balance_dirty_pages out of the ticks'
+// work until the pause ends (unparkAll) or it is killed or released
+// (unpark). While paused it does nothing but count as stalled and add
+// the tick's CPU share to its slice (progress); its slice is already past
+// the yield period, and the period is the only thing the slice is ever
+// compared with, so the slice's exact sum no longer decides anything: it
+// gets the ticks' shares at once when it unparks (parkClock), a sum at
+// least the period, as the per-tick one is (a setParameter that raises
+// the period while it is parked finds the two sums equal but for their
+// rounding, some 1e-16 of a second). It cannot yield while
+// paused (its spill is unwritten) nor finish, and nothing else moves its
+// state: a tick of it is the same with it parked or stepped. A paused
+// writer stays paused for tens of ticks at a time, and under a storm
+// they are most of the running ops.
+func (n *Node) park(op *Op) {
+	op.parked, op.parkMark = true, n.parkClock
+	n.parked++
+}
+
+// unpark puts a parked op back in the ticks' work.
+func (n *Node) unpark(op *Op) {
+	op.sliceRun += n.parkClock - op.parkMark
+	op.parked = false
+	n.parked--
+}
+
+// unparkAll unparks every parked op: dirty pages are under the limit,
+// and the paused writers write on.
+func (n *Node) unparkAll() {
+	for _, op := range n.running {
+		if op.parked {
+			n.unpark(op)
+		}
+	}
+}
+
 // startBlock sets up the next block op reads back: how much of it the
 // page cache still holds (the file's resident share) and how much must
 // come from the disk.
@@ -675,6 +784,7 @@ func (n *Node) crash() {
 	}
 	n.ops.reset()
 	n.running = nil
+	n.parked = 0 // the parked ops died with the rest
 	n.cursors = map[int64]cursor{}
 	n.trackedTotal = 0 // the process's memory died with it
 	n.host.pc.clear()  // and its spill files

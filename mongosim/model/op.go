@@ -110,6 +110,11 @@ type Op struct {
 	cpuPerDoc     float64 // Work.CPUPerDoc in seconds, converted once at Submit
 	spillLeft     float64 // bytes of spilled runs still to write into the page cache
 	lastEval      time.Duration
+	// parked: a paused writer the ticks pass over (Node.park), since
+	// parkMark on the node's parkClock.
+	parked   bool
+	parkMark float64
+	runSlot  int // its index in the node's running list while it runs
 
 	AppName string
 	NS      string

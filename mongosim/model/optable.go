@@ -8,9 +8,13 @@ package model
 // map instead. A Go map of every live op cost a virtual trial several
 // percent in assignments, deletions and walks.
 type opTable struct {
-	live  []*Op // in no fixed order; op.liveSlot is 1 + its index
-	base  int64 // the ID of window[0]
-	win   []*Op // win[id-base]: the live op with that ID, or nil
+	live []*Op // in no fixed order; op.liveSlot is 1 + its index
+	base int64 // the ID of window[0]
+	win  []*Op // win[id-base]: the live op with that ID, or nil
+	// arr is win's array, whole: win is arr[off : off+len(win)], and
+	// every slot of arr outside it is nil.
+	arr   []*Op
+	off   int
 	extra map[int64]*Op
 }
 
@@ -43,10 +47,8 @@ func (t *opTable) put(op *Op) {
 	case i >= 0 && i < int64(len(t.win)) && t.win[i] == nil:
 		t.win[i] = op
 	case i >= int64(len(t.win)) && i-int64(len(t.win)) < maxGap:
-		for int64(len(t.win)) < i {
-			t.win = append(t.win, nil)
-		}
-		t.win = append(t.win, op)
+		t.extend(int(i) + 1)
+		t.win[i] = op
 	default:
 		if t.extra == nil {
 			t.extra = map[int64]*Op{}
@@ -83,13 +85,35 @@ func (t *opTable) remove(op *Op) {
 		}
 		t.win[0] = nil
 		t.win = t.win[1:]
+		t.off++
 		t.base++
 	}
+}
+
+// extend lengthens the window to n slots, the new ones empty. The window
+// slides along its array as the sequence runs on; when it reaches the
+// array's end it moves back to the start if it fills at most half the
+// array, and to an array twice its length otherwise (growing the window
+// at its end with append allocated an array every few hundred ops).
+func (t *opTable) extend(n int) {
+	if t.off+n > len(t.arr) {
+		k := len(t.win)
+		if n <= len(t.arr)/2 {
+			copy(t.arr, t.win)
+			clear(t.arr[k:])
+		} else {
+			a := make([]*Op, max(2*n, 64))
+			copy(a, t.win)
+			t.arr = a
+		}
+		t.off = 0
+	}
+	t.win = t.arr[t.off : t.off+n]
 }
 
 // reset forgets every op (the member died).
 func (t *opTable) reset() {
 	clear(t.live)
 	t.live = t.live[:0]
-	t.win, t.extra = nil, nil
+	t.win, t.arr, t.off, t.extra = nil, nil, 0, nil
 }

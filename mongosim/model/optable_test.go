@@ -10,7 +10,8 @@ import (
 // sequence, most short-lived, a few that live on while the sequence runs
 // far ahead, and some with a caller's own far-off IDs) and checks the
 // table against a map after every move: the same lookups, the same live
-// set, each op knowing its slot, and a window bounded by the live ops.
+// set, each op knowing its slot, and a window bounded by the live ops
+// that slides along its array without leaving ops behind.
 func TestOpTableIsAMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var tab opTable
@@ -63,6 +64,16 @@ func TestOpTableIsAMap(t *testing.T) {
 			for _, id := range ids {
 				if tab.get(id) != ref[id] {
 					t.Fatalf("step %d: get(%d) misses a live op", step, id)
+				}
+			}
+			// The window's array holds nothing outside the window: a stale
+			// slot would come back as the window slides over it.
+			if len(tab.win) > 0 && &tab.win[0] != &tab.arr[tab.off] {
+				t.Fatalf("step %d: the window is not its array's from slot %d", step, tab.off)
+			}
+			for i, op := range tab.arr {
+				if (i < tab.off || i >= tab.off+len(tab.win)) && op != nil {
+					t.Fatalf("step %d: slot %d of the window's array, outside the window, holds op %d", step, i, op.ID)
 				}
 			}
 		}

@@ -30,10 +30,13 @@ import "math"
 type pageCache struct {
 	ratio, bgRatio float64
 	limit, bgLimit float64
-	dirty, clean   float64
-	files          map[int64]*spillFile
-	fifo           []*spillFile // oldest dirtied first (the flusher's order)
-	head           int
+	// dirtyable is the dirtyable memory the limits were set from.
+	dirtyable    int64
+	limitsSet    bool
+	dirty, clean float64
+	files        map[int64]*spillFile
+	fifo         []*spillFile // oldest dirtied first (the flusher's order)
+	head         int
 	// lru holds files with clean pages, oldest cleaned first (reclaim's
 	// order); lruHead is its first live entry.
 	lru     []*spillFile
@@ -73,6 +76,10 @@ func newPageCache(ratio, bgRatio float64) pageCache {
 }
 
 func (p *pageCache) setDirtyable(b int64) {
+	if b == p.dirtyable && p.limitsSet {
+		return // the limits it gave last (an update runs every tick)
+	}
+	p.dirtyable, p.limitsSet = b, true
 	p.limit = float64(b) * p.ratio / 100
 	p.bgLimit = float64(b) * p.bgRatio / 100
 }
@@ -221,9 +228,11 @@ func (p *pageCache) clear() {
 }
 
 // writerStalls reports whether op, writing a spilled run, is paused by
-// balance_dirty_pages: dirty pages are at vm.dirty_ratio.
-func (n *Node) writerStalls(op *Op) bool {
-	return op.spillLeft > 0 && n.host.pc.overLimit()
+// balance_dirty_pages when over is the page cache's overLimit: dirty
+// pages are at vm.dirty_ratio. A step reads overLimit once, before any op
+// moves the page cache.
+func writerStalls(op *Op, over bool) bool {
+	return over && op.spillLeft > 0
 }
 
 // writeSpill serialises what op's spilled runs can in cpu seconds of work

@@ -100,5 +100,6 @@ func (n *Node) resize(total float64) float64 {
 	total = math.Max(lo, math.Min(hi, total))
 	r, w := n.split(total)
 	n.pools[0][0].total, n.pools[1][0].total = r, w
+	n.ticketsBack = true // waiters may take the new tickets
 	return total
 }

@@ -1,7 +1,6 @@
 package virtual
 
 import (
-	"container/heap"
 	"time"
 
 	"github.com/qmlsab/qmlsab/workload"
@@ -82,8 +81,7 @@ type request struct {
 	// wait is the bound of its wait for a primary and a connection,
 	// timeout the operation's own (noDeadline: none).
 	wait, timeout time.Duration
-	// due is its key in the client's deadline heap (heapIndex ≥ 0 there).
-	due       time.Duration
+	// heapIndex is its place in the client's deadline heap (-1: none).
 	heapIndex int
 	// queue is the wait queue it is in (nil: none); prev and next link it
 	// there.
@@ -136,27 +134,84 @@ func (q *waitQueue) pop() *request {
 	return r
 }
 
-// deadlines orders requests by due (container/heap).
-type deadlines []*request
+// deadlines is a binary min-heap of requests by due, each beside its
+// key. Its push, remove and fix are container/heap's algorithms step for
+// step, written for requests so that comparisons and swaps are direct
+// calls: requests due at the same instant give up in the order
+// container/heap leaves them, which the pinned trials record.
+type deadlines []deadline
 
-func (h deadlines) Len() int           { return len(h) }
-func (h deadlines) Less(i, j int) bool { return h[i].due < h[j].due }
-func (h deadlines) Swap(i, j int) {
+type deadline struct {
+	due time.Duration
+	r   *request
+}
+
+func (h deadlines) less(i, j int) bool { return h[i].due < h[j].due }
+
+func (h deadlines) swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].heapIndex, h[j].heapIndex = i, j
+	h[i].r.heapIndex, h[j].r.heapIndex = i, j
 }
-func (h *deadlines) Push(x any) {
-	r := x.(*request)
+
+func (h deadlines) up(j int) {
+	for {
+		i := (j - 1) / 2 // parent
+		if i == j || !h.less(j, i) {
+			break
+		}
+		h.swap(i, j)
+		j = i
+	}
+}
+
+func (h deadlines) down(i0, n int) bool {
+	i := i0
+	for {
+		j1 := 2*i + 1
+		if j1 >= n || j1 < 0 { // j1 < 0 after int overflow
+			break
+		}
+		j := j1 // left child
+		if j2 := j1 + 1; j2 < n && h.less(j2, j1) {
+			j = j2 // right child
+		}
+		if !h.less(j, i) {
+			break
+		}
+		h.swap(i, j)
+		i = j
+	}
+	return i > i0
+}
+
+// push is heap.Push of r under due.
+func (h *deadlines) push(r *request, due time.Duration) {
 	r.heapIndex = len(*h)
-	*h = append(*h, r)
+	*h = append(*h, deadline{due, r})
+	h.up(len(*h) - 1)
 }
-func (h *deadlines) Pop() any {
+
+// remove is heap.Remove of the request at i.
+func (h *deadlines) remove(i int) {
+	n := len(*h) - 1
+	if n != i {
+		h.swap(i, n)
+		if !h.down(i, n) {
+			h.up(i)
+		}
+	}
 	old := *h
-	r := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	r.heapIndex = -1
-	return r
+	old[n].r.heapIndex = -1
+	old[n] = deadline{}
+	*h = old[:n]
+}
+
+// fix is heap.Fix of the request at i, now due at due.
+func (h deadlines) fix(i int, due time.Duration) {
+	h[i].due = due
+	if !h.down(i, len(h)) {
+		h.up(i)
+	}
 }
 
 // connPool is a client's connections to one member.
@@ -288,14 +343,12 @@ func (c *client) connectMore(p *connPool) {
 func (c *client) setDue(r *request, due time.Duration) {
 	switch {
 	case due == noDeadline && r.heapIndex >= 0:
-		heap.Remove(&c.due, r.heapIndex)
+		c.due.remove(r.heapIndex)
 	case due == noDeadline:
 	case r.heapIndex >= 0:
-		r.due = due
-		heap.Fix(&c.due, r.heapIndex)
+		c.due.fix(r.heapIndex, due)
 	default:
-		r.due = due
-		heap.Push(&c.due, r)
+		c.due.push(r, due)
 	}
 }
 
@@ -327,13 +380,23 @@ func (c *client) tick() {
 		}
 	}
 	for len(c.due) > 0 && c.due[0].due <= now {
-		r := c.due[0]
+		r := c.due[0].r
 		c.drop(r)
 		if r.inFlight {
 			r.abandoned = true
 		}
 		r.op.gaveUp(workload.Timeout)
 	}
+}
+
+// next is when the client's tick next has something to do: a connection
+// ready or a deadline (noDeadline: none).
+func (c *client) next() time.Duration {
+	next := c.nextConn
+	if len(c.due) > 0 {
+		next = min(next, c.due[0].due)
+	}
+	return next
 }
 
 // primaryElected sends the requests waiting for a primary to its pool, in

@@ -289,7 +289,11 @@ func (s *sim) loop(ctx context.Context, total time.Duration) error {
 	canaryEvery := time.Duration(float64(time.Second) / w.CanaryRate)
 	nextCanary := canaryEvery
 	canaryWrite := false
-	var nextActor time.Duration
+	killer := s.arm.KillOp()
+	var nextActor time.Duration // the killOp actor's next round
+	if killer == nil {
+		nextActor = noDeadline // none
+	}
 	var nextObserve time.Duration
 	for tick := 0; s.now < total; s.now, tick = s.now+model.Tick, tick+1 {
 		if tick%checkEvery == 0 && ctx.Err() != nil {
@@ -336,9 +340,9 @@ func (s *sim) loop(ctx context.Context, total time.Duration) error {
 			nextCanary += canaryEvery
 		}
 		// The killOp actor.
-		if k := s.arm.KillOp(); k != nil && s.now >= nextActor {
-			nextActor = s.now + k.Interval
-			s.actor(*k)
+		if s.now >= nextActor {
+			nextActor = s.now + killer.Interval
+			s.actor(*killer)
 		}
 		if s.now >= nextObserve {
 			nextObserve = s.now + s.cfg.SampleInterval
@@ -346,6 +350,12 @@ func (s *sim) loop(ctx context.Context, total time.Duration) error {
 		}
 		if s.afterTick != nil {
 			s.afterTick()
+			continue // the probe looks at every tick
+		}
+		// The ticks up to the engine's next event pass in one move while
+		// the primary holds no operation (quiet, below).
+		if next := s.quietUntil(nextStorm, nextCanary, nextActor, nextObserve, total); next > s.now+model.Tick {
+			s.now = next - model.Tick // the loop's step takes it to next
 		}
 	}
 	// A last sample at the trial's end, as a wire sampler takes one just
@@ -362,6 +372,39 @@ func (s *sim) loop(ctx context.Context, total time.Duration) error {
 		s.report(rec)
 	}
 	return nil
+}
+
+// quietUntil is the first tick after now at which the loop has anything
+// to do, given its next arrival, canary, actor round and sample, or the
+// next tick if the primary holds an operation. The loop's work at a tick
+// is its events (restarts, an election, the clients' connections and
+// deadlines, arrivals, canaries, the actor, a sample) and running the
+// primary to it. With no operation the primary calls nothing back (no
+// operation ends, and its memory only falls, so the OOM killer cannot
+// strike), so it changes nothing the loop reads before its next event;
+// AdvanceTo then runs it the same ticks in one call as in one a tick.
+// Under the storm the primary is never without an operation; in the
+// warmup and the recovery it is, between canaries.
+func (s *sim) quietUntil(nextStorm, nextCanary, nextActor, nextObserve, total time.Duration) time.Duration {
+	if n := s.primaryNode(); n != nil && !n.Idle() {
+		return s.now + model.Tick
+	}
+	next := min(nextCanary, nextActor, nextObserve, total, s.storm.next(), s.canaries.next())
+	if nextStorm < s.stormEnd {
+		next = min(next, nextStorm) // an arrival past the storm's end never comes
+	}
+	for _, mb := range s.members {
+		if !mb.up {
+			next = min(next, mb.restartAt)
+		}
+	}
+	if s.primary < 0 && s.elect >= 0 {
+		next = min(next, s.elect)
+	}
+	// The loop's ticks are whole milliseconds: an event at x is handled
+	// at the first tick at or after x.
+	next = (next + model.Tick - 1) / model.Tick * model.Tick
+	return max(next, s.now+model.Tick)
 }
 
 // advancePrimary runs the primary to the engine's now. The other members
@@ -674,9 +717,16 @@ func (s *sim) actor(c killop.Config) {
 }
 
 // actorCandidates appends to ops the operations of n the actor's policy
-// may kill, as $currentOp shows them: all of them, or, for a policy that
-// considers only queued operations, enough of them that Decide picks
-// from these what it would pick from all.
+// may kill, as $currentOp shows them: enough of them that Decide picks
+// from these what it would pick from all. Decide kills the candidates
+// with the most tracked bytes (ties: the lower ID), at most
+// KillsPerRound of them; the model lists the queued ops holding memory
+// in that order, so the first KillsPerRound queued candidates, with the
+// running ones when the policy considers them, hold every op Decide
+// picks from all of them (a queued op past them has KillsPerRound
+// candidates before it), and the rest of the queue — thousands of ops
+// under a storm, most of a round's work when it was walked — is never
+// read.
 func actorCandidates(n *model.Node, c killop.Config, ops []killop.Op) []killop.Op {
 	// consider adds op to the candidates if the actor may kill it.
 	consider := func(op *model.Op) {
@@ -693,22 +743,16 @@ func actorCandidates(n *model.Node, c killop.Config, ops []killop.Op) []killop.O
 			ops = append(ops, k)
 		}
 	}
-	if c.QueuedOnly() {
-		// Running ops are never this policy's candidates, nor (InScope)
-		// is an op holding no tracked memory, which most of a storm's
-		// queue is. Decide kills the candidates with the most tracked
-		// bytes (ties: the lower ID), at most KillsPerRound of them: the
-		// model lists the queued ops holding memory in that order, so
-		// the first KillsPerRound candidates hold every op Decide picks
-		// from all of them, and the rest of the queue is never read.
-		most := c.KillsPerRound()
-		n.LargestQueuedHolding(func(op *model.Op) bool {
-			consider(op)
-			return len(ops) < most
-		})
-	} else {
-		n.Ops(consider)
+	if !c.QueuedOnly() {
+		n.RunningOps(consider)
 	}
+	// Nor (InScope) is a queued op holding no tracked memory a
+	// candidate, which most of a storm's queue is.
+	most := len(ops) + c.KillsPerRound()
+	n.LargestQueuedHolding(func(op *model.Op) bool {
+		consider(op)
+		return len(ops) < most
+	})
 	return ops
 }
 

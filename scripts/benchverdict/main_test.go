@@ -171,3 +171,36 @@ func TestRepetitionsTheHostStoleFromAreSetAside(t *testing.T) {
 		t.Fatalf("%d benchmark lines (%v), want 9", len(rs), err)
 	}
 }
+
+// The ensemble's target is its own wall seconds (a host-clock figure, its
+// stolen-from repetitions set aside); the single-point fit beside it is
+// printed, and so is their paired ratio.
+func TestTheEnsembleIsTimedBesideTheSinglePointFit(t *testing.T) {
+	var b strings.Builder
+	for i, secs := range []string{"80", "95", "88", "101", "90", "85"} {
+		b.WriteString("BenchmarkEnsemble/ensemble-2  1  1 ns/op  " + secs + " s/ensemble  1100 trials  70 s-own-cpus  25 acceptable  0.5 steal-%\n")
+		b.WriteString("BenchmarkEnsemble/single-point-2  1  1 ns/op  " + []string{"40", "50", "44", "50", "45", "50"}[i] + " s/fit  900 trials  60 s-own-cpus  0.5 steal-%\n")
+	}
+	rs, err := parse(strings.NewReader(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var judged, ratio bool
+	for _, tg := range targets(rs) {
+		switch {
+		case strings.HasPrefix(tg.label, "calibrate --fit's default ensemble"):
+			judged = true
+			if line, v := tg.assess(); v != pass || !strings.Contains(line, "target <= 120 s") {
+				t.Errorf("ensemble at 80–101 s against 120 s: %v, %q", v, line)
+			}
+		case strings.Contains(tg.label, "/ the single-point fit"):
+			ratio = true
+			if tg.hasGoal || len(tg.xs) != 6 || tg.xs[0] != 2 {
+				t.Errorf("ratio %v (goal %v), want six printed pairs, the first 80/40", tg.xs, tg.hasGoal)
+			}
+		}
+	}
+	if !judged || !ratio {
+		t.Errorf("ensemble target %v, ratio %v: both wanted", judged, ratio)
+	}
+}
