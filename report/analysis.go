@@ -118,7 +118,9 @@ func (a *Analysis) GateFailures() []string {
 	for _, arm := range a.Arms {
 		var gates []string
 		for _, g := range arm.Gates {
-			if !g.NotApplicable && !g.Informational {
+			// An arm that measured nothing fails even a gate of the model's
+			// account: a night whose run died never passes.
+			if !g.NotApplicable {
 				gates = append(gates, fmt.Sprintf("%q", g.Gate.Name))
 			}
 		}

@@ -42,6 +42,10 @@ type page struct {
 	Verdict       []verdictRow
 	Gates         []gateRow
 	GatesFail     []string
+	// FixPredictions are, on a report of the model, what the ensemble
+	// predicts of each condition of the fix's acceptance, whether or not
+	// the fix ran (its gates' rows quote them too when it did).
+	FixPredictions []string
 	Warnings      []string
 	Sections      []section
 	TrialCols     []string
@@ -162,6 +166,13 @@ func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 		}
 	}
 	p.GatesFail = a.GateFailures()
+	if a.In.Simulated && a.GateSet != nil {
+		for _, g := range a.GateSet.Gates {
+			if w := EnsemblePrediction(g); w != "" {
+				p.FixPredictions = append(p.FixPredictions, g.Name+": "+w)
+			}
+		}
+	}
 	for _, w := range a.Warnings {
 		p.Warnings = append(p.Warnings, warningText(w))
 	}

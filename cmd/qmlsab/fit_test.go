@@ -258,7 +258,7 @@ func TestCalibrateFitBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"--observed", empty}, "qmlsab calibrate: --observed: name the run's arms to fit with --arms"},
-		{[]string{"--observed", filepath.Join(dir, "none"), "--arms", "D,E"}, "qmlsab calibrate: --observed " + filepath.Join(dir, "none", "manifest.json")},
+		{[]string{"--observed", filepath.Join(dir, "none"), "--arms", "D,E"}, "qmlsab calibrate: --observed " + filepath.Join(dir, "none") + ": not a run folder"},
 		{[]string{"--observed", empty, "--arms", "D,E", "--profile", "quick"}, "qmlsab calibrate: --profile: with --observed the model runs the run's own phases"},
 		{[]string{"--predict", "D"}, "qmlsab calibrate: --predict: arm D is fitted"},
 		{[]string{"--predict", "Q"}, `qmlsab calibrate: --predict: unknown arm "Q"`},

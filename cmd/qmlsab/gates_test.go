@@ -29,7 +29,14 @@ func TestReportGatesExitCodesFollowEachArmsExpectation(t *testing.T) {
 			t.Errorf("gate lines lack %q:\n%s", want, out)
 		}
 	}
-	if failing := strings.Contains(out, "FAIL (") || strings.Contains(out, "UNEXPECTED PASS"); failing != (code == 3) {
+	// A gate of the model's account (reported, not gated) decides nothing.
+	failing := false
+	for _, line := range strings.Split(out, "\n") {
+		if (strings.Contains(line, "FAIL (") || strings.Contains(line, "UNEXPECTED PASS")) && !strings.Contains(line, "reported, not gated") {
+			failing = true
+		}
+	}
+	if failing != (code == 3) {
 		t.Errorf("report: exit %d, a gate failing %v; want 3 exactly when one fails\n%s", code, failing, out)
 	}
 	for _, tc := range []struct {

@@ -15,7 +15,7 @@ func TestRunBannerSaysCountsAndModelTimeInWords(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run: exit %d\n%s", code, out)
 	}
-	want := "qmlsab run: spill_to_disk, 1 arm × 1 trial, 24s of model time per trial, into " + dir + "\n"
+	want := "qmlsab run: spill_to_disk, 1 arm × 1 trial, 24s of model time per trial, seed 1, into " + dir + "\n"
 	if !strings.HasPrefix(out, want) {
 		t.Errorf("run begins\n%q\nwant\n%q", out[:min(len(out), len(want)+40)], want)
 	}
