@@ -38,23 +38,23 @@ type page struct {
 	ArmRows []Arm
 	// Ns are the trial counts the methods speak of ("n = 5", "n = 3 and
 	// 5").
-	Ns            string
-	Verdict       []verdictRow
-	Gates         []gateRow
-	GatesFail     []string
+	Ns        string
+	Verdict   []verdictRow
+	Gates     []gateRow
+	GatesFail []string
 	// FixPredictions are, on a report of the model, what the ensemble
 	// predicts of each condition of the fix's acceptance, whether or not
 	// the fix ran (its gates' rows quote them too when it did).
 	FixPredictions []string
-	Warnings      []string
-	Sections      []section
-	TrialCols     []string
-	TrialRows     []trialRow
-	Definitions   []metric.Metric
-	MaxPoints     int
-	EchartsNotice string
-	EchartsJS     template.JS
-	Options       template.JS
+	Warnings       []string
+	Sections       []section
+	TrialCols      []string
+	TrialRows      []trialRow
+	Definitions    []metric.Metric
+	MaxPoints      int
+	EchartsNotice  string
+	EchartsJS      template.JS
+	Options        template.JS
 }
 
 // legendRow is one arm of the legend.
