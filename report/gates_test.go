@@ -91,12 +91,12 @@ gates:
 // are the investigation's, are not checked.
 func TestGateFilesRefuseWhatWouldEvaluateNothing(t *testing.T) {
 	for doc, want := range map[string]string{
-		"name: x\ngates:\n  - op: \">\"\n    metric: nope\n    value: 1\n":                                          "g.yaml:4: metric \"nope\" is not a metric qmlsab computes (known: availability, ",
+		"name: x\ngates:\n  - op: \">\"\n    metric: nope\n    value: 1\n":                                                 "g.yaml:4: metric \"nope\" is not a metric qmlsab computes (known: availability, ",
 		"name: x\ngates:\n  - metric: server_sheds_per_s\n    op: \">\"\n    than: nope\n":                                 "g.yaml:5: than \"nope\" is not a metric",
 		"name: x\ngates:\n  - metric: server_sheds_per_s\n    op: \">\"\n    than: admissions_per_s\n    value: 3\n":       "g.yaml:6: value and than",
 		"name: x\ngates:\n  - metric: server_sheds_per_s\n    op: \">\"\n    value: 0\n    than: admissions_per_s\n":       "g.yaml:5: value and than",
 		"c: &c {value: 2}\nname: x\ngates:\n  - {<<: *c, metric: server_sheds_per_s, op: \">\", than: admissions_per_s}\n": "g.yaml:1: value and than", // where the merged value is written
-		"name: x\ngates:\n  - {metric: availability, op: \">\", value: 0.9}\n---\nname: y\n":                        "g.yaml:4: a second YAML document",
+		"name: x\ngates:\n  - {metric: availability, op: \">\", value: 0.9}\n---\nname: y\n":                               "g.yaml:4: a second YAML document",
 		// Already refused: the finite-value check holds for NaN and ±Inf.
 		"name: x\ngates:\n  - {metric: availability, op: \">\", value: .nan}\n":  "g.yaml:3: value must be a finite number",
 		"name: x\ngates:\n  - {metric: availability, op: \">\", value: .inf}\n":  "g.yaml:3: value must be a finite number",
