@@ -40,7 +40,7 @@ func TestBenchstatReadsAndScalesBenchTxt(t *testing.T) {
 		regexp.MustCompile(`│\s+D\s+│\s+E\s+│`),                                     // the arms as columns
 		regexp.MustCompile(`metric=rss_peak_bytes\s+[0-9.]+Gi\b`),                   // bytes, binary prefix
 		regexp.MustCompile(`metric=victim_tracked_bytes_p50\s+[0-9.]+(Ki|Mi|Gi)\b`), // likewise
-		regexp.MustCompile(`metric=canary_p99_ms\s+[0-9.]+(m|µ|n)?\s`),              // seconds, scaled
+		regexp.MustCompile(`metric=canary_p50_ms\s+[0-9.]+(m|µ|n)?\s`),              // seconds, scaled (the p50: under the storm the p99 is a timeout's bound, not in bench.txt)
 		regexp.MustCompile(`metric=availability\s`),
 		regexp.MustCompile(`note: SIMULATED`), // the configuration line benchstat keeps
 	} {
