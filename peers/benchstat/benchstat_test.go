@@ -42,7 +42,7 @@ func TestBenchstatReadsAndScalesBenchTxt(t *testing.T) {
 		regexp.MustCompile(`metric=rss_peak_bytes\s+[0-9.]+Gi\b`),                   // bytes, binary prefix
 		regexp.MustCompile(`metric=victim_tracked_bytes_p50\s+[0-9.]+(Ki|Mi|Gi)\b`), // likewise
 		regexp.MustCompile(`│\s+ms\s+│\s+ms\s+vs base`),                             // the latencies' table, in ms
-		regexp.MustCompile(`metric=canary_p99_ms\s+[0-9.]+k?\s`),                    // a figure of ms
+		regexp.MustCompile(`metric=canary_p50_ms\s+[0-9.]+k?\s`),                    // a figure of ms (the p50: under the storm the p99 is a timeout's bound, kept out of bench.txt)
 		regexp.MustCompile(`metric=availability\s`),
 		regexp.MustCompile(`note: SIMULATED`), // the configuration line benchstat keeps
 	} {
