@@ -380,6 +380,10 @@ func Markdown(a *Analysis) []byte {
 	if a.In.Simulated {
 		fmt.Fprintf(&b, "> **SIMULATED** — these trials ran against mongosim, a model of mongod, not a real server.\n\n")
 	}
+	// What was measured, before any verdict on it.
+	if len(a.In.Servers) > 0 {
+		fmt.Fprintf(&b, "Server: %s.\n\n", md(strings.Join(a.In.Servers, "; ")))
+	}
 	// The verdict first: a sentence per arm, then what the arms are.
 	for _, v := range a.Verdicts() {
 		fmt.Fprintf(&b, "- %s\n", md(v.Text()))
@@ -404,9 +408,6 @@ func Markdown(a *Analysis) []byte {
 		fmt.Fprintf(&b, "**Gates (%s) pass.**\n\n", md(a.GateSet.Name))
 	}
 	fmt.Fprintf(&b, "Conditions: %s.\n\n", md(a.In.Conditions()))
-	if len(a.In.Servers) > 0 {
-		fmt.Fprintf(&b, "Server: %s.\n\n", md(strings.Join(a.In.Servers, "; ")))
-	}
 	fmt.Fprintf(&b, "Median [min–max] of each arm's valid trials (Σ: total over the trials, for counts); Δ is the Hodges-Lehmann shift vs %s with its direction, `≈ within noise` when the Mann-Whitney U p > %g.\n\n", md(a.Baseline), a.Alpha)
 	fmt.Fprint(&b, "| metric |")
 	for _, arm := range a.Arms {
