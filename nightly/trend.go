@@ -279,7 +279,7 @@ func buildTrend(ctx context.Context, st history.Store, out string, opts TrendOpt
 				if runs[i].Simulated {
 					sim++
 				}
-				med := metric.Quantile(pt.Values, 0.5)
+				med := metric.Median(pt.Values)
 				lo, hi := slices.Min(pt.Values), slices.Max(pt.Values)
 				medians[i], mins[i], spans[i] = trendValue(med*scale), trendValue(lo*scale), trendValue((hi-lo)*scale)
 				cells[i].Value = fmt.Sprintf("%s [%s–%s]", trendNumber(def, med), trendNumber(def, lo), trendNumber(def, hi))

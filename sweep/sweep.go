@@ -463,7 +463,7 @@ func aggregate(c *Cell) {
 				xs = append(xs, v)
 			}
 		}
-		c.Median[k], c.Min[k], c.Max[k] = metric.Quantile(xs, 0.5), slices.Min(xs), slices.Max(xs)
+		c.Median[k], c.Min[k], c.Max[k] = metric.Median(xs), slices.Min(xs), slices.Max(xs)
 	}
 }
 

@@ -180,7 +180,7 @@ func Over(trials []Summary, arm string, f func(Summary) float64) Range {
 	if len(xs) == 0 {
 		return Range{Median: math.NaN(), Min: math.NaN(), Max: math.NaN()}
 	}
-	return Range{Median: metric.Quantile(xs, 0.5), Min: slices.Min(xs), Max: slices.Max(xs)}
+	return Range{Median: metric.Median(xs), Min: slices.Min(xs), Max: slices.Max(xs)}
 }
 
 // Figures are the summaries' figures (Metrics), one map per trial, as the
