@@ -4,7 +4,6 @@ go 1.26.0
 
 require (
 	github.com/aclements/go-moremath v0.0.0-20210112150236-f10218a38794
-	github.com/go-echarts/go-echarts/v2 v2.6.7
 	github.com/mattn/go-runewidth v0.0.31
 	github.com/montanaflynn/stats v0.14.0
 	github.com/urfave/cli/v2 v2.27.7

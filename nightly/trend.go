@@ -17,8 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-echarts/go-echarts/v2/opts"
-
 	"github.com/qmlsab/qmlsab/history"
 	"github.com/qmlsab/qmlsab/internal/chart"
 	"github.com/qmlsab/qmlsab/metric"
@@ -756,13 +754,13 @@ func trendBase(title, unit string, labels []string) chart.Option {
 // span stacked on it, filled) and the median line with the change points.
 func trendValuesOption(title, unit string, labels []string, mins, spans, medians []chart.Datum, marks *chart.MarkLine) chart.Option {
 	o := trendBase(title, unit, labels)
-	o.Legend = &opts.Legend{Show: opts.Bool(true), Top: "28", Data: []string{"median", "min–max"}}
-	hidden := &opts.LineStyle{Opacity: opts.Float(0)}
+	o.Legend = &chart.Legend{Show: chart.Bool(true), Top: "28", Data: []string{"median", "min–max"}}
+	hidden := &chart.LineStyle{Opacity: chart.Float(0)}
 	o.Series = []chart.Series{
 		{Name: "min", Type: "line", Stack: "band", StackStrategy: "all", Data: mins, Symbol: "none",
 			LineStyle: hidden, Silent: true, Tooltip: &chart.Tooltip{Show: chart.Bool(false)}},
 		{Name: "min–max", Type: "line", Stack: "band", StackStrategy: "all", Data: spans, Symbol: "none",
-			Color: trendBand, LineStyle: hidden, AreaStyle: &opts.AreaStyle{Color: trendBand}, Silent: true},
+			Color: trendBand, LineStyle: hidden, AreaStyle: &chart.AreaStyle{Color: trendBand}, Silent: true},
 		{Name: "median", Type: "line", Data: medians, Color: trendLine, SymbolSize: 6, ShowAllSymbol: true, Cursor: "pointer", Z: 3,
 			MarkLine: marks},
 	}
