@@ -8,21 +8,22 @@ import (
 )
 
 // Format writes a metric's value for people, in the metric's unit: bytes
-// in the largest binary unit under them, to three figures (21.7 GiB,
-// 512 MiB), latencies in ms, everything else as a plain Number. The
-// terminal, the report and the history's output all use it, so one value
-// reads the same everywhere.
-func Format(name string, v float64) string {
+// by units.HumanBytes (21.7 GiB, 512 MiB), latencies in ms, everything
+// else as a plain Number. The terminal and the history's output use it.
+func Format(name string, v float64) string { return FormatWith(name, v, Number) }
+
+// FormatWith is Format with numbers (a latency's, a plain value's)
+// written by number: the report and the trend page write them by their
+// own rule of significant figures (report.Number). Bytes are always
+// units.HumanBytes', so a size reads the same everywhere.
+func FormatWith(name string, v float64, number func(float64) string) string {
 	switch Lookup(name).Unit {
 	case "B":
-		if math.IsNaN(v) {
-			return "–"
-		}
 		return units.HumanBytes(v)
 	case "ms":
-		return Number(v) + " ms"
+		return number(v) + " ms"
 	}
-	return Number(v)
+	return number(v)
 }
 
 // Number formats a plain number compactly: three significant digits or

@@ -598,13 +598,7 @@ func trendScale(m metric.Metric) (float64, string) {
 
 // trendNumber formats a value in its metric's unit (as the report does).
 func trendNumber(m metric.Metric, v float64) string {
-	switch m.Unit {
-	case "B":
-		return fmt.Sprintf("%.2f GiB", v/(1<<30))
-	case "ms":
-		return report.Number(v) + " ms"
-	}
-	return report.Number(v)
+	return metric.FormatWith(m.Name, v, report.Number)
 }
 
 func trendSigned(m metric.Metric, v float64) string {

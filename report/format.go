@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/qmlsab/qmlsab/internal/units"
 	"github.com/qmlsab/qmlsab/metric"
 )
 
@@ -111,19 +110,7 @@ func sig3(v float64) string {
 	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
-// unitNumber formats a value in its metric's unit by Number's rule: bytes
-// in the largest binary unit under them (to three figures, as
-// units.HumanBytes writes them), latencies in ms, rates with "/s" left to
-// the row's title.
-func unitNumber(name string, v float64) string {
-	switch metric.Lookup(name).Unit {
-	case "B":
-		if math.IsNaN(v) {
-			return "–"
-		}
-		return units.HumanBytes(v)
-	case "ms":
-		return Number(v) + " ms"
-	}
-	return Number(v)
-}
+// unitNumber formats a value in its metric's unit by Number's rule
+// (metric.FormatWith): bytes as units.HumanBytes writes them, latencies in
+// ms, rates with "/s" left to the row's title.
+func unitNumber(name string, v float64) string { return metric.FormatWith(name, v, Number) }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/qmlsab/qmlsab/internal/units"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/store"
 )
@@ -147,7 +148,7 @@ func hostLine(h store.Host) string {
 		parts = append(parts, fmt.Sprintf("%d cores", h.Cores))
 	}
 	if h.MemoryBytes > 0 {
-		parts = append(parts, fmt.Sprintf("%.1f GiB", float64(h.MemoryBytes)/(1<<30)))
+		parts = append(parts, units.HumanBytes(float64(h.MemoryBytes)))
 	}
 	if h.Kernel != "" {
 		parts = append(parts, "kernel "+h.Kernel)

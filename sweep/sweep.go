@@ -23,6 +23,7 @@ import (
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/internal/parallel"
+	"github.com/qmlsab/qmlsab/internal/units"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/mongosim/model"
 	"github.com/qmlsab/qmlsab/run/virtual"
@@ -274,7 +275,7 @@ func check(s Setting) error {
 		mem := s.Config.Hardware.WithDefaults().MemLimitBytes
 		if h.OtherProcessBytes+h.KernelBytes+h.MongodBaseBytes >= mem {
 			return fmt.Errorf("host memory outside mongod (%s) and mongod's base (%s) fill the machine's %s",
-				FormatBytes(float64(h.OtherProcessBytes+h.KernelBytes)), FormatBytes(float64(h.MongodBaseBytes)), FormatBytes(float64(mem)))
+				units.HumanBytes(float64(h.OtherProcessBytes+h.KernelBytes)), units.HumanBytes(float64(h.MongodBaseBytes)), units.HumanBytes(float64(mem)))
 		}
 		if h.DirtyBackgroundRatio >= h.DirtyRatio {
 			return fmt.Errorf("host.dirtyBackgroundRatio (%v) must be below host.dirtyRatio (%v)", h.DirtyBackgroundRatio, h.DirtyRatio)

@@ -549,3 +549,25 @@ func TestReducedJointFitSearchesEveryBuildAndActorRule(t *testing.T) {
 	}
 	t.Logf("best %v, objective %.2f, reproduced %v; %d trials in %v", r.Best.Values, r.Best.Objective, r.Reproduced(), r.Evaluated, time.Since(start).Round(time.Second))
 }
+
+// A byte knob's value reads as every size in qmlsab's text does
+// (units.HumanBytes: three figures in the largest binary unit), not to
+// two decimals of its own (21.68 GiB beside the report's 21.7 GiB).
+func TestByteKnobsLabelSizesAsEveryPageDoes(t *testing.T) {
+	k, ok := LookupKnob("host.otherBytes")
+	if !ok {
+		t.Fatal("no knob host.otherBytes")
+	}
+	for v, want := range map[float64]string{21.68 * (1 << 30): "21.7 GiB", 512 << 20: "512 MiB", 1.5 * (1 << 30): "1.5 GiB", 100.25 * (1 << 20): "100 MiB"} {
+		if got := k.Label(Value{Num: v}); got != want {
+			t.Errorf("Label(%g) = %q, want %q", v, got, want)
+		}
+	}
+	r, ok := LookupKnob("host.releaseBytesPerSec")
+	if !ok {
+		t.Fatal("no knob host.releaseBytesPerSec")
+	}
+	if got := r.Label(Value{Num: 1 << 30}); got != "1 GiB/s" {
+		t.Errorf("Label(1 GiB/s) = %q", got)
+	}
+}
