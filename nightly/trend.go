@@ -20,7 +20,6 @@ import (
 	"github.com/qmlsab/qmlsab/history"
 	"github.com/qmlsab/qmlsab/internal/chart"
 	"github.com/qmlsab/qmlsab/metric"
-	"github.com/qmlsab/qmlsab/report"
 	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/templates"
 )
@@ -598,7 +597,7 @@ func trendScale(m metric.Metric) (float64, string) {
 
 // trendNumber formats a value in its metric's unit (as the report does).
 func trendNumber(m metric.Metric, v float64) string {
-	return metric.FormatWith(m.Name, v, report.Number)
+	return metric.Format(m.Name, v)
 }
 
 func trendSigned(m metric.Metric, v float64) string {

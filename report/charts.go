@@ -59,7 +59,7 @@ func chartSections(a *Analysis, options map[string]chart.Option) ([]section, err
 	// titled with why, when the trials did not report the metric.
 	median := func(arm *Arm, m string) (float64, string) {
 		if s, ok := arm.Metrics[m]; ok {
-			return s.Median, Number(s.Median)
+			return s.Median, metric.Number(s.Median)
 		}
 		_, why := a.AbsentNote(arm.Name, m)
 		return math.NaN(), `<span title="` + template.HTMLEscapeString(why) + `">–</span>`

@@ -144,10 +144,21 @@ func HumanBytes(v float64) string {
 		i--
 		x = v / float64(binaryUnits[i].bytes)
 	}
-	if math.Abs(x) >= 100 {
-		return strconv.FormatFloat(math.Round(x), 'f', 0, 64) + " " + binaryUnits[i].name
+	return Figures(x) + " " + binaryUnits[i].name
+}
+
+// Figures writes v by qmlsab's one rule of significant figures: three,
+// but never fewer than the whole number's digits (143 and 43.1, not 143
+// and 43.08; 1023, not 1.02e+03), without trailing zeros (1, not 1.00).
+// Sizes (HumanBytes) and every other figure in text (metric.Number) are
+// written by it.
+func Figures(v float64) string {
+	if math.Abs(v) >= 100 {
+		return strconv.FormatFloat(math.Round(v), 'f', 0, 64)
 	}
-	return strconv.FormatFloat(x, 'g', 3, 64) + " " + binaryUnits[i].name
+	// 'g' keeps three significant figures and drops trailing zeros (its
+	// exponent form only shows under 1e-4).
+	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
 // Size is a number of bytes that YAML and flags read as ParseSize does
