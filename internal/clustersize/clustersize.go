@@ -9,7 +9,7 @@
 // The default is the smallest cluster the sharded workloads need: two
 // shards (a boundary for merge_partial_write's output to cross), each a
 // replica set of one member, a config server set of one member and one
-// router. One member per shard keeps a trial at five processes; a shard
+// router. One member per shard keeps a trial at four processes; a shard
 // that must survive losing its primary needs more (membersPerShard: 3).
 package clustersize
 
