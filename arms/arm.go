@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/qmlsab/qmlsab/arms/killop"
+	"github.com/qmlsab/qmlsab/internal/clustersize"
 	"github.com/qmlsab/qmlsab/internal/mongouri"
 )
 
@@ -24,6 +25,7 @@ const (
 // local one, which launches Mongos (the router binary; cmd/mongosim under
 // a name starting with "mongos" will do) beside the arm's mongod. A uri
 // target naming a mongos is sharded as discovered and needs none of it.
+// The sizes left zero are clustersize's defaults, the simulator's too.
 type Sharded struct {
 	Shards          int    // shard replica sets, ≥ 1 (default 2)
 	MembersPerShard int    // members of each shard set (default 1)
@@ -32,20 +34,9 @@ type Sharded struct {
 	Mongos          string // the router binary (target local)
 }
 
-// WithDefaults fills the sizes left zero.
+// WithDefaults fills the sizes left zero (clustersize.FillDefaults).
 func (s Sharded) WithDefaults() Sharded {
-	if s.Shards <= 0 {
-		s.Shards = 2
-	}
-	if s.MembersPerShard <= 0 {
-		s.MembersPerShard = 1
-	}
-	if s.ConfigMembers <= 0 {
-		s.ConfigMembers = 1
-	}
-	if s.Routers <= 0 {
-		s.Routers = 1
-	}
+	clustersize.FillDefaults(&s.Shards, &s.MembersPerShard, &s.ConfigMembers, &s.Routers)
 	return s
 }
 

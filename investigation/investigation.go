@@ -124,7 +124,7 @@ func (o Observation) Value(trials []Trial) float64 {
 	case Max:
 		return slices.Max(xs)
 	}
-	return metric.Quantile(xs, 0.5)
+	return metric.Median(xs)
 }
 
 // Residual is the figure's error: 0 inside the range, else relative to

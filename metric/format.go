@@ -2,22 +2,17 @@ package metric
 
 import (
 	"math"
-	"strconv"
 
 	"github.com/qmlsab/qmlsab/internal/units"
 )
 
 // Format writes a metric's value for people, in the metric's unit: bytes
-// in the largest binary unit under them, to three figures (21.7 GiB,
-// 512 MiB), latencies in ms, everything else as a plain Number. The
-// terminal, the report and the history's output all use it, so one value
-// reads the same everywhere.
+// by units.HumanBytes (21.7 GiB, 512 MiB), latencies in ms, everything
+// else as a plain Number. The report, the trend page and the history's
+// output all use it, so one value reads the same everywhere.
 func Format(name string, v float64) string {
 	switch Lookup(name).Unit {
 	case "B":
-		if math.IsNaN(v) {
-			return "–"
-		}
 		return units.HumanBytes(v)
 	case "ms":
 		return Number(v) + " ms"
@@ -25,8 +20,11 @@ func Format(name string, v float64) string {
 	return Number(v)
 }
 
-// Number formats a plain number compactly: three significant digits or
-// so, k/M/G (decimal) above ten thousand, "–" for NaN.
+// Number formats a plain number by one rule of significant figures,
+// whatever the metric (units.Figures: three significant figures, never
+// fewer than the whole number's digits, 143 and 43.1, not 143 and 43.08;
+// without trailing zeros, 1, not 1.00), k/M/G (decimal) from ten
+// thousand (5000, not 5.00k; 12.3k), "–" for NaN, "∞" for an infinity.
 func Number(v float64) string {
 	a := math.Abs(v)
 	switch {
@@ -35,17 +33,11 @@ func Number(v float64) string {
 	case math.IsInf(v, 0):
 		return "∞"
 	case a >= 1e9:
-		return strconv.FormatFloat(v/1e9, 'f', 2, 64) + "G"
+		return units.Figures(v/1e9) + "G"
 	case a >= 1e6:
-		return strconv.FormatFloat(v/1e6, 'f', 2, 64) + "M"
+		return units.Figures(v/1e6) + "M"
 	case a >= 1e4:
-		return strconv.FormatFloat(v/1e3, 'f', 1, 64) + "k"
-	case v == math.Trunc(v):
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case a >= 100:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case a >= 1:
-		return strconv.FormatFloat(v, 'f', 2, 64)
+		return units.Figures(v/1e3) + "k"
 	}
-	return strconv.FormatFloat(v, 'g', 3, 64)
+	return units.Figures(v)
 }

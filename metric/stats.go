@@ -1,22 +1,24 @@
 package metric
 
 import (
-	"cmp"
 	"math"
 	"slices"
 
 	mf "github.com/montanaflynn/stats"
 )
 
-// The statistics of the tree, one implementation each: the median is
-// montanaflynn/stats' (the basics, as the design asks), through Median;
-// other quantiles are Quantile's (numpy's linear interpolation, written
-// here because montanaflynn's Percentile takes a percentage and refuses
-// the 0th); minimum and maximum are the standard library's slices.Min and
-// slices.Max; t distributions, Mann-Whitney U and confidence intervals are
-// go-moremath's; what neither library has (the autocorrelation-robust
-// trend test, TrendTest; the Hodges-Lehmann shift in report) is written
-// where it is used.
+// The order statistics of the tree have one implementation each, and it
+// is montanaflynn/stats' (the basics, as the design asks): a median is
+// Median (the mean of the middle two for an even count); every other
+// quantile or percentile is Quantile (linear interpolation between the
+// closest ranks, numpy's default), and CensoredQuantile is Quantile with
+// some values known only from below. No other code picks a median or a
+// percentile by hand. All three are NaN for no values, never a panic nor
+// a zero that would read as a figure. Minimum and maximum are the
+// standard library's slices.Min and slices.Max; t distributions,
+// Mann-Whitney U and confidence intervals are go-moremath's; what neither
+// library has (the autocorrelation-robust trend test, TrendTest; the
+// Hodges-Lehmann shift in report) is written where it is used.
 
 // Median is the median of xs (the mean of the middle two for an even
 // count), NaN when xs is empty; it does not change xs.
@@ -30,17 +32,24 @@ func Median(xs []float64) float64 {
 
 func median(xs []float64) float64 { return Median(xs) }
 
-// Quantile is the linear-interpolation quantile (numpy's default) of xs,
-// which it does not change.
+// Quantile is the q quantile (0 ≤ q ≤ 1) of xs by linear interpolation
+// between the closest ranks (Hyndman and Fan's type 7, numpy's default):
+// the value at rank q·(n−1) of the sorted values. It is NaN when xs is
+// empty, holds a NaN, or q is outside [0, 1]; it does not change xs. The
+// 0 quantile is the minimum: montanaflynn's Percentile, which takes a
+// percentage, refuses 0.
 func Quantile(xs []float64, q float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	pos := q * float64(len(s)-1)
-	i := int(math.Floor(pos))
-	if i+1 >= len(s) {
-		return s[len(s)-1]
+	var v float64
+	var err error
+	if q == 0 {
+		v, err = mf.Min(xs)
+	} else {
+		v, err = mf.Percentile(xs, 100*q)
 	}
-	return s[i] + (pos-float64(i))*(s[i+1]-s[i])
+	if err != nil {
+		return math.NaN()
+	}
+	return v
 }
 
 // CensoredQuantile is the q quantile (Quantile's) of values some of which
@@ -52,31 +61,21 @@ func Quantile(xs []float64, q float64) float64 {
 // the bounds at their values, which is returned with lowerBound true.
 // Written here because neither statistics library handles censored data.
 func CensoredQuantile(values []float64, atLeast []bool, q float64) (v float64, lowerBound bool) {
-	low := Quantile(values, q)
-	type value struct {
-		v     float64
-		bound bool
+	if len(values) == 0 {
+		return math.NaN(), false
 	}
-	high := make([]value, len(values))
-	for i, x := range values {
-		high[i] = value{x, atLeast[i]}
+	low := Quantile(values, q)
+	// The quantile with every bound unbounded: a bound is +Inf, so the
+	// quantile is infinite exactly when it rests on one.
+	high := slices.Clone(values)
+	for i := range high {
 		if atLeast[i] {
-			high[i].v = math.Inf(1)
+			high[i] = math.Inf(1)
 		}
 	}
-	slices.SortFunc(high, func(a, b value) int { return cmp.Compare(a.v, b.v) })
-	pos := q * float64(len(high)-1)
-	i := int(math.Floor(pos))
-	frac := pos - float64(i)
-	if i+1 >= len(high) {
-		i, frac = len(high)-1, 0
-	}
-	if high[i].bound || frac > 0 && high[i+1].bound {
-		return low, true // the quantile rests on a value known only from below
-	}
-	hv := high[i].v
-	if frac > 0 {
-		hv += frac * (high[i+1].v - high[i].v)
+	hv := Quantile(high, q)
+	if math.IsInf(hv, 1) {
+		return low, true
 	}
 	return low, hv != low
 }

@@ -9,14 +9,16 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/qmlsab/qmlsab/internal/clustersize"
 	"github.com/qmlsab/qmlsab/mongosim/wire"
 )
 
 // ShardedClusterOptions configure an in-process sharded cluster: a config
-// server replica set, Shards shard replica sets and Routers routers.
+// server replica set, Shards shard replica sets and Routers routers. The
+// sizes left zero are clustersize's defaults, an arm's too.
 type ShardedClusterOptions struct {
 	Shards          int               // ≥ 1, default 2
-	MembersPerShard int               // default 3 (a replica set each)
+	MembersPerShard int               // default 1 (a replica set each)
 	Routers         int               // default 1
 	Parameters      map[string]string // startup --setParameter for every shard member (as ReplicaSetOptions.Parameters)
 	// ConfigMembers is the config server set's size (default 1).
@@ -38,18 +40,7 @@ type ShardedCluster struct {
 // StartShardedCluster starts the config server and the shards, then the
 // routers, and adds every shard (sh0, sh1, ...) through the first router.
 func StartShardedCluster(ctx context.Context, o ShardedClusterOptions) (*ShardedCluster, error) {
-	if o.Shards <= 0 {
-		o.Shards = 2
-	}
-	if o.MembersPerShard <= 0 {
-		o.MembersPerShard = 3
-	}
-	if o.Routers <= 0 {
-		o.Routers = 1
-	}
-	if o.ConfigMembers <= 0 {
-		o.ConfigMembers = 1
-	}
+	clustersize.FillDefaults(&o.Shards, &o.MembersPerShard, &o.ConfigMembers, &o.Routers)
 	c := &ShardedCluster{shards: make([]*ReplicaSet, o.Shards)}
 	var wg sync.WaitGroup
 	errs := make([]error, o.Shards+1)

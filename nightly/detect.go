@@ -295,8 +295,8 @@ func changes(kind, m, arm, base string, cps []changepoint.ChangePoint, nights []
 	better := metric.Lookup(m).Better
 	var out []Change
 	for i, cp := range cps {
-		before := metric.Quantile(flatten(nights[bounds[i]:bounds[i+1]]), 0.5)
-		after := metric.Quantile(flatten(nights[bounds[i+1]:bounds[i+2]]), 0.5)
+		before := metric.Median(flatten(nights[bounds[i]:bounds[i+1]]))
+		after := metric.Median(flatten(nights[bounds[i+1]:bounds[i+2]]))
 		c := Change{Check: CheckChangePoint, Kind: kind, Metric: m, Arm: arm, Baseline: base, Night: number[ids[cp.Index]], RunID: ids[cp.Index], Started: at[cp.Index],
 			Before: before, After: after, Relative: math.NaN(), P: cp.PValue, Direction: Neutral, Recent: points[cp.Index] >= total-recent}
 		if before != 0 {

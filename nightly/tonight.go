@@ -197,7 +197,7 @@ func tonightCandidate(m, arm string, tonight []float64, baseNights [][]float64, 
 		return Finding{}, false
 	}
 	f := Finding{Check: CheckTonight, Metric: m, Arm: arm, RunID: runID, Started: started,
-		Median: metric.Quantile(tonight, 0.5), BaselineMedian: metric.Quantile(base, 0.5),
+		Median: metric.Median(tonight), BaselineMedian: metric.Median(base),
 		Shift: report.HodgesLehmann(base, tonight), P: r.P, Trials: len(tonight), BaselineTrials: len(base),
 		BaselineNights: slices.Clone(baseIDs)}
 	switch {

@@ -17,12 +17,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-echarts/go-echarts/v2/opts"
-
 	"github.com/qmlsab/qmlsab/history"
 	"github.com/qmlsab/qmlsab/internal/chart"
 	"github.com/qmlsab/qmlsab/metric"
-	"github.com/qmlsab/qmlsab/report"
 	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/templates"
 )
@@ -279,7 +276,7 @@ func buildTrend(ctx context.Context, st history.Store, out string, opts TrendOpt
 				if runs[i].Simulated {
 					sim++
 				}
-				med := metric.Quantile(pt.Values, 0.5)
+				med := metric.Median(pt.Values)
 				lo, hi := slices.Min(pt.Values), slices.Max(pt.Values)
 				medians[i], mins[i], spans[i] = trendValue(med*scale), trendValue(lo*scale), trendValue((hi-lo)*scale)
 				cells[i].Value = fmt.Sprintf("%s [%s–%s]", trendNumber(def, med), trendNumber(def, lo), trendNumber(def, hi))
@@ -600,13 +597,7 @@ func trendScale(m metric.Metric) (float64, string) {
 
 // trendNumber formats a value in its metric's unit (as the report does).
 func trendNumber(m metric.Metric, v float64) string {
-	switch m.Unit {
-	case "B":
-		return fmt.Sprintf("%.2f GiB", v/(1<<30))
-	case "ms":
-		return report.Number(v) + " ms"
-	}
-	return report.Number(v)
+	return metric.Format(m.Name, v)
 }
 
 func trendSigned(m metric.Metric, v float64) string {
@@ -756,13 +747,13 @@ func trendBase(title, unit string, labels []string) chart.Option {
 // span stacked on it, filled) and the median line with the change points.
 func trendValuesOption(title, unit string, labels []string, mins, spans, medians []chart.Datum, marks *chart.MarkLine) chart.Option {
 	o := trendBase(title, unit, labels)
-	o.Legend = &opts.Legend{Show: opts.Bool(true), Top: "28", Data: []string{"median", "min–max"}}
-	hidden := &opts.LineStyle{Opacity: opts.Float(0)}
+	o.Legend = &chart.Legend{Show: chart.Bool(true), Top: "28", Data: []string{"median", "min–max"}}
+	hidden := &chart.LineStyle{Opacity: chart.Float(0)}
 	o.Series = []chart.Series{
 		{Name: "min", Type: "line", Stack: "band", StackStrategy: "all", Data: mins, Symbol: "none",
 			LineStyle: hidden, Silent: true, Tooltip: &chart.Tooltip{Show: chart.Bool(false)}},
 		{Name: "min–max", Type: "line", Stack: "band", StackStrategy: "all", Data: spans, Symbol: "none",
-			Color: trendBand, LineStyle: hidden, AreaStyle: &opts.AreaStyle{Color: trendBand}, Silent: true},
+			Color: trendBand, LineStyle: hidden, AreaStyle: &chart.AreaStyle{Color: trendBand}, Silent: true},
 		{Name: "median", Type: "line", Data: medians, Color: trendLine, SymbolSize: 6, ShowAllSymbol: true, Cursor: "pointer", Z: 3,
 			MarkLine: marks},
 	}

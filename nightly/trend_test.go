@@ -359,7 +359,7 @@ func TestTrendRealAndEmpty(t *testing.T) {
 	if med := d.Options["trend-rss_peak_bytes-0-values"].Series[2].Data[2]; med != 6.0 {
 		t.Errorf("peak RSS charted as %v, want 6 (GiB)", med)
 	}
-	if !strings.Contains(page, "6.00 GiB [6.00 GiB–6.00 GiB]") {
+	if !strings.Contains(page, "6 GiB [6 GiB–6 GiB]") {
 		t.Error("the table does not show peak RSS in GiB")
 	}
 	if err := WriteTrend(ctx, st, out, TrendOptions{Filter: history.Filter{Workload: "none"}}); err != nil {

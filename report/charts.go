@@ -10,8 +10,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/go-echarts/go-echarts/v2/opts"
-
 	"github.com/qmlsab/qmlsab/internal/chart"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/store"
@@ -61,7 +59,7 @@ func chartSections(a *Analysis, options map[string]chart.Option) ([]section, err
 	// titled with why, when the trials did not report the metric.
 	median := func(arm *Arm, m string) (float64, string) {
 		if s, ok := arm.Metrics[m]; ok {
-			return s.Median, Number(s.Median)
+			return s.Median, metric.Number(s.Median)
 		}
 		_, why := a.AbsentNote(arm.Name, m)
 		return math.NaN(), `<span title="` + template.HTMLEscapeString(why) + `">–</span>`
@@ -383,7 +381,7 @@ func trialLines(title, unit string, data []*trialData, series func(*trialData) [
 		}
 		c := color(d.Arm)
 		s := chart.Series{Name: fmt.Sprintf("%s#%d", d.Arm, d.Index), Type: "line", Data: withGaps(pts, gaps(all)), Color: c, ShowSymbol: chart.Bool(false),
-			ConnectNulls: chart.Bool(false), LineStyle: &opts.LineStyle{Color: c, Width: 1.2, Opacity: opts.Float(0.75)}}
+			ConnectNulls: chart.Bool(false), LineStyle: &chart.LineStyle{Color: c, Width: 1.2, Opacity: chart.Float(0.75)}}
 		if marks {
 			fo, re := d.marks()
 			var ml []chart.MarkLineItem
@@ -556,12 +554,12 @@ func shedsVsAdmissions(a *Analysis, color func(arm string) string) chart.Option 
 			categories = append(categories, category)
 			// Server sheds in the arm's colour, actor kills and admissions
 			// in paler ones.
-			style := &opts.ItemStyle{Color: color(arm.Name), Opacity: opts.Float(1)}
+			style := &chart.ItemStyle{Color: color(arm.Name), Opacity: chart.Float(1)}
 			switch m {
 			case metric.ActorKillsPerS:
-				style.Opacity = opts.Float(0.7)
+				style.Opacity = chart.Float(0.7)
 			case metric.AdmissionsPerS:
-				style.Opacity = opts.Float(0.4)
+				style.Opacity = chart.Float(0.4)
 			}
 			s, ok := arm.Metrics[m]
 			medians = append(medians, chart.Datum{Value: chart.Of(s.Median, ok), ItemStyle: style})
@@ -574,9 +572,9 @@ func shedsVsAdmissions(a *Analysis, color func(arm string) string) chart.Option 
 	}
 	o := barChart("Server sheds/s, actor kills/s and admissions/s in the storm, per second with a primary (bars: median, in the arm's colour; points: trials)", unitOpsPerS, categories, false)
 	o.Series = []chart.Series{{Name: "median", Type: "bar", Data: medians},
-		{Name: "trials", Type: "scatter", Data: points, ItemStyle: &opts.ItemStyle{Color: chart.Ink, Opacity: opts.Float(0.8)}}}
+		{Name: "trials", Type: "scatter", Data: points, ItemStyle: &chart.ItemStyle{Color: chart.Ink, Opacity: chart.Float(0.8)}}}
 	// The bars take their arm's colour, so no one legend swatch stands
 	// for them: the title and the axis say what they are.
-	o.Legend = &opts.Legend{Show: opts.Bool(false)}
+	o.Legend = &chart.Legend{Show: chart.Bool(false)}
 	return o
 }

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/qmlsab/qmlsab/internal/units"
 	"github.com/qmlsab/qmlsab/metric"
 )
 
@@ -55,9 +54,9 @@ func FormatDelta(c Comparison) string {
 	case !c.Significant:
 		return "~"
 	case !math.IsNaN(c.DeltaPercent):
-		return signed(c.DeltaPercent, Number(math.Abs(c.DeltaPercent))) + " %"
+		return signed(c.DeltaPercent, metric.Number(math.Abs(c.DeltaPercent))) + " %"
 	}
-	return signed(c.Delta, unitNumber(c.Metric, math.Abs(c.Delta)))
+	return signed(c.Delta, metric.Format(c.Metric, math.Abs(c.Delta)))
 }
 
 // FormatP is "p = 0.008, n = 5+5", "p < 0.001, …" below what three
@@ -76,54 +75,4 @@ func PValue(p float64) string {
 		return "p < 0.001"
 	}
 	return fmt.Sprintf("p = %.3f", p)
-}
-
-// Number formats a value for the report by one rule of significant
-// figures, whatever the metric: three significant figures, never fewer
-// than the whole number's digits (143 and 43.1, not 143 and 43.08; 5000,
-// not 5.00k), without trailing zeros (1, not 1.00), k/M/G (decimal) from
-// ten thousand, "–" for NaN.
-func Number(v float64) string {
-	a := math.Abs(v)
-	switch {
-	case math.IsNaN(v):
-		return "–"
-	case math.IsInf(v, 0):
-		return "∞"
-	case a >= 1e9:
-		return sig3(v/1e9) + "G"
-	case a >= 1e6:
-		return sig3(v/1e6) + "M"
-	case a >= 1e4:
-		return sig3(v/1e3) + "k"
-	}
-	return sig3(v)
-}
-
-// sig3 is v to three significant figures, or to the unit when it has more
-// whole digits than that, without trailing zeros.
-func sig3(v float64) string {
-	if math.Abs(v) >= 100 {
-		return strconv.FormatFloat(math.Round(v), 'f', 0, 64)
-	}
-	// 'g' keeps three significant figures and drops trailing zeros (its
-	// exponent form only shows under 1e-4).
-	return strconv.FormatFloat(v, 'g', 3, 64)
-}
-
-// unitNumber formats a value in its metric's unit by Number's rule: bytes
-// in the largest binary unit under them (to three figures, as
-// units.HumanBytes writes them), latencies in ms, rates with "/s" left to
-// the row's title.
-func unitNumber(name string, v float64) string {
-	switch metric.Lookup(name).Unit {
-	case "B":
-		if math.IsNaN(v) {
-			return "–"
-		}
-		return units.HumanBytes(v)
-	case "ms":
-		return Number(v) + " ms"
-	}
-	return Number(v)
 }

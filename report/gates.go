@@ -213,11 +213,11 @@ func (r GateResult) Detail() string {
 	if of == "" {
 		of = "median"
 	}
-	want := Number(r.Threshold)
+	want := metric.Number(r.Threshold)
 	if r.Gate.Than != "" {
-		want = fmt.Sprintf("%s %s = %s", r.Gate.Than, of, Number(r.Threshold))
+		want = fmt.Sprintf("%s %s = %s", r.Gate.Than, of, metric.Number(r.Threshold))
 	}
-	d := fmt.Sprintf("%s %s = %s, want %s %s", r.Gate.Metric, of, Number(r.Value), r.Gate.Op, want)
+	d := fmt.Sprintf("%s %s = %s, want %s %s", r.Gate.Metric, of, metric.Number(r.Value), r.Gate.Op, want)
 	if r.Informational {
 		d += "; " + InformationalNote
 	}
@@ -281,7 +281,7 @@ func (g Gate) String() string {
 	if of == "" {
 		of = "median"
 	}
-	rhs := Number(g.Value)
+	rhs := metric.Number(g.Value)
 	if g.Than != "" {
 		rhs = of + " " + g.Than
 	}

@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/qmlsab/qmlsab/metric"
 )
 
 // A gate line says what it compared: the statistic of the metric, its
@@ -53,7 +55,7 @@ gates:
 			t.Errorf("%s: the gate of arm E applies: %v", arm.Name, !eOnly.NotApplicable)
 		}
 		avail := arm.Metrics["availability"].Median
-		want := "FAIL (availability median = " + Number(avail) + ", want > " + Number(1.5) + ")"
+		want := "FAIL (availability median = " + metric.Number(avail) + ", want > " + metric.Number(1.5) + ")"
 		if impossible.Line() != want {
 			t.Errorf("%s: %q, want %q", arm.Name, impossible.Line(), want)
 		}
@@ -61,7 +63,7 @@ gates:
 			t.Errorf("summary.md does not say what %s's failed gate compared (%q):\n%s", arm.Name, want, summary)
 		}
 		if s, ok := arm.Metrics["server_sheds_per_s"]; ok && s.N > 0 {
-			want := "server_sheds_per_s max = " + Number(s.Max) + ", want > admissions_per_s max = " + Number(arm.Metrics["admissions_per_s"].Max)
+			want := "server_sheds_per_s max = " + metric.Number(s.Max) + ", want > admissions_per_s max = " + metric.Number(arm.Metrics["admissions_per_s"].Max)
 			if than.Detail() != want {
 				t.Errorf("%s: %q, want %q", arm.Name, than.Detail(), want)
 			}

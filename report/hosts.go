@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/qmlsab/qmlsab/internal/units"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/store"
 )
@@ -147,7 +148,7 @@ func hostLine(h store.Host) string {
 		parts = append(parts, fmt.Sprintf("%d cores", h.Cores))
 	}
 	if h.MemoryBytes > 0 {
-		parts = append(parts, fmt.Sprintf("%.1f GiB", float64(h.MemoryBytes)/(1<<30)))
+		parts = append(parts, units.HumanBytes(float64(h.MemoryBytes)))
 	}
 	if h.Kernel != "" {
 		parts = append(parts, "kernel "+h.Kernel)
@@ -171,9 +172,9 @@ func formatShift(m string, delta, p, baseMedian float64, significant bool) strin
 		return fmt.Sprintf("~ (%s)", PValue(p))
 	case baseMedian != 0 && !math.IsNaN(delta):
 		pct := 100 * delta / math.Abs(baseMedian)
-		return fmt.Sprintf("%s %% (%s)", signed(pct, Number(math.Abs(pct))), PValue(p))
+		return fmt.Sprintf("%s %% (%s)", signed(pct, metric.Number(math.Abs(pct))), PValue(p))
 	}
-	return fmt.Sprintf("%s (%s)", signed(delta, unitNumber(m, math.Abs(delta))), PValue(p))
+	return fmt.Sprintf("%s (%s)", signed(delta, metric.Format(m, math.Abs(delta))), PValue(p))
 }
 
 // baseMedian is the baseline's median of a metric (NaN when absent).
@@ -223,7 +224,7 @@ func hostSection(a *Analysis) *section {
 			for _, arm := range a.In.Arms {
 				cell := "–"
 				if v, ok := h.Medians[arm][m]; ok {
-					cell = fmt.Sprintf("%s <span class=\"small\">n=%d</span>", esc(unitNumber(m, v)), h.N[arm])
+					cell = fmt.Sprintf("%s <span class=\"small\">n=%d</span>", esc(metric.Format(m, v)), h.N[arm])
 				}
 				fmt.Fprintf(&b, "<td>%s</td>", cell)
 			}
@@ -281,7 +282,7 @@ func hostMarkdown(a *Analysis) []byte {
 			fmt.Fprintf(&b, "| %s | %s |", md(metricTitle(m)), md(h.Label))
 			for _, arm := range a.In.Arms {
 				if v, ok := h.Medians[arm][m]; ok {
-					fmt.Fprintf(&b, " %s (n=%d) |", md(unitNumber(m, v)), h.N[arm])
+					fmt.Fprintf(&b, " %s (n=%d) |", md(metric.Format(m, v)), h.N[arm])
 				} else {
 					fmt.Fprint(&b, " – |")
 				}

@@ -149,7 +149,7 @@ func TestReportShowsHostsAndTheStratifiedTest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`id="hosts"`, `id="hosts-table"`, `id="host-medians"`, `id="stratified-table"`, "ci-1", "ci-3", "Fake CPU, 4 cores, 16.0 GiB, kernel 6.1",
+	for _, want := range []string{`id="hosts"`, `id="hosts-table"`, `id="host-medians"`, `id="stratified-table"`, "ci-1", "ci-3", "Fake CPU, 4 cores, 16 GiB, kernel 6.1",
 		"the trials ran on 3 hosts (ci-1, ci-2, ci-3)", fmt.Sprintf("+1.17 %% (%s)", PValue(s.P)), fmt.Sprintf("~ (%s)", PValue(s.PooledP))} {
 		if !strings.Contains(string(html), want) {
 			t.Errorf("report.html lacks %q", want)

@@ -197,7 +197,7 @@ func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 					row.Values = append(row.Values, trialCell{Value: "–", Absent: why})
 					continue
 				}
-				row.Values = append(row.Values, trialCell{Value: unitNumber(m, v)})
+				row.Values = append(row.Values, trialCell{Value: metric.Format(m, v)})
 			}
 			p.TrialRows = append(p.TrialRows, row)
 		}
@@ -340,7 +340,7 @@ func trialCounts(a *Analysis) string {
 // AtLeast is a lower bound as every table shows it: "≥ 5000 ms
 // (timeout)", a latency the client's timeout cut short, never a
 // measurement.
-func AtLeast(name string, v float64) string { return "≥ " + unitNumber(name, v) + " (timeout)" }
+func AtLeast(name string, v float64) string { return "≥ " + metric.Format(name, v) + " (timeout)" }
 
 // censoredValue is a censored summary as the verdict shows it: the median
 // and the range, each "≥" where it is only a lower bound, and how many of
@@ -348,9 +348,9 @@ func AtLeast(name string, v float64) string { return "≥ " + unitNumber(name, v
 func censoredValue(name string, c Censored) string {
 	show := func(v float64, bound bool) string {
 		if bound {
-			return "≥ " + unitNumber(name, v)
+			return "≥ " + metric.Format(name, v)
 		}
-		return unitNumber(name, v)
+		return metric.Format(name, v)
 	}
 	median := show(c.Median, c.MedianAtLeast)
 	if c.MedianAtLeast {
@@ -363,13 +363,13 @@ func censoredValue(name string, c Censored) string {
 // for counts also the total over the trials (counts compared as counts:
 // 3 failovers in 5 trials is not "median 0").
 func cellValue(name string, s Summary) string {
-	v := fmt.Sprintf("%s [%s–%s]", unitNumber(name, s.Median), unitNumber(name, s.Min), unitNumber(name, s.Max))
+	v := fmt.Sprintf("%s [%s–%s]", metric.Format(name, s.Median), metric.Format(name, s.Min), metric.Format(name, s.Max))
 	if metric.Lookup(name).Count {
 		total := 0.0
 		for _, x := range s.Values {
 			total += x
 		}
-		v += fmt.Sprintf(" Σ%s", Number(total))
+		v += fmt.Sprintf(" Σ%s", metric.Number(total))
 	}
 	return v
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/qmlsab/qmlsab/internal/units"
+	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/store"
 )
 
@@ -51,7 +52,7 @@ func livesSection(a *Analysis) *section {
 				}
 				adm := `<span title="sampled primary once: no interval to rate">–</span>`
 				if l.AdmissionsPerS != nil {
-					adm = Number(*l.AdmissionsPerS)
+					adm = metric.Number(*l.AdmissionsPerS)
 				}
 				heaviest := `<span title="no $currentOp census at its last sample (diagnostic data)">–</span>`
 				switch {

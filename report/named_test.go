@@ -33,7 +33,7 @@ func TestCensoredLatenciesAreNeverMeasurements(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(html.UnescapeString(string(page)), "≥ "+unitNumber("canary_p99_ms", c.Median)+" (timeout)") {
+	if !strings.Contains(html.UnescapeString(string(page)), "≥ "+metric.Format("canary_p99_ms", c.Median)+" (timeout)") {
 		t.Error("the report does not show E's canary p99 as a lower bound")
 	}
 	b, err := SummaryJSON(a, "test")

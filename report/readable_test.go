@@ -49,11 +49,11 @@ func TestDeltasAreSignedAndSmallPValuesAreBounds(t *testing.T) {
 func TestOneRuleOfSignificantFigures(t *testing.T) {
 	for v, want := range map[float64]string{143.2: "143", 43.08: "43.1", 4.308: "4.31", 0.9531: "0.953", 1: "1", 0.0333333: "0.0333",
 		5000: "5000", 12345: "12.3k", 2.5e6: "2.5M", -43.08: "-43.1", 0: "0", 99.96: "100"} {
-		if got := Number(v); got != want {
-			t.Errorf("Number(%g) = %q, want %q", v, got, want)
+		if got := metric.Number(v); got != want {
+			t.Errorf("metric.Number(%g) = %q, want %q", v, got, want)
 		}
 	}
-	if got := unitNumber(metric.CanaryP99Ms, 43.08); got != "43.1 ms" {
+	if got := metric.Format(metric.CanaryP99Ms, 43.08); got != "43.1 ms" {
 		t.Errorf("a latency: %q", got)
 	}
 }

@@ -251,9 +251,9 @@ func shardTable(a *Analysis, data []*trialData, shards, routers []string) templa
 				case p.key == "rss":
 					fmt.Fprintf(&b, "<td>%.2f</td>", slices.Max(pooled))
 				case p.key == "sheds" || p.key == "actor-kills" || p.key == "queries":
-					fmt.Fprintf(&b, "<td>%s</td>", Number(math.Round(metric.Median(perTrial))))
+					fmt.Fprintf(&b, "<td>%s</td>", metric.Number(math.Round(metric.Median(perTrial))))
 				default:
-					fmt.Fprintf(&b, "<td>%s</td>", Number(metric.Median(pooled)))
+					fmt.Fprintf(&b, "<td>%s</td>", metric.Number(metric.Median(pooled)))
 				}
 			}
 			b.WriteString("</tr>")

@@ -301,7 +301,7 @@ func (a *Analysis) Verdicts() []Verdict {
 			if c, ok := a.Comparison(arm.Name, m); ok && c.Direction != "" {
 				change := FormatDelta(c)
 				if metric.Lookup(m).Count {
-					change = fmt.Sprintf("%s vs %s", Number(countTotal(arm.Metrics[m])), Number(countTotal(base.Metrics[m])))
+					change = fmt.Sprintf("%s vs %s", metric.Number(countTotal(arm.Metrics[m])), metric.Number(countTotal(base.Metrics[m])))
 				}
 				by[c.Direction] = append(by[c.Direction], VerdictPart{Metric: m, Title: title, Change: change, P: PValue(c.P), Direction: c.Direction})
 				continue
@@ -316,12 +316,12 @@ func (a *Analysis) Verdicts() []Verdict {
 			show := func(arm *Arm, c Censored, bound bool) string {
 				if bound {
 					if c.MedianAtLeast {
-						return "≥ " + unitNumber(m, c.Median)
+						return "≥ " + metric.Format(m, c.Median)
 					}
-					return unitNumber(m, c.Median)
+					return metric.Format(m, c.Median)
 				}
 				if s, ok := arm.Metrics[m]; ok {
-					return unitNumber(m, s.Median)
+					return metric.Format(m, s.Median)
 				}
 				return "–"
 			}
@@ -387,5 +387,5 @@ func outageText(name string, o Outage) string {
 	case o.Lost == 0:
 		return fmt.Sprintf("%s always had a primary in the storm", name)
 	}
-	return fmt.Sprintf("%s had no primary for %s %% of its storm (median of %d trials; %d of them lost it)", name, Number(100*o.Median), o.Known, o.Lost)
+	return fmt.Sprintf("%s had no primary for %s %% of its storm (median of %d trials; %d of them lost it)", name, metric.Number(100*o.Median), o.Known, o.Lost)
 }

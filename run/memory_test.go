@@ -31,7 +31,7 @@ func TestValidateChecksTrialMemoryAfterTheProfile(t *testing.T) {
 	}
 	cfg.Profile = "long"
 	err := cfg.Validate()
-	for _, want := range []string{"Config.Workload many-canaries with Config.Profile long", "canaryRate 1000", "needs ~1.8 GiB a virtual trial", "the budget is 1 GiB × 2 trials at once"} {
+	for _, want := range []string{"Config.Workload many-canaries with Config.Profile long", "canaryRate 1000", "needs ~1.78 GiB a virtual trial", "the budget is 1 GiB × 2 trials at once"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("--profile long: error %v, want it to contain %q", err, want)
 		}

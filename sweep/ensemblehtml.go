@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-echarts/go-echarts/v2/opts"
-
 	"github.com/qmlsab/qmlsab/internal/chart"
 	"github.com/qmlsab/qmlsab/templates"
 )
@@ -106,8 +104,8 @@ func (en *Ensemble) rangesOption() chart.Option {
 	o := chart.New("acceptable points by unknown (share of the plausible range)")
 	o.Title.Left = "center"
 	o.Tooltip = &chart.Tooltip{Trigger: "item", Confine: true, Formatter: "{b}"}
-	o.Legend = &opts.Legend{Show: opts.Bool(true), Top: "24", Data: []string{StatusPinned, StatusLoose, StatusFree, "best point"}}
-	o.Grid = &opts.Grid{Left: "330", Right: "30", Top: "60", Bottom: "50"}
+	o.Legend = &chart.Legend{Show: chart.Bool(true), Top: "24", Data: []string{StatusPinned, StatusLoose, StatusFree, "best point"}}
+	o.Grid = &chart.Grid{Left: "330", Right: "30", Top: "60", Bottom: "50"}
 	o.XAxis = &chart.Axis{Type: "value", Min: chart.Float(0), Max: chart.Float(1), Name: "share of the plausible range", NameLocation: "middle", NameGap: 28}
 	o.YAxis = &chart.Axis{Type: "category", Data: names, AxisLabel: &chart.AxisLabel{FontSize: 11}}
 	bySeries := map[string][]chart.Datum{}
@@ -120,7 +118,7 @@ func (en *Ensemble) rangesOption() chart.Option {
 	}
 	for _, st := range []string{StatusPinned, StatusLoose, StatusFree} {
 		o.Series = append(o.Series, chart.Series{Type: "scatter", Name: st, Data: bySeries[st], SymbolSize: 7, Color: StatusColors[st],
-			ItemStyle: &opts.ItemStyle{Opacity: opts.Float(0.55)}})
+			ItemStyle: &chart.ItemStyle{Opacity: chart.Float(0.55)}})
 	}
 	var best []chart.Datum
 	for u, d := range c.Space {
@@ -158,13 +156,13 @@ func (en *Ensemble) sensitivityOption() chart.Option {
 	o.Title.Left = "center"
 	o.Tooltip = &chart.Tooltip{Trigger: "item", Confine: true, Formatter: "{b}"}
 	o.Legend = nil
-	o.Grid = &opts.Grid{Left: "330", Right: "20", Top: "36", Bottom: "190"}
+	o.Grid = &chart.Grid{Left: "330", Right: "20", Top: "36", Bottom: "190"}
 	o.XAxis = &chart.Axis{Type: "category", Data: xs, AxisLabel: &chart.AxisLabel{Rotate: 35, FontSize: 10}}
 	o.YAxis = &chart.Axis{Type: "category", Data: ys, AxisLabel: &chart.AxisLabel{FontSize: 11}}
 	o.VisualMap = &chart.VisualMap{Min: -5, Max: 5, Calculable: true, Orient: "horizontal", Left: "center", Bottom: 0, ItemHeight: 120,
 		InRange: chart.InRange{Color: chart.Diverging}}
-	o.Series = []chart.Series{{Type: "heatmap", Name: "sensitivity", Data: data, Label: &opts.Label{Show: opts.Bool(true), FontSize: 9},
-		ItemStyle: &opts.ItemStyle{BorderColor: chart.Paper, BorderWidth: 1}}}
+	o.Series = []chart.Series{{Type: "heatmap", Name: "sensitivity", Data: data, Label: &chart.Label{Show: chart.Bool(true), FontSize: 9},
+		ItemStyle: &chart.ItemStyle{BorderColor: chart.Paper, BorderWidth: 1}}}
 	return o
 }
 
@@ -180,7 +178,7 @@ func (en *Ensemble) sharesOption() chart.Option {
 	o.Tooltip = &chart.Tooltip{Trigger: "item", Confine: true, Formatter: "{b}"}
 	o.XAxis = &chart.Axis{Type: "category", Data: conds, AxisLabel: &chart.AxisLabel{FontSize: 11}}
 	o.YAxis = &chart.Axis{Type: "value", Min: chart.Float(0), Max: chart.Float(100), Name: "% of points × seeds"}
-	o.Grid = &opts.Grid{Top: "70", Left: "70", Right: "140", Bottom: "60"}
+	o.Grid = &chart.Grid{Top: "70", Left: "70", Right: "140", Bottom: "60"}
 	for ai, ap := range en.Predictions {
 		var data []chart.Datum
 		for _, cs := range ap.Conditions {

@@ -6,8 +6,6 @@ import (
 	"math"
 	"strings"
 
-	"github.com/go-echarts/go-echarts/v2/opts"
-
 	"github.com/qmlsab/qmlsab/internal/chart"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/templates"
@@ -206,22 +204,22 @@ func (r *Result) heatmapOption(m MetricOut, ai int) chart.Option {
 					shownValue = fmt.Sprint(item.Value.V)
 				}
 				item.Name = "◆ " + arm + "'s default setting — " + r.tooltip(m, c)
-				item.ItemStyle = &opts.ItemStyle{BorderColor: chart.Frame, BorderWidth: 3}
-				item.Label = &opts.Label{Formatter: "◆ " + shownValue, FontWeight: "bold"}
+				item.ItemStyle = &chart.ItemStyle{BorderColor: chart.Frame, BorderWidth: 3}
+				item.Label = &chart.Label{Formatter: "◆ " + shownValue, FontWeight: "bold"}
 			}
 			data = append(data, item)
 		}
 	}
 	lo, hi, colors := r.scale(m)
 	o := sweepChart(arm+" — "+title(m), x)
-	o.Grid = &opts.Grid{Left: "96", Right: "16", Top: "36", Bottom: "96"}
+	o.Grid = &chart.Grid{Left: "96", Right: "16", Top: "36", Bottom: "96"}
 	o.YAxis = &chart.Axis{Type: "category", Data: y.Labels, Name: y.Name, NameLocation: "middle", NameGap: 78,
 		AxisLabel: &chart.AxisLabel{FontSize: 10}}
 	o.VisualMap = &chart.VisualMap{Min: lo, Max: hi, Calculable: true, Orient: "horizontal", Left: "center", Bottom: 0,
 		ItemHeight: 120, SeriesIndex: 0, InRange: chart.InRange{Color: colors}}
 	o.Series = []chart.Series{{Type: "heatmap", Name: m.Title, Data: data,
-		Label:     &opts.Label{Show: opts.Bool(len(x.Labels)*len(y.Labels) <= 144), FontSize: 9},
-		ItemStyle: &opts.ItemStyle{BorderColor: chart.Paper, BorderWidth: 1}}}
+		Label:     &chart.Label{Show: chart.Bool(len(x.Labels)*len(y.Labels) <= 144), FontSize: 9},
+		ItemStyle: &chart.ItemStyle{BorderColor: chart.Paper, BorderWidth: 1}}}
 	return o
 }
 
@@ -257,7 +255,7 @@ func (r *Result) lineOption(m MetricOut) chart.Option {
 					o.Series = append(o.Series, chart.Series{Type: "scatter", Name: a.Name + " default", Data: []chart.Datum{{At: []any{i}, Value: v}},
 						Symbol: "diamond", SymbolSize: 16, Z: 10, Color: color,
 						Tooltip:   &chart.Tooltip{Formatter: "◆ " + a.Name + "'s default setting"},
-						ItemStyle: &opts.ItemStyle{BorderColor: chart.Frame, BorderWidth: 1.5}})
+						ItemStyle: &chart.ItemStyle{BorderColor: chart.Frame, BorderWidth: 1.5}})
 				}
 			}
 		}
@@ -266,7 +264,7 @@ func (r *Result) lineOption(m MetricOut) chart.Option {
 	if m.Name == metric.Availability {
 		o.YAxis.Min, o.YAxis.Max, o.YAxis.Scale = chart.Float(0), chart.Float(1), false
 	}
-	o.Legend = &opts.Legend{Show: opts.Bool(true), Data: names, Bottom: "0", Type: "scroll"}
-	o.Grid = &opts.Grid{Left: "70", Right: "24", Top: "40", Bottom: "86"}
+	o.Legend = &chart.Legend{Show: chart.Bool(true), Data: names, Bottom: "0", Type: "scroll"}
+	o.Grid = &chart.Grid{Left: "70", Right: "24", Top: "40", Bottom: "86"}
 	return o
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/arms/killop"
+	"github.com/qmlsab/qmlsab/internal/units"
 	"github.com/qmlsab/qmlsab/mongosim/model"
 	"github.com/qmlsab/qmlsab/run/virtual"
 	"github.com/qmlsab/qmlsab/workload"
@@ -94,27 +95,15 @@ func (k Knob) Label(v Value) string {
 	}
 	switch k.Unit {
 	case UnitBytes:
-		return FormatBytes(v.Num)
+		return units.HumanBytes(v.Num)
 	case UnitBytesPS:
-		return FormatBytes(v.Num) + "/s"
+		return units.HumanBytes(v.Num) + "/s"
 	}
 	s := strconv.FormatFloat(v.Num, 'g', 6, 64)
 	if k.Unit != "" {
 		s += " " + k.Unit
 	}
 	return s
-}
-
-// FormatBytes writes a byte count in the largest binary unit that keeps
-// it at or above 1 (1.5 GiB, 512 MiB).
-func FormatBytes(b float64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
-	i := 0
-	for i < len(units)-1 && math.Abs(b) >= 1024 {
-		b /= 1024
-		i++
-	}
-	return strconv.FormatFloat(math.Round(b*100)/100, 'f', -1, 64) + " " + units[i]
 }
 
 // Setting is everything one trial of one arm runs with: the virtual

@@ -52,7 +52,7 @@ const ObservedRelFloor = 0.1
 // median and at least the figure's floor. A model median within that of
 // the run's median matches.
 func ObservedTolerance(xs []float64, floor float64) (median, tol float64) {
-	median = metric.Quantile(xs, 0.5)
+	median = metric.Median(xs)
 	tol = max(slices.Max(xs)-slices.Min(xs), ObservedRelFloor*math.Abs(median), floor)
 	return median, tol
 }

@@ -18,11 +18,12 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/internal/parallel"
+	"github.com/qmlsab/qmlsab/internal/units"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/mongosim/model"
 	"github.com/qmlsab/qmlsab/run/virtual"
@@ -274,7 +275,7 @@ func check(s Setting) error {
 		mem := s.Config.Hardware.WithDefaults().MemLimitBytes
 		if h.OtherProcessBytes+h.KernelBytes+h.MongodBaseBytes >= mem {
 			return fmt.Errorf("host memory outside mongod (%s) and mongod's base (%s) fill the machine's %s",
-				FormatBytes(float64(h.OtherProcessBytes+h.KernelBytes)), FormatBytes(float64(h.MongodBaseBytes)), FormatBytes(float64(mem)))
+				units.HumanBytes(float64(h.OtherProcessBytes+h.KernelBytes)), units.HumanBytes(float64(h.MongodBaseBytes)), units.HumanBytes(float64(mem)))
 		}
 		if h.DirtyBackgroundRatio >= h.DirtyRatio {
 			return fmt.Errorf("host.dirtyBackgroundRatio (%v) must be below host.dirtyRatio (%v)", h.DirtyBackgroundRatio, h.DirtyRatio)
@@ -395,53 +396,27 @@ func parallelism(p int) int {
 	return runtime.GOMAXPROCS(0)
 }
 
-// runJobs runs trials on a pool of workers and summarizes each; the
-// results are in job order whatever the scheduling, so a sweep is
-// deterministic for its seeds.
-func runJobs(ctx context.Context, jobs []job, parallel int, progress func(done, total int)) ([]virtual.Summary, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	out := make([]virtual.Summary, len(jobs))
-	var (
-		next, done atomic.Int64
-		wg         sync.WaitGroup
-		mu         sync.Mutex
-		firstErr   error
-	)
-	for range min(parallelism(parallel), max(len(jobs), 1)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(jobs) || ctx.Err() != nil {
-					return
-				}
-				j := jobs[i]
-				cfg := j.cfg
-				cfg.Seed = j.seed
-				t, err := virtual.Run(ctx, cfg, j.arm)
-				if err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-					cancel()
-					return
-				}
-				out[i] = virtual.Summarize(j.arm.Name, j.seed, t)
-				if progress != nil {
-					progress(int(done.Add(1)), len(jobs))
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	if err := ctx.Err(); err != nil {
+// runJobs runs trials, at most limit at once (0: one per CPU), and
+// summarizes each; the results are in job order whatever the scheduling,
+// so a sweep is deterministic for its seeds. The first trial to fail
+// stops the sweep (no trial starts after it) and is its error.
+func runJobs(ctx context.Context, jobs []job, limit int, progress func(done, total int)) ([]virtual.Summary, error) {
+	var done atomic.Int64
+	out, err := parallel.Map(ctx, len(jobs), parallelism(limit), func(ctx context.Context, i int) (virtual.Summary, error) {
+		j := jobs[i]
+		cfg := j.cfg
+		cfg.Seed = j.seed
+		t, err := virtual.Run(ctx, cfg, j.arm)
+		if err != nil {
+			return virtual.Summary{}, err
+		}
+		sum := virtual.Summarize(j.arm.Name, j.seed, t)
+		if progress != nil {
+			progress(int(done.Add(1)), len(jobs))
+		}
+		return sum, nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -463,7 +438,7 @@ func aggregate(c *Cell) {
 				xs = append(xs, v)
 			}
 		}
-		c.Median[k], c.Min[k], c.Max[k] = metric.Quantile(xs, 0.5), slices.Min(xs), slices.Max(xs)
+		c.Median[k], c.Min[k], c.Max[k] = metric.Median(xs), slices.Min(xs), slices.Max(xs)
 	}
 }
 

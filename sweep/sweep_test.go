@@ -235,7 +235,7 @@ func TestTwoByTwoSweep(t *testing.T) {
 		}
 		gap := func(m map[string]float64) float64 { return m[metric.ServerShedsPerS] - m[metric.AdmissionsPerS] }
 		g0, g1 := gap(c.Trials[0].Metrics), gap(c.Trials[1].Metrics)
-		if got, want := c.Median[metric.ServerShedsMinusAdmissions], metric.Quantile([]float64{g0, g1}, 0.5); math.Abs(got-want) > 1e-9*max(1, math.Abs(want)) {
+		if got, want := c.Median[metric.ServerShedsMinusAdmissions], metric.Median([]float64{g0, g1}); math.Abs(got-want) > 1e-9*max(1, math.Abs(want)) {
 			t.Errorf("cell %s %v: %s = %v is not the median of server sheds/s − admissions/s (%v)", c.Arm, c.Index, metric.ServerShedsMinusAdmissions, got, want)
 		}
 		if !c.Applied { // otherBytes applies to every arm
@@ -548,4 +548,26 @@ func TestReducedJointFitSearchesEveryBuildAndActorRule(t *testing.T) {
 		t.Errorf("reproduced %v; every residual within tolerance %v, D holds %v, E falls %v", r.Reproduced(), r.Best.Matches(""), Holds(d.Trials), Falls(e.Trials))
 	}
 	t.Logf("best %v, objective %.2f, reproduced %v; %d trials in %v", r.Best.Values, r.Best.Objective, r.Reproduced(), r.Evaluated, time.Since(start).Round(time.Second))
+}
+
+// A byte knob's value reads as every size in qmlsab's text does
+// (units.HumanBytes: three figures in the largest binary unit), not to
+// two decimals of its own (21.68 GiB beside the report's 21.7 GiB).
+func TestByteKnobsLabelSizesAsEveryPageDoes(t *testing.T) {
+	k, ok := LookupKnob("host.otherBytes")
+	if !ok {
+		t.Fatal("no knob host.otherBytes")
+	}
+	for v, want := range map[float64]string{21.68 * (1 << 30): "21.7 GiB", 512 << 20: "512 MiB", 1.5 * (1 << 30): "1.5 GiB", 100.25 * (1 << 20): "100 MiB"} {
+		if got := k.Label(Value{Num: v}); got != want {
+			t.Errorf("Label(%g) = %q, want %q", v, got, want)
+		}
+	}
+	r, ok := LookupKnob("host.releaseBytesPerSec")
+	if !ok {
+		t.Fatal("no knob host.releaseBytesPerSec")
+	}
+	if got := r.Label(Value{Num: 1 << 30}); got != "1 GiB/s" {
+		t.Errorf("Label(1 GiB/s) = %q", got)
+	}
 }

@@ -3,8 +3,9 @@ package workload
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"time"
+
+	"github.com/qmlsab/qmlsab/internal/units"
 )
 
 // A virtual trial's memory. The virtual engine keeps a trial's records in
@@ -82,13 +83,9 @@ func (w SpillToDisk) checkTrialBytes() error {
 		what, FormatBytes(need), FormatBytes(MaxTrialHeapBytes)), KindSpillToDisk, key)
 }
 
-// FormatBytes is a size in GiB or MiB, as the bounds' messages give it.
-func FormatBytes(b int64) string {
-	if b >= 1<<30 {
-		return strconv.FormatFloat(math.Round(float64(b)/(1<<30)*10)/10, 'f', -1, 64) + " GiB"
-	}
-	return fmt.Sprintf("%d MiB", (b+(1<<20)-1)>>20)
-}
+// FormatBytes is a size as the bounds' messages give it: units.HumanBytes,
+// the one rule for a size in text, of a whole number of bytes.
+func FormatBytes(b int64) string { return units.HumanBytes(float64(b)) }
 
 // A merge_partial_write trial's memory. It runs on a deployment over the
 // wire, in this process for the embedded target, whose members keep

@@ -33,7 +33,7 @@ func TestTrialBytesRefusesWhatDoesNotFit(t *testing.T) {
 		{"the most canaries over the default phases", func(w *SpillToDisk) { w.CanaryRate = MaxCanaryRate }, ""},
 		{"the most canaries over the longest trial", func(w *SpillToDisk) {
 			w.CanaryRate, w.Phases = MaxCanaryRate, Phases{Warmup: time.Hour, Storm: 10 * time.Minute, Recovery: 50 * time.Minute}
-		}, "spill_to_disk.canaryRate: canaryRate 1000 over a 2h0m0s trial (7200000 canaries): a virtual trial needs ~2.4 GiB, the budget is 1 GiB a trial"},
+		}, "spill_to_disk.canaryRate: canaryRate 1000 over a 2h0m0s trial (7200000 canaries): a virtual trial needs ~2.42 GiB, the budget is 1 GiB a trial"},
 		{"the largest storm over the longest trial with many canaries", func(w *SpillToDisk) {
 			w.StormRate, w.CanaryRate, w.Phases = MaxStormRate/6, 300, Phases{Warmup: 50 * time.Minute, Storm: 30 * time.Minute, Recovery: 40 * time.Minute}
 		}, "spill_to_disk.canaryRate"},

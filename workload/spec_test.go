@@ -62,7 +62,7 @@ func TestBadWorkloadFilesNameTheLine(t *testing.T) {
 		// review's spec): the key whose lowering helps is named, on its
 		// line.
 		{"name: x\nkind: merge_partial_write\nmerge_partial_write:\n  ops: 10000\n  sourceDocs: 1000000\n",
-			"w.yaml:5: merge_partial_write.sourceDocs: 1000000 source documents: even one op over them needs ~5.1 GiB, the budget is 1 GiB a trial"},
+			"w.yaml:5: merge_partial_write.sourceDocs: 1000000 source documents: even one op over them needs ~5.06 GiB, the budget is 1 GiB a trial"},
 		{"name: x\nkind: merge_partial_write\nmerge_partial_write:\n  ops: 10000\n  sourceDocs: 1000\n",
 			"w.yaml:4: merge_partial_write.ops: 10000 ops over 1000 source documents (an op that is not shed writes them all: 10000000 documents): a trial needs ~21.5 GiB"},
 		// The client's settings: the driver's meanings (0 connections is

@@ -47,62 +47,16 @@ func exitCodeHelp() string {
 }
 
 // usageError is a command line that does not parse, said in one line:
-// what was not understood and, when one is close, what was meant.
-func usageError(cmdPath, what, given string, candidates []string) error {
+// what was not understood and, when one is close (meant, a suggestion of
+// hints.go), what was meant; otherwise what is known.
+func usageError(cmdPath, what, given, meant string, candidates []string) error {
 	msg := fmt.Sprintf("%s: unknown %s %q", cmdPath, what, given)
-	if m := closest(given, candidates); m != "" {
-		msg += fmt.Sprintf("; did you mean %q?", m)
+	if meant != "" {
+		msg += fmt.Sprintf("; did you mean %q?", meant)
 	} else if len(candidates) > 0 {
 		msg += fmt.Sprintf(" (known: %s)", strings.Join(candidates, ", "))
 	}
 	return cli.Exit(msg, exitUsage)
-}
-
-// closest is the candidate nearest to s by edit distance, if it is near
-// enough to be a typo (at most a third of the longer word, and at least
-// one edit allowed); a candidate s is a prefix of counts as near.
-func closest(s string, candidates []string) string {
-	best, bestD := "", -1
-	for _, c := range candidates {
-		d := editDistance(s, c)
-		if strings.HasPrefix(c, s) && len(s) >= 2 {
-			d = min(d, 1)
-		}
-		if bestD < 0 || d < bestD {
-			best, bestD = c, d
-		}
-	}
-	if best == "" || bestD > max(1, max(len(s), len(best))/3) {
-		return ""
-	}
-	return best
-}
-
-// editDistance is the Damerau (optimal string alignment) distance: a
-// swap of neighbours (reprot, report) is one edit.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	d := make([][]int, len(ra)+1)
-	for i := range d {
-		d[i] = make([]int, len(rb)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(ra)][len(rb)]
 }
 
 // commandNames are the names a command's subcommands answer to.
@@ -159,7 +113,7 @@ func enforceUsage(app *cli.App) {
 		} else {
 			names = commandNames(app.Commands)
 		}
-		helpMiss = usageError(path, "help topic", name, names)
+		helpMiss = usageError(path, "help topic", name, suggestName(names, name), names)
 	}
 	app.After = func(*cli.Context) error { return helpMiss }
 	for _, c := range app.Commands {
@@ -190,7 +144,8 @@ func unknownCommand(path string, root bool, subcommands func() []*cli.Command) c
 			}
 			return cli.ShowSubcommandHelp(c)
 		}
-		return usageError(path, "command", c.Args().First(), commandNames(subcommands()))
+		names := commandNames(subcommands())
+		return usageError(path, "command", c.Args().First(), suggestName(names, c.Args().First()), names)
 	}
 }
 
@@ -200,7 +155,7 @@ func flagUsageError(path string, flags func() []cli.Flag) cli.OnUsageErrorFunc {
 	return func(_ *cli.Context, err error, _ bool) error {
 		msg := err.Error()
 		if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
-			return usageError(path, "flag", dashed(name), flagNames(flags()))
+			return usageError(path, "flag", dashed(name), suggestFlag(flags(), name), flagNames(flags()))
 		}
 		if name, ok := strings.CutPrefix(msg, "flag needs an argument: "); ok {
 			msg = fmt.Sprintf("flag %s needs a value", dashed(name))
@@ -221,7 +176,7 @@ func withTrailingFlags(path string, action cli.ActionFunc) cli.ActionFunc {
 		if err != nil {
 			var u *unknownFlagError
 			if errors.As(err, &u) {
-				return usageError(path, "flag", u.flag, flagNames(c.Command.Flags))
+				return usageError(path, "flag", u.flag, suggestFlag(c.Command.Flags, u.flag), flagNames(c.Command.Flags))
 			}
 			return cli.Exit(fmt.Sprintf("%s: %v", path, err), exitUsage)
 		}

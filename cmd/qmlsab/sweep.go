@@ -233,7 +233,7 @@ func writeSweepSummary(w io.Writer, r *sweep.Result) {
 			}
 			f := func(v float64) string {
 				if m.Unit == "B" {
-					return sweep.FormatBytes(v)
+					return units.HumanBytes(v)
 				}
 				return fmt.Sprintf("%.3g", v)
 			}

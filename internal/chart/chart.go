@@ -1,16 +1,18 @@
 // Package chart is the one way qmlsab's pages (the report, the nightly
 // trend and the sweep) build their Apache ECharts charts: a typed option
-// for the subset of ECharts the pages use, with go-echarts' opts types for
-// the styles inside it (a line's, an item's, a label's), one palette, one
-// look (New: title, tooltip, grid, no animation), one way to shade phases
-// (Phases) and one way to mark events, change points and reference
+// for the subset of ECharts the pages use, styles included, one palette,
+// one look (New: title, tooltip, grid, no animation), one way to shade
+// phases (Phases) and one way to mark events, change points and reference
 // values (Event, ChangePoint, Reference), and the one encoding of options
 // into a page's script (JS).
 //
-// go-echarts builds whole charts too, but its series lack fields the pages
-// need (a stacked band's stack strategy, a confined tooltip, a silent
-// series, per-item mark line styles), so the option's skeleton is typed
-// here and a chart fix lands once, in this package.
+// The types are qmlsab's own, written from ECharts' option reference, and
+// no chart library is imported: go-echarts (the design card's) builds
+// whole charts, but its series lack fields the pages need (a stacked
+// band's stack strategy, a confined tooltip, a silent series, per-item
+// mark line styles), so its builders could not draw these charts, and
+// taking only its style structs made every chart half one library's types
+// and half ours. A chart fix lands once, in this package.
 //
 // What a server did not report is absent: a Value without a number
 // encodes as ECharts' "-", which draws no point and no bar, never a 0.
@@ -21,25 +23,23 @@ import (
 	"fmt"
 	"html/template"
 	"strings"
-
-	"github.com/go-echarts/go-echarts/v2/opts"
 )
 
 // Option is one chart's ECharts option.
 type Option struct {
 	// Animation is always false: pages draw once, and a screenshot or a
 	// probe sees the final chart.
-	Animation bool         `json:"animation"`
-	Color     []string     `json:"color,omitempty"`
-	Title     *opts.Title  `json:"title,omitempty"`
-	Tooltip   *Tooltip     `json:"tooltip,omitempty"`
-	Legend    *opts.Legend `json:"legend,omitempty"`
-	Grid      *opts.Grid   `json:"grid,omitempty"`
-	XAxis     *Axis        `json:"xAxis,omitempty"`
-	YAxis     *Axis        `json:"yAxis,omitempty"`
-	DataZoom  []DataZoom   `json:"dataZoom,omitempty"`
-	VisualMap *VisualMap   `json:"visualMap,omitempty"`
-	Series    []Series     `json:"series"`
+	Animation bool       `json:"animation"`
+	Color     []string   `json:"color,omitempty"`
+	Title     *Title     `json:"title,omitempty"`
+	Tooltip   *Tooltip   `json:"tooltip,omitempty"`
+	Legend    *Legend    `json:"legend,omitempty"`
+	Grid      *Grid      `json:"grid,omitempty"`
+	XAxis     *Axis      `json:"xAxis,omitempty"`
+	YAxis     *Axis      `json:"yAxis,omitempty"`
+	DataZoom  []DataZoom `json:"dataZoom,omitempty"`
+	VisualMap *VisualMap `json:"visualMap,omitempty"`
+	Series    []Series   `json:"series"`
 }
 
 // Tooltip is a chart's or a series' tooltip.
@@ -100,6 +100,75 @@ type InRange struct {
 	Color []string `json:"color"`
 }
 
+// Title is a chart's title.
+type Title struct {
+	Text      string     `json:"text,omitempty"`
+	TextStyle *TextStyle `json:"textStyle,omitempty"`
+	// Left: "center", or a distance from the left edge.
+	Left string `json:"left,omitempty"`
+}
+
+// TextStyle styles a title's text.
+type TextStyle struct {
+	FontSize int `json:"fontSize,omitempty"`
+}
+
+// Legend is a chart's legend of its series.
+type Legend struct {
+	// Type "scroll" pages a legend too long for one line.
+	Type   string `json:"type,omitempty"`
+	Show   *bool  `json:"show,omitempty"`
+	Top    string `json:"top,omitempty"`
+	Bottom string `json:"bottom,omitempty"`
+	// Data names the series the legend lists, in its order (all when
+	// empty).
+	Data []string `json:"data,omitempty"`
+}
+
+// Grid is the plot's place in the chart: distances from its edges, in
+// pixels ("70") or a share ("10%").
+type Grid struct {
+	Left   string `json:"left,omitempty"`
+	Top    string `json:"top,omitempty"`
+	Right  string `json:"right,omitempty"`
+	Bottom string `json:"bottom,omitempty"`
+}
+
+// Label is the text on a datum, a series or a mark.
+type Label struct {
+	Show       *bool  `json:"show,omitempty"`
+	Color      string `json:"color,omitempty"`
+	FontWeight string `json:"fontWeight,omitempty"`
+	FontSize   int    `json:"fontSize,omitempty"`
+	LineHeight int    `json:"lineHeight,omitempty"`
+	// Position: "top", "insideBottom", "insideEndTop", …
+	Position string `json:"position,omitempty"`
+	// Formatter is the text, or a template of it ("{b}": the name).
+	Formatter string `json:"formatter,omitempty"`
+}
+
+// ItemStyle styles a datum (a point, a bar, a heatmap cell) or a band.
+type ItemStyle struct {
+	Color       string   `json:"color,omitempty"`
+	BorderColor string   `json:"borderColor,omitempty"`
+	BorderWidth float64  `json:"borderWidth,omitempty"`
+	Opacity     *float64 `json:"opacity,omitempty"`
+}
+
+// LineStyle styles a line: a series' or a mark's.
+type LineStyle struct {
+	Color string  `json:"color,omitempty"`
+	Width float64 `json:"width,omitempty"`
+	// Type: "solid", "dashed", "dotted".
+	Type    string   `json:"type,omitempty"`
+	Opacity *float64 `json:"opacity,omitempty"`
+}
+
+// AreaStyle fills the area under a line.
+type AreaStyle struct {
+	Color string `json:"color,omitempty"`
+}
+
 // Series is one series of a chart.
 type Series struct {
 	Name string `json:"name"`
@@ -120,14 +189,14 @@ type Series struct {
 	Silent        bool   `json:"silent,omitempty"`
 	// ConnectNulls false (Gaps) keeps a line broken across an absent
 	// point: a gap in the samples is no line, never a bridge.
-	ConnectNulls *bool           `json:"connectNulls,omitempty"`
-	LineStyle    *opts.LineStyle `json:"lineStyle,omitempty"`
-	AreaStyle    *opts.AreaStyle `json:"areaStyle,omitempty"`
-	ItemStyle    *opts.ItemStyle `json:"itemStyle,omitempty"`
-	Label        *opts.Label     `json:"label,omitempty"`
-	Tooltip      *Tooltip        `json:"tooltip,omitempty"`
-	MarkLine     *MarkLine       `json:"markLine,omitempty"`
-	MarkArea     *MarkArea       `json:"markArea,omitempty"`
+	ConnectNulls *bool      `json:"connectNulls,omitempty"`
+	LineStyle    *LineStyle `json:"lineStyle,omitempty"`
+	AreaStyle    *AreaStyle `json:"areaStyle,omitempty"`
+	ItemStyle    *ItemStyle `json:"itemStyle,omitempty"`
+	Label        *Label     `json:"label,omitempty"`
+	Tooltip      *Tooltip   `json:"tooltip,omitempty"`
+	MarkLine     *MarkLine  `json:"markLine,omitempty"`
+	MarkArea     *MarkArea  `json:"markArea,omitempty"`
 }
 
 // Value is one number of a datum, or absent (ECharts' "-").
@@ -162,8 +231,8 @@ type Datum struct {
 	At         []any
 	Value      Value
 	Name       string
-	ItemStyle  *opts.ItemStyle
-	Label      *opts.Label
+	ItemStyle  *ItemStyle
+	Label      *Label
 	SymbolSize int
 }
 
@@ -183,11 +252,11 @@ func (d Datum) MarshalJSON() ([]byte, error) {
 		return json.Marshal(value)
 	}
 	return json.Marshal(struct {
-		Name       string          `json:"name,omitempty"`
-		Value      any             `json:"value"`
-		ItemStyle  *opts.ItemStyle `json:"itemStyle,omitempty"`
-		Label      *opts.Label     `json:"label,omitempty"`
-		SymbolSize int             `json:"symbolSize,omitempty"`
+		Name       string     `json:"name,omitempty"`
+		Value      any        `json:"value"`
+		ItemStyle  *ItemStyle `json:"itemStyle,omitempty"`
+		Label      *Label     `json:"label,omitempty"`
+		SymbolSize int        `json:"symbolSize,omitempty"`
 	}{d.Name, value, d.ItemStyle, d.Label, d.SymbolSize})
 }
 
@@ -202,19 +271,19 @@ type MarkLine struct {
 
 // MarkLineItem is one line: vertical at XAxis or horizontal at YAxis.
 type MarkLineItem struct {
-	Name      string          `json:"name,omitempty"`
-	XAxis     *float64        `json:"xAxis,omitempty"`
-	YAxis     *float64        `json:"yAxis,omitempty"`
-	LineStyle *opts.LineStyle `json:"lineStyle,omitempty"`
-	Label     *opts.Label     `json:"label,omitempty"`
+	Name      string     `json:"name,omitempty"`
+	XAxis     *float64   `json:"xAxis,omitempty"`
+	YAxis     *float64   `json:"yAxis,omitempty"`
+	LineStyle *LineStyle `json:"lineStyle,omitempty"`
+	Label     *Label     `json:"label,omitempty"`
 }
 
 // MarkArea is a series' shaded bands (Phases builds it).
 type MarkArea struct {
-	Silent    bool            `json:"silent"`
-	ItemStyle *opts.ItemStyle `json:"itemStyle,omitempty"`
-	Label     *opts.Label     `json:"label,omitempty"`
-	Data      [][2]AreaEnd    `json:"data"`
+	Silent    bool         `json:"silent"`
+	ItemStyle *ItemStyle   `json:"itemStyle,omitempty"`
+	Label     *Label       `json:"label,omitempty"`
+	Data      [][2]AreaEnd `json:"data"`
 }
 
 // AreaEnd is one end of a band on the x axis only, so that ECharts spans
@@ -222,10 +291,10 @@ type MarkArea struct {
 // only one series' range). A band's first end may carry its own style and
 // label, over the MarkArea's (Outages).
 type AreaEnd struct {
-	Name      string          `json:"name,omitempty"`
-	XAxis     float64         `json:"xAxis"`
-	ItemStyle *opts.ItemStyle `json:"itemStyle,omitempty"`
-	Label     *opts.Label     `json:"label,omitempty"`
+	Name      string     `json:"name,omitempty"`
+	XAxis     float64    `json:"xAxis"`
+	ItemStyle *ItemStyle `json:"itemStyle,omitempty"`
+	Label     *Label     `json:"label,omitempty"`
 }
 
 // The palette: every page draws with these colours, and a colour means
@@ -295,7 +364,7 @@ func Fade(hex string, alpha float64) string {
 // Bool is a pointer to b, for the option's tri-state fields.
 func Bool(b bool) *bool { return &b }
 
-// Float is a pointer to v, for axis bounds.
+// Float is a pointer to v, for axis bounds and opacities.
 func Float(v float64) *float64 { return &v }
 
 // New is a chart with the pages' shared look: its title, the palette, an
@@ -304,10 +373,10 @@ func Float(v float64) *float64 { return &v }
 func New(title string) Option {
 	return Option{
 		Color:   ArmColors,
-		Title:   &opts.Title{Title: title, TitleStyle: &opts.TextStyle{FontSize: 14}},
+		Title:   &Title{Text: title, TextStyle: &TextStyle{FontSize: 14}},
 		Tooltip: &Tooltip{Trigger: "axis", Confine: true},
-		Legend:  &opts.Legend{Show: opts.Bool(true), Top: "28", Type: "scroll"},
-		Grid:    &opts.Grid{Top: "70", Left: "70", Right: "30", Bottom: "60"},
+		Legend:  &Legend{Show: Bool(true), Top: "28", Type: "scroll"},
+		Grid:    &Grid{Top: "70", Left: "70", Right: "30", Bottom: "60"},
 	}
 }
 
@@ -335,8 +404,8 @@ type Phase struct {
 // above the plot (outside it, where no mark line of the plot runs over
 // the name).
 func Phases(phases []Phase) *MarkArea {
-	ma := &MarkArea{Silent: true, ItemStyle: &opts.ItemStyle{Color: PhaseShade},
-		Label: &opts.Label{Show: opts.Bool(true), Position: "top", Color: Neutral}}
+	ma := &MarkArea{Silent: true, ItemStyle: &ItemStyle{Color: PhaseShade},
+		Label: &Label{Show: Bool(true), Position: "top", Color: Neutral}}
 	for _, p := range phases {
 		ma.Data = append(ma.Data, [2]AreaEnd{{Name: p.Name, XAxis: p.From}, {XAxis: p.To}})
 	}
@@ -350,8 +419,8 @@ func Phases(phases []Phase) *MarkArea {
 func Outages(spans [][2]float64, label string) [][2]AreaEnd {
 	var out [][2]AreaEnd
 	for _, s := range spans {
-		out = append(out, [2]AreaEnd{{Name: label, XAxis: s[0], ItemStyle: &opts.ItemStyle{Color: OutageShade},
-			Label: &opts.Label{Show: opts.Bool(true), Position: "insideBottom", Color: Ink, FontSize: 10, LineHeight: 13}}, {XAxis: s[1]}})
+		out = append(out, [2]AreaEnd{{Name: label, XAxis: s[0], ItemStyle: &ItemStyle{Color: OutageShade},
+			Label: &Label{Show: Bool(true), Position: "insideBottom", Color: Ink, FontSize: 10, LineHeight: 13}}, {XAxis: s[1]}})
 	}
 	return out
 }
@@ -369,15 +438,15 @@ func Lines(items ...MarkLineItem) *MarkLine {
 // thin dashed vertical line in color, unlabelled (the section's note says
 // what the lines are).
 func Event(x float64, name, color string) MarkLineItem {
-	return MarkLineItem{Name: name, XAxis: Float(x), LineStyle: &opts.LineStyle{Color: color, Type: "dashed", Width: 1},
-		Label: &opts.Label{Show: opts.Bool(false)}}
+	return MarkLineItem{Name: name, XAxis: Float(x), LineStyle: &LineStyle{Color: color, Type: "dashed", Width: 1},
+		Label: &Label{Show: Bool(false)}}
 }
 
 // ChangePoint marks a change point at x: a bold dashed vertical line in
 // color, labelled with label at its top.
 func ChangePoint(x float64, label, color string) MarkLineItem {
-	return MarkLineItem{Name: "change point", XAxis: Float(x), LineStyle: &opts.LineStyle{Color: color, Type: "dashed", Width: 2},
-		Label: &opts.Label{Show: opts.Bool(true), Position: "insideEndTop", Color: color, FontWeight: "bold", Formatter: label}}
+	return MarkLineItem{Name: "change point", XAxis: Float(x), LineStyle: &LineStyle{Color: color, Type: "dashed", Width: 2},
+		Label: &Label{Show: Bool(true), Position: "insideEndTop", Color: color, FontWeight: "bold", Formatter: label}}
 }
 
 // Reference marks a reference value y (a mark, a limit, no effect): a
@@ -385,8 +454,8 @@ func ChangePoint(x float64, label, color string) MarkLineItem {
 // sits inside the plot, above the line's right end: at the line's end
 // (ECharts' default) a name wider than the grid's margin is cut off.
 func Reference(y float64, name string, labelled bool) MarkLineItem {
-	it := MarkLineItem{Name: name, YAxis: Float(y), LineStyle: &opts.LineStyle{Color: Muted, Type: "dotted", Width: 1},
-		Label: &opts.Label{Show: opts.Bool(labelled)}}
+	it := MarkLineItem{Name: name, YAxis: Float(y), LineStyle: &LineStyle{Color: Muted, Type: "dotted", Width: 1},
+		Label: &Label{Show: Bool(labelled)}}
 	if labelled {
 		it.Label.Formatter = "{b}"
 		it.Label.Position = "insideEndTop"

@@ -19,6 +19,13 @@ func TestChartIsALeaf(t *testing.T) {
 	depcheck.Forbid(t, m+"internal/chart", m+"report", m+"nightly", m+"sweep", m+"store", m+"metric", m+"mongosim", m+"run", m+"cmd")
 }
 
+// Every chart is built from this package's types alone: no page and no
+// command takes a chart type from a chart library (go-echarts' style
+// structs were half of each chart's option before issue 39).
+func TestChartsAreOneLibrarysTypes(t *testing.T) {
+	depcheck.Forbid(t, "github.com/qmlsab/qmlsab/...", "github.com/go-echarts")
+}
+
 // An absent value is ECharts' "-" (no point, no bar), never 0; a present
 // 0 is 0. A datum is bare unless it carries a name or a style.
 func TestValuesAndDataEncode(t *testing.T) {

@@ -120,17 +120,45 @@ func FormatSize(n int64) string {
 	return strconv.FormatInt(n, 10) + "B"
 }
 
-// HumanBytes writes bytes for a person to read, rounded to three
-// significant figures in the largest binary unit under the value
-// (23312345678 → "21.7 GiB"); it does not read back exactly.
+// HumanBytes writes bytes for a person to read, qmlsab's one rule for a
+// size in text (the report, the terminal, the trend and sweep pages, the
+// workload's bounds): in the largest binary unit not above the value, to
+// three significant figures but never fewer than the whole number's
+// digits, without trailing zeros (23312345678 → "21.7 GiB", 1536 →
+// "1.5 KiB", 8388608 → "8 MiB", 1072693248 → "1023 MiB"; a value that
+// rounds to 1024 of a unit is 1 of the next). NaN, a size not reported,
+// is "–". It does not read back exactly; FormatSize does.
 func HumanBytes(v float64) string {
-	a := math.Abs(v)
-	for _, u := range binaryUnits[:4] {
-		if a >= float64(u.bytes) {
-			return strconv.FormatFloat(v/float64(u.bytes), 'g', 3, 64) + " " + u.name
+	if math.IsNaN(v) {
+		return "–"
+	}
+	i := len(binaryUnits) - 1 // B
+	for j, u := range binaryUnits[:4] {
+		if math.Abs(v) >= float64(u.bytes) {
+			i = j
+			break
 		}
 	}
-	return strconv.FormatFloat(v, 'g', 3, 64) + " B"
+	x := v / float64(binaryUnits[i].bytes)
+	if i > 0 && math.Abs(math.Round(x)) >= 1024 {
+		i--
+		x = v / float64(binaryUnits[i].bytes)
+	}
+	return Figures(x) + " " + binaryUnits[i].name
+}
+
+// Figures writes v by qmlsab's one rule of significant figures: three,
+// but never fewer than the whole number's digits (143 and 43.1, not 143
+// and 43.08; 1023, not 1.02e+03), without trailing zeros (1, not 1.00).
+// Sizes (HumanBytes) and every other figure in text (metric.Number) are
+// written by it.
+func Figures(v float64) string {
+	if math.Abs(v) >= 100 {
+		return strconv.FormatFloat(math.Round(v), 'f', 0, 64)
+	}
+	// 'g' keeps three significant figures and drops trailing zeros (its
+	// exponent form only shows under 1e-4).
+	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
 // Size is a number of bytes that YAML and flags read as ParseSize does

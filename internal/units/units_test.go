@@ -1,6 +1,7 @@
 package units
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -47,10 +48,21 @@ func TestFormatSizeReadsBack(t *testing.T) {
 }
 
 func TestHumanBytes(t *testing.T) {
-	for v, want := range map[float64]string{2.331e10: "21.7 GiB", 512: "512 B", 8 << 20: "8 MiB", 1536: "1.5 KiB"} {
+	for v, want := range map[float64]string{2.331e10: "21.7 GiB", 512: "512 B", 8 << 20: "8 MiB", 1536: "1.5 KiB",
+		// Three figures, never fewer than the whole digits: no exponent
+		// between 1000 and 1023 of a unit (it wrote "1.02e+03 MiB").
+		1023 << 20: "1023 MiB", 999.7 * (1 << 20): "1000 MiB", 1000 << 30: "1000 GiB", 123.4 * (1 << 20): "123 MiB",
+		// Rounding up to 1024 of a unit is 1 of the next.
+		1023.7 * (1 << 20): "1 GiB", 1023.6: "1 KiB",
+		// The figures the five formatters it replaced wrote apart.
+		16 << 30: "16 GiB", 7.75 * (1 << 30): "7.75 GiB", 6 << 30: "6 GiB", 0.5 * (1 << 30): "512 MiB", 21.68 * (1 << 30): "21.7 GiB",
+		-(1 << 30): "-1 GiB", 0: "0 B", 5 << 40: "5 TiB", 2048 << 40: "2048 TiB"} {
 		if got := HumanBytes(v); got != want {
 			t.Errorf("HumanBytes(%g) = %q, want %q", v, got, want)
 		}
+	}
+	if got := HumanBytes(math.NaN()); got != "–" {
+		t.Errorf("HumanBytes(NaN) = %q, want – (not reported)", got)
 	}
 }
 

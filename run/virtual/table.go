@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"text/tabwriter"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/internal/parallel"
 	"github.com/qmlsab/qmlsab/investigation"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/store"
@@ -33,7 +32,9 @@ type Summary struct {
 }
 
 // RunMatrix runs every arm for seeds base.Seed … base.Seed+n−1, trials in
-// parallel, and summarizes each.
+// parallel (one per CPU), and summarizes each, in arm then seed order.
+// The first trial to fail stops the matrix: no trial starts after it, the
+// running ones are cancelled, and its error is RunMatrix's.
 func RunMatrix(ctx context.Context, base Config, armList []arms.Arm, seeds int) ([]Summary, error) {
 	type job struct {
 		arm  arms.Arm
@@ -45,31 +46,18 @@ func RunMatrix(ctx context.Context, base Config, armList []arms.Arm, seeds int) 
 			jobs = append(jobs, job{a, base.Seed + uint64(i)})
 		}
 	}
-	out := make([]Summary, len(jobs))
-	errs := make([]error, len(jobs))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for i, j := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			cfg := base
-			cfg.Seed = j.seed
-			t, err := Run(ctx, cfg, j.arm)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			out[i] = summarize(j.arm.Name, j.seed, t.Records)
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
+	out, err := parallel.Map(ctx, len(jobs), 0, func(ctx context.Context, i int) (Summary, error) {
+		j := jobs[i]
+		cfg := base
+		cfg.Seed = j.seed
+		t, err := Run(ctx, cfg, j.arm)
 		if err != nil {
-			return nil, err
+			return Summary{}, err
 		}
+		return summarize(j.arm.Name, j.seed, t.Records), nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -180,7 +168,7 @@ func Over(trials []Summary, arm string, f func(Summary) float64) Range {
 	if len(xs) == 0 {
 		return Range{Median: math.NaN(), Min: math.NaN(), Max: math.NaN()}
 	}
-	return Range{Median: metric.Quantile(xs, 0.5), Min: slices.Min(xs), Max: slices.Max(xs)}
+	return Range{Median: metric.Median(xs), Min: slices.Min(xs), Max: slices.Max(xs)}
 }
 
 // Figures are the summaries' figures (Metrics), one map per trial, as the
