@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/qmlsab/qmlsab/history"
-	"github.com/qmlsab/qmlsab/internal/specdiff"
 	"github.com/qmlsab/qmlsab/report"
 	"github.com/qmlsab/qmlsab/store"
 )
@@ -55,7 +54,7 @@ func FromRuns(dirs []string, labels map[string]string) (history.Run, error) {
 	_ = json.Unmarshal(m.Workload, &wl)
 	canon, _ := json.Marshal(wl)
 	sum := sha256.Sum256(canon)
-	defs, err := armDefinitions(m)
+	defs, err := report.ArmDefinitions(m)
 	if err != nil {
 		return history.Run{}, fmt.Errorf("%s: %w", filepath.Join(dir, store.ManifestFile), err)
 	}
@@ -101,19 +100,6 @@ func FromRuns(dirs []string, labels map[string]string) (history.Run, error) {
 		return history.Run{}, fmt.Errorf("%s: no valid trial to keep", dir)
 	}
 	return r, nil
-}
-
-// armDefinitions are the arms' definitions a manifest records (its arms
-// YAML, as a JSON string), by name; none for a manifest without them.
-func armDefinitions(m store.Manifest) (map[string]json.RawMessage, error) {
-	if len(m.Arms) == 0 {
-		return nil, nil
-	}
-	var doc string
-	if err := json.Unmarshal(m.Arms, &doc); err != nil {
-		return nil, fmt.Errorf("arms: not the arms YAML a run records: %w", err)
-	}
-	return specdiff.Arms(doc)
 }
 
 // nightID is the history id of one night's folders.
