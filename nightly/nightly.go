@@ -1,9 +1,11 @@
-// Package nightly is qmlsab's memory across nights: it turns a run folder
-// into a history record (every valid trial's metrics, and each arm's
-// Hodges-Lehmann shift against the baseline with its Mann-Whitney p),
-// finds change points over the nights of a history (E-Divisive with
-// means on all n trials of each night, and on the within-night A/B effect
-// series), and says which of them are regressions.
+// Package nightly is qmlsab's memory across nights: it says which run
+// folders make a night and whether a night is ready for the history
+// (Nights, Ready), turns a night's folders into a history record (every
+// valid trial's metrics, and each arm's Hodges-Lehmann shift against the
+// baseline with its Mann-Whitney p), finds change points over the nights
+// of a history (E-Divisive with means on all n trials of each night, and
+// on the within-night A/B effect series), says which of them are
+// regressions, and lays out what the history commands print.
 package nightly
 
 import (
