@@ -59,7 +59,7 @@ func TestAV1FolderIsRefusedSayingWhatToDo(t *testing.T) {
 			t.Errorf("%s of a v1 folder: no error", c.how)
 			continue
 		}
-		for _, want := range []string{c.file, "v1", "no longer reads", "run the experiment again with this qmlsab", "commit 2228711"} {
+		for _, want := range []string{c.file, "v1", "no longer read", "run the experiment again with this qmlsab", "commit 2228711"} {
 			if !strings.Contains(c.err.Error(), want) {
 				t.Errorf("%s of a v1 folder: %q does not say %q", c.how, c.err, want)
 			}
