@@ -56,9 +56,9 @@ const maxPrewhitening = 0.97
 //
 // The textbook variant — a rule-of-thumb bandwidth (⌊4·(n/100)^(2/9)⌋,
 // 4 lags at n = 150) without prewhitening — underestimates the long-run
-// variance of such a series: in the queue-growth test it raised false
-// alarms from 2–3 % to 3–6 % at lag-1 0.7 and from 4–5 % to 12–13 % at 0.9
-// (docs/statistics.md), which is why it is not used.
+// variance of such a series, so the queue-growth test raises more false
+// alarms with it (docs/statistics.md has the measured rates of both),
+// which is why it is not used.
 // Lags count points, not units of x: the points are taken to be evenly
 // spaced, as a sampler's are. Written here because neither statistics
 // library the module uses (montanaflynn/stats, go-moremath) has a

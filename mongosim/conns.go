@@ -21,9 +21,9 @@ import (
 // exhaust.
 const (
 	// DefaultMaxIncomingConnections caps a listener's open connections.
-	// An idle connection costs mongosim about 25 KiB (its 16 KiB read
-	// buffer and its goroutine's stack: 17 KiB of heap and 4 KiB of stack
-	// measured over 1,000), so 10,000 of them hold ~250 MiB.
+	// An idle connection costs mongosim its 16 KiB read buffer and its
+	// goroutine's stack (docs/reliability.md has what the cap's worth of
+	// them was measured to hold).
 	// The harness's own clients stay below: a canary or sampler pool (the
 	// driver's 100 connections at most), the killOp actor's one, the
 	// members' heartbeats and oplog fetches, and a storm that holds one

@@ -1,12 +1,5 @@
 package mongosim
 
-// Router is a simulated mongos: it answers hello as a router does
-// (msg: "isdbgrid", no setName), keeps the cluster's metadata in the config
-// server's config.* collections, and routes reads and writes to the shards'
-// primaries over the wire by shard key (router_cmds.go, router_cursor.go).
-// It has no memory model and sheds nothing; a write pipeline's operation on
-// the router is recorded as shedding-ineligible, as mongos marks it.
-
 import (
 	"bufio"
 	"context"
@@ -45,7 +38,12 @@ type RouterOptions struct {
 	Limits ConnLimits
 }
 
-// Router is one simulated mongos.
+// Router is one simulated mongos: it answers hello as a router does
+// (msg: "isdbgrid", no setName), keeps the cluster's metadata in the config
+// server's config.* collections, and routes reads and writes to the shards'
+// primaries over the wire by shard key (router_cmds.go, router_cursor.go).
+// It has no memory model and sheds nothing; a write pipeline's operation on
+// the router is recorded as shedding-ineligible, as mongos marks it.
 type Router struct {
 	opts      RouterOptions
 	addr      string

@@ -201,7 +201,9 @@ func (rt *Router) openRemotes(ctx context.Context, cat *shardCatalog, targets []
 	return remotes, nil
 }
 
-// cursorReply registers c (when it has more) and returns its first batch.
+// cursorFirstBatch reads c's first batch of at most n documents and
+// replies with it, registering c under a new cursor id when it has more
+// (closing it when it has not).
 func (rt *Router) cursorFirstBatch(ctx context.Context, c *routerCursor, n int) (bson.D, error) {
 	docs, err := c.next(ctx, n)
 	if err != nil {

@@ -42,7 +42,8 @@ func (so SimOptions) Hardware(memLimitMB int64) model.Hardware {
 	return hw
 }
 
-// Simulation options of a member (mongosim-only flags, --sim...).
+// SimOptions are a member's simulation options (mongosim's own flags,
+// --sim...).
 type SimOptions struct {
 	CPUs int
 	// BaselineMB is mongod's resident memory outside the WiredTiger
@@ -217,8 +218,10 @@ func (s *Server) syncFailPointsLocked(r *request) {
 // network error), whatever the race with closing every connection.
 var errProcessDied = errors.New("the member died under the operation (simulated OOM kill): no reply")
 
-// QueryMemoryLimitExceeded's number is not in any stored error_codes.yml;
-// clients should match its codeName, which is mongod's.
+// outcomeError is the error the client gets for a model operation's
+// outcome (nil when it succeeded). QueryMemoryLimitExceeded's number is
+// not in any stored error_codes.yml; clients should match its codeName,
+// which is mongod's.
 func outcomeError(o model.Outcome) error {
 	switch o.Code {
 	case 0:
@@ -370,7 +373,8 @@ func (s *Server) dropModelCursor(c *cursor) {
 	}
 }
 
-// modelStatusSections are the serverStatus sections the model produces.
+// addModelStatusSections registers the serverStatus sections the model
+// produces (queues, queryMemory, tcmalloc, mongosim).
 func (s *Server) addModelStatusSections() {
 	s.AddStatusSection(StatusSection{Name: "queues", Fn: s.queuesSection})
 	s.AddStatusSection(StatusSection{Name: "queryMemory", Fn: s.queryMemorySection})

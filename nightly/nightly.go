@@ -1,9 +1,11 @@
-// Package nightly is qmlsab's memory across nights: it turns a run folder
-// into a history record (every valid trial's metrics, and each arm's
-// Hodges-Lehmann shift against the baseline with its Mann-Whitney p),
-// finds change points over the nights of a history (E-Divisive with
-// means on all n trials of each night, and on the within-night A/B effect
-// series), and says which of them are regressions.
+// Package nightly is qmlsab's memory across nights: it says which run
+// folders make a night and whether a night is ready for the history
+// (Nights, Ready), turns a night's folders into a history record (every
+// valid trial's metrics, and each arm's Hodges-Lehmann shift against the
+// baseline with its Mann-Whitney p), finds change points over the nights
+// of a history (E-Divisive with means on all n trials of each night, and
+// on the within-night A/B effect series), says which of them are
+// regressions, and lays out what the history commands print.
 package nightly
 
 import (
@@ -18,7 +20,6 @@ import (
 	"time"
 
 	"github.com/qmlsab/qmlsab/history"
-	"github.com/qmlsab/qmlsab/internal/specdiff"
 	"github.com/qmlsab/qmlsab/report"
 	"github.com/qmlsab/qmlsab/store"
 )
@@ -55,7 +56,7 @@ func FromRuns(dirs []string, labels map[string]string) (history.Run, error) {
 	_ = json.Unmarshal(m.Workload, &wl)
 	canon, _ := json.Marshal(wl)
 	sum := sha256.Sum256(canon)
-	defs, err := armDefinitions(m)
+	defs, err := report.ArmDefinitions(m)
 	if err != nil {
 		return history.Run{}, fmt.Errorf("%s: %w", filepath.Join(dir, store.ManifestFile), err)
 	}
@@ -101,19 +102,6 @@ func FromRuns(dirs []string, labels map[string]string) (history.Run, error) {
 		return history.Run{}, fmt.Errorf("%s: no valid trial to keep", dir)
 	}
 	return r, nil
-}
-
-// armDefinitions are the arms' definitions a manifest records (its arms
-// YAML, as a JSON string), by name; none for a manifest without them.
-func armDefinitions(m store.Manifest) (map[string]json.RawMessage, error) {
-	if len(m.Arms) == 0 {
-		return nil, nil
-	}
-	var doc string
-	if err := json.Unmarshal(m.Arms, &doc); err != nil {
-		return nil, fmt.Errorf("arms: not the arms YAML a run records: %w", err)
-	}
-	return specdiff.Arms(doc)
 }
 
 // nightID is the history id of one night's folders.

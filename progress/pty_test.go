@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -29,8 +30,10 @@ func trialFigures(i int) Update {
 // fakeRun drives a sink as a run of trials arms × n, parallel at a time,
 // does: each trial provisions, goes through its phases with mid-trial
 // figures, and finishes with its final ones; every fifth trial logs an
-// ERROR longer than a terminal row through the log writer.
-func fakeRun(sink Sink, logw io.Writer, armNames []string, n, parallel int) (logged []string) {
+// ERROR longer than a terminal row through the log writer. redraw is
+// called after each phase change and mid-storm, and returns once the
+// region has redrawn what it was told.
+func fakeRun(sink Sink, logw io.Writer, armNames []string, n, parallel int, redraw func()) (logged []string) {
 	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
 		if a.Key == slog.TimeKey {
 			return slog.Attr{} // a fixed line the test can look for
@@ -67,9 +70,9 @@ func fakeRun(sink Sink, logw io.Writer, armNames []string, n, parallel int) (log
 					}
 					sink.Update(Update{Arm: tr.arm, Index: tr.index, Phase: phase, Elapsed: time.Duration(s) * time.Second, Total: total,
 						Virtual: true, Availability: 0.255, HasAvailability: s > 30, Failovers: s / 30})
-					// Time for the region's ticker to redraw mid-trial
-					// (what the test checks holds however many it does).
-					time.Sleep(5 * time.Millisecond)
+					if s%60 == 0 || s == 30 || s == 180 {
+						redraw()
+					}
 				}
 				if tr.i%5 == 0 {
 					msg := fmt.Sprintf("trial %s#%d: the storm's client lost its connection to the primary while the member restarted after an OOM kill", tr.arm, tr.index)
@@ -109,9 +112,28 @@ func TestLiveRegionFitsAnEightyByTwentyFourTerminal(t *testing.T) {
 	if logw != io.Writer(sink.(*region)) {
 		t.Fatalf("the log on the same terminal does not go through the region")
 	}
+	sink.Close() // nothing planned: it draws nothing
+	// The same region, its redraws told when to happen rather than timed,
+	// so that the frames drawn mid-trial are there however busy the host.
+	ticks := make(chan time.Time)
+	r := newTerminalRegionTicking(p.TTY, ticks)
+	var redraws atomic.Int64
+	redraw := func() {
+		ticks <- time.Time{}
+		ticks <- time.Time{} // taken once the first tick's frame is drawn
+		redraws.Add(1)
+	}
 	armNames := []string{"D", "E", "F"}
-	logged := fakeRun(sink, logw, armNames, 15, 4)
+	logged := fakeRun(r, r, armNames, 15, 4, redraw)
 	out := p.Output(t)
+	// Frames were drawn mid-trial: a running trial's row, with its bar,
+	// for every trial (the region rows of each are redrawn in its storm).
+	for i := range 45 {
+		row := fmt.Sprintf("%-6s [", fmt.Sprintf("%s#%d", armNames[i%3], i/3+1))
+		if !bytes.Contains(out, []byte(row)) {
+			t.Errorf("no frame drawn while trial %s ran (%d redraws asked for)", row[:6], redraws.Load())
+		}
+	}
 
 	v := ptytest.NewVT(80, 24)
 	v.Write(out)

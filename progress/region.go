@@ -67,25 +67,37 @@ type region struct {
 }
 
 // newTerminalRegion is a live region on the terminal f, resized on
-// SIGWINCH.
+// SIGWINCH, redrawing the running trials every redrawEvery.
 func newTerminalRegion(f *os.File) *region {
+	tick := time.NewTicker(redrawEvery)
+	r := newTerminalRegionTicking(f, tick.C)
+	release := r.release
+	r.release = func() { release(); tick.Stop() }
+	return r
+}
+
+// newTerminalRegionTicking is a live region on the terminal f, resized on
+// SIGWINCH, redrawing the running trials on each value from ticks.
+func newTerminalRegionTicking(f *os.File, ticks <-chan time.Time) *region {
 	winch := make(chan os.Signal, 1)
 	signal.Notify(winch, unix.SIGWINCH)
-	r := newRegion(f, func() (int, int, error) { return terminalSize(f) }, winch, redrawEvery)
+	r := newRegion(f, func() (int, int, error) { return terminalSize(f) }, winch, ticks)
 	r.release = func() { signal.Stop(winch) }
 	return r
 }
 
 // newRegion draws on w, sized by size, re-reading the size on each value
-// from resized (nil: never), redrawing running trials every interval.
-func newRegion(w io.Writer, size func() (int, int, error), resized <-chan os.Signal, every time.Duration) *region {
+// from resized (nil: never), redrawing running trials that changed on
+// each value from ticks (nil: only when a line that stays is printed, and
+// at Close). A value taken from either channel is drawn before the next
+// one is taken: once a second send on an unbuffered ticks returns, the
+// first one's redraw has been written.
+func newRegion(w io.Writer, size func() (int, int, error), resized <-chan os.Signal, ticks <-chan time.Time) *region {
 	r := &region{w: w, size: size, running: map[string]Update{}, finished: map[string]int{},
 		stop: make(chan struct{}), done: make(chan struct{}), release: func() {}}
 	r.readSize()
 	go func() {
 		defer close(r.done)
-		tick := time.NewTicker(every)
-		defer tick.Stop()
 		for {
 			select {
 			case <-r.stop:
@@ -99,7 +111,7 @@ func newRegion(w io.Writer, size func() (int, int, error), resized <-chan os.Sig
 				r.readSize()
 				r.drawLocked()
 				r.mu.Unlock()
-			case <-tick.C:
+			case <-ticks:
 				r.mu.Lock()
 				if r.dirty {
 					r.drawLocked()

@@ -14,7 +14,7 @@ import (
 // are not shown; no row of a frame wraps or reaches the last column.
 func TestLiveRegionIsCappedAtTheTerminalsHeight(t *testing.T) {
 	var out stormtest.SyncBuffer
-	r := newRegion(&out, func() (int, int, error) { return 60, 6, nil }, nil, time.Hour)
+	r := newRegion(&out, func() (int, int, error) { return 60, 6, nil }, nil, nil)
 	r.Plan(12)
 	for i := range 12 {
 		r.Update(Update{Arm: "E", Index: i + 1, Phase: "storm", Elapsed: 100 * time.Second, Total: 240 * time.Second,

@@ -139,7 +139,7 @@ func Load(dirs []string) (*Input, error) {
 			return nil, fmt.Errorf("%s: its workload differs from %s's: %s: runs are combined only when their workloads match",
 				filepath.Join(dir, store.ManifestFile), dirs[0], keysDiffer(firstWL, wl, spec.Kind, in.Workload.Name, spec.Name))
 		}
-		defs, err := armDefinitions(m)
+		defs, err := ArmDefinitions(m)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, store.ManifestFile), err)
 		}
@@ -319,9 +319,9 @@ func keysDiffer(a, b []byte, kind, aName, bName string) string {
 	return specdiff.Describe(ch, 4)
 }
 
-// armDefinitions are the arms' definitions a manifest records, by name
-// (none in a manifest without its arms' YAML).
-func armDefinitions(m store.Manifest) (map[string]json.RawMessage, error) {
+// ArmDefinitions are the arms' definitions a manifest records (its arms
+// YAML, as a JSON string), by name; none in a manifest without them.
+func ArmDefinitions(m store.Manifest) (map[string]json.RawMessage, error) {
 	if len(m.Arms) == 0 {
 		return nil, nil
 	}

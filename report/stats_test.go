@@ -19,7 +19,8 @@ func TestMannWhitneyExactFiveVersusFive(t *testing.T) {
 	}{
 		{"separated", []float64{1, 2, 3, 4, 5}, []float64{6, 7, 8, 9, 10}, 2.0 / 252, true},
 		{"one swap", []float64{1, 2, 3, 4, 6}, []float64{5, 7, 8, 9, 10}, 4.0 / 252, true},
-		// U = 2 of 25: P(U <= 2) = 5/252 (U=0:1, U=1:1, U=2:2 splits... plus symmetric).
+		// U = 2 of 25: 4 of the 252 splits have U <= 2 (U=0: 1, U=1: 1,
+		// U=2: 2) and as many U >= 23, so the two-sided p is 8/252.
 		{"two swaps", []float64{1, 2, 3, 5, 6}, []float64{4, 7, 8, 9, 10}, 8.0 / 252, true},
 		{"interleaved", []float64{1, 3, 5, 7, 9}, []float64{2, 4, 6, 8, 10}, 0.6904761904761905, false},
 	} {
@@ -31,14 +32,18 @@ func TestMannWhitneyExactFiveVersusFive(t *testing.T) {
 }
 
 // With ties the exact distribution conditions on the tie pattern: for
-// {1,1,2,2,3} vs {3,4,4,5,5} the only more extreme splits are the
-// separations, p = 3/252·... — checked against a brute-force enumeration
+// {1,1,2,2,3} vs {3,4,4,5,5} no split is more extreme than the
+// observed one, and as extreme are the two separations each way (either
+// 3 on the low side), p = 4/252 — checked against a brute-force enumeration
 // of all 252 splits of the pooled values (scipy's method='exact' agrees
 // only without ties, so the reference is the enumeration itself).
 func TestMannWhitneyWithTiesMatchesEnumeration(t *testing.T) {
 	base := []float64{1, 1, 2, 2, 3}
 	arm := []float64{3, 4, 4, 5, 5}
 	want := enumerateP(base, arm)
+	if !near(want, 4.0/252, 1e-12) {
+		t.Fatalf("enumeration p=%.9f, want the 4/252 worked out above", want)
+	}
 	c := Compare("m", "B", "A", base, arm, 0.05)
 	if !near(c.P, want, 1e-9) {
 		t.Errorf("p=%.9f, enumeration %.9f", c.P, want)

@@ -453,9 +453,9 @@ func Execute(ctx context.Context, cfg Config) (string, error) {
 // defaultParallel is how many trials run at once: the configured number,
 // else one per CPU for virtual-clock trials (pure computation: their
 // figures are the same at any parallelism) and one at a time on the wall
-// clock. Wall-clock trials at once share the host's CPUs: on 2 cores four
-// embedded trials at once gave canary p99 1054–1314 ms and availability
-// 0.97–0.99 where the same trials one at a time gave 6–61 ms and 1.000.
+// clock. Wall-clock trials at once share the host's CPUs, so each would
+// measure the others as much as its server (docs/reliability.md, "Figures
+// that could mislead", has what that did on 2 cores).
 func defaultParallel(cfg Config, m store.Manifest) int {
 	if cfg.Parallel > 0 {
 		return cfg.Parallel

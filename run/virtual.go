@@ -14,8 +14,8 @@ import (
 // Clocks an embedded trial can run on.
 const (
 	// Virtual runs the embedded set's model in model time, without the
-	// wire: four minutes of storm take about a second, so n=5 per arm is
-	// a matter of seconds on a laptop. Members are sampled through the
+	// wire, as fast as the CPU computes it (docs/benchmarks.md has the
+	// engine's measured speed). Members are sampled through the
 	// same serverStatus document and extractor table as over the wire.
 	Virtual = "virtual"
 	// Wall runs the embedded set in real time behind the wire protocol:

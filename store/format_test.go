@@ -15,12 +15,6 @@ import (
 	"github.com/qmlsab/qmlsab/workload"
 )
 
-// The fixtures under testdata were written by qmlsab before the v2 format
-// (`qmlsab run --arms D,E --n 1 --profile quick`, the merge workload with
-// --arms E, and --shard 1/2 and 2/2 of --n 2 --seed 5), then cut down:
-// fewer storm ops, canaries and samples; the shards keep only their
-// manifests and trial.json files.
-
 func canonical(t *testing.T, raw []byte) string {
 	t.Helper()
 	c, err := store.CanonicalJSON(raw)
@@ -30,121 +24,49 @@ func canonical(t *testing.T, raw []byte) string {
 	return string(c)
 }
 
-func TestOpenReadsAV1RunIntoTheSameTypes(t *testing.T) {
-	r, err := store.Open("testdata/v1run")
-	if err != nil {
+// testdata/v1run is a run folder of the v1 format, which qmlsab wrote for
+// two days before v2 (`qmlsab run --arms D,E --n 1 --profile quick`, cut
+// down to its manifest and one trial.json). This qmlsab does not read it:
+// every way in (report and resume through Open, merge, a v1 trial under a
+// manifest a later qmlsab rewrote) refuses it, naming the file and saying
+// what to do.
+func TestAV1FolderIsRefusedSayingWhatToDo(t *testing.T) {
+	const v1 = "testdata/v1run"
+	tmp := t.TempDir()
+	// A v1 run resumed by a qmlsab of the time has a v2 manifest over v1
+	// trials.
+	resumed := filepath.Join(tmp, "resumed")
+	copyTree(t, v1, resumed)
+	m := store.Manifest{Schema: store.ManifestSchema, Trials: []store.TrialStatus{{Arm: "D", Index: 1, Status: store.Valid}}}
+	if err := store.WriteJSON(filepath.Join(resumed, store.ManifestFile), m); err != nil {
 		t.Fatal(err)
 	}
-	m := r.Manifest
-	if m.SourceSchema() != store.ManifestSchemaV1 || m.Schema != store.ManifestSchema {
-		t.Errorf("schema %q read from %q; want the v1 file upgraded to %q", m.Schema, m.SourceSchema(), store.ManifestSchema)
-	}
-	if m.ToolVersion != "dev" || len(m.CommandLine) != 10 || m.WorkloadName != "spill_to_disk" || len(m.ArmList) != 2 || m.ArmList[1].Parameters["queryMemoryLoadSheddingHighMarkPercent"] != "70" {
-		t.Errorf("v1 camelCase keys lost: tool %q, command line %q, workload %q, arms %+v", m.ToolVersion, m.CommandLine, m.WorkloadName, m.ArmList)
-	}
-	if len(m.Hosts) != 1 || m.Hosts[0].CPUModel != "AMD EPYC" || m.Hosts[0].MemoryBytes != 25275990016 {
-		t.Errorf("v1 host keys lost: %+v", m.Hosts)
-	} else if id := m.Hosts[0].WithID().ID; id != m.Hosts[0].ID || id != m.Trials[0].Host {
-		t.Errorf("the v1 host's ID recomputes as %s, recorded %s: a resumed run would see the machine as a second host", id, m.Hosts[0].ID)
-	}
-
-	// The workload, upgraded, reads as the built-in storm of the day the
-	// fixture was written (150 queries/s, before any fit moved it), at
-	// --profile quick, with the client's settings the keys it lacks take
-	// (the driver's defaults).
-	var got workload.Spec
-	if err := json.Unmarshal(m.Workload, &got); err != nil {
-		t.Fatal(err)
-	}
-	want, _ := workload.Builtin(workload.KindSpillToDisk)
-	w := *want.SpillToDisk
-	w.StormRate, w.ScanDocs, w.DocBytes, w.LoadBytes = 150, 80_000, 500, 20<<20
-	w.MaxPoolSize = workload.DefaultMaxPoolSize
-	w.Mix = []workload.StageShare{{Stage: "$setWindowFields", Weight: 0.7}, {Stage: "$sort", Weight: 0.15}, {Stage: "$group", Weight: 0.15}}
-	want.SpillToDisk = &w
-	gotJSON, _ := json.Marshal(got)
-	wantJSON, _ := json.Marshal(want.Scaled(0.1))
-	if g, w := canonical(t, gotJSON), canonical(t, wantJSON); g != w {
-		t.Errorf("v1 workload upgraded to\n %s\nwant\n %s", g, w)
-	}
-	var spec workload.Spec
-	if err := json.Unmarshal(m.Workload, &spec); err != nil || spec.Validate() != nil || spec.SpillToDisk.Phases.Storm != 15*time.Second || spec.SpillToDisk.CanarySLO != time.Second {
-		t.Errorf("upgraded workload decodes to %+v (%v)", spec.SpillToDisk, err)
-	}
-	var head store.WorkloadHead
-	if err := json.Unmarshal(m.Workload, &head); err != nil || head.SpillToDisk == nil || head.SpillToDisk.Phases.Warmup.Duration() != 3*time.Second || head.SpillToDisk.StormRate != 150 {
-		t.Errorf("WorkloadHead of the upgraded workload: %+v (%v)", head.SpillToDisk, err)
-	}
-
-	d := r.Trials["D"]
-	if len(d) != 1 || len(r.Trials["E"]) != 1 || d[0].Schema != store.TrialSchemaV1 || d[0].Metrics["storm_killed"] != 49 {
-		t.Fatalf("trials %+v", r.Trials)
-	}
-	if v := d[0].Victims; v == nil || v.Count != 49 || len(v.Bins) != 8 || v.Bins[7] != 27 {
-		t.Errorf("victims %+v: v1 bins8MiB lost", d[0].Victims)
-	}
-
-	dir := store.TrialDir(r.Dir, "D", 1)
-	storm, err := store.ReadJSONLinesGz[store.StormOp](filepath.Join(dir, store.StormFile))
-	if err != nil || len(storm) != 12 {
-		t.Fatalf("storm: %d ops, %v", len(storm), err)
-	}
-	if storm[0].Latency != 15321745*time.Nanosecond {
-		t.Errorf("first storm op's latency %v; the v1 file says 15321745 ns", storm[0].Latency)
-	}
-	if k := storm[8]; k.Outcome != store.Killed || k.TrackedBytes != 64816155 || k.Latency != 1725849057*time.Nanosecond {
-		t.Errorf("killed op %+v: v1 trackedBytes or latencyNs lost", k)
-	}
-	canaries, err := store.ReadJSONLinesGz[store.CanaryOp](filepath.Join(dir, store.CanaryFile))
-	if err != nil || len(canaries) != 12 || !canaries[1].Write {
-		t.Errorf("canaries %+v, %v", canaries, err)
-	}
-	samples, err := store.ReadJSONLinesGz[store.Sample](filepath.Join(dir, store.SamplesFile))
-	if err != nil || len(samples) != 12 || samples[0].ProcessID != "process1" || !samples[0].Up || samples[0].At.IsZero() || samples[0].Values["read.totalTickets"] != 136 {
-		t.Errorf("samples: %+v, %v", samples[:1], err)
-	}
-	series, err := store.ReadJSONLinesGz[store.Second](filepath.Join(dir, store.SeriesFile))
-	if err != nil || len(series) == 0 || series[0].ReadTix == nil || *series[0].ReadTix != 65 || series[0].ResidentMB == nil || series[0].Admissions == nil {
-		t.Errorf("series: %+v, %v", series, err)
-	}
-	outcomes, err := store.ReadJSONLinesGz[store.OutcomeSecond](filepath.Join(dir, store.OutcomesFile))
-	if err != nil || len(outcomes) == 0 || len(outcomes[0].StormLatency) == 0 || len(outcomes[0].CanaryLatency) == 0 {
-		t.Errorf("outcomes: %+v, %v", outcomes, err)
-	}
-	events, err := store.ReadJSONLinesGz[store.Event](filepath.Join(dir, store.EventsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kills := 0
-	for _, e := range events {
-		if e.Kind == "kill" {
-			kills++
-			if e.Kill == nil || e.Kill.AppName != "qmlsab-storm" || e.Kill.TrackedBytes <= 0 || e.Kill.ResidentMB <= 0 {
-				t.Fatalf("kill event %+v: v1 appName, trackedBytes or residentMB lost", e.Kill)
+	_, _, mergeErr := store.MergeShards(context.Background(), store.MergeOptions{Dirs: []string{v1, v1}, Expect: 2, Out: filepath.Join(tmp, "merged"), ToolVersion: "test"})
+	_, openErr := store.Open(v1)
+	_, readErr := store.ReadManifest(v1)
+	_, resumedErr := store.Open(resumed)
+	for _, c := range []struct {
+		how  string
+		err  error
+		file string
+	}{
+		{"Open", openErr, filepath.Join(v1, store.ManifestFile)},
+		{"ReadManifest", readErr, filepath.Join(v1, store.ManifestFile)},
+		{"MergeShards", mergeErr, filepath.Join(v1, store.ManifestFile)},
+		{"Open of a resumed v1 run", resumedErr, filepath.Join(resumed, "D", "trial-1", store.TrialFile)},
+	} {
+		if c.err == nil {
+			t.Errorf("%s of a v1 folder: no error", c.how)
+			continue
+		}
+		for _, want := range []string{c.file, "v1", "no longer read", "run the experiment again with this qmlsab", "commit 2228711"} {
+			if !strings.Contains(c.err.Error(), want) {
+				t.Errorf("%s of a v1 folder: %q does not say %q", c.how, c.err, want)
 			}
 		}
 	}
-	if kills != 49 {
-		t.Errorf("%d kill events, want 49", kills)
-	}
-}
-
-func TestOpenReadsAV1MergeWorkloadRun(t *testing.T) {
-	r, err := store.Open("testdata/v1merge")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, _ := workload.Builtin(workload.KindMergePartialWrite)
-	wantJSON, _ := json.Marshal(want)
-	if got, w := canonical(t, r.Manifest.Workload), canonical(t, wantJSON); got != w {
-		t.Errorf("v1 merge workload upgraded to\n %s\nwant\n %s", got, w)
-	}
-	ops, err := store.ReadJSONLinesGz[store.MergeOp](filepath.Join(store.TrialDir(r.Dir, "E", 1), store.MergeFile))
-	if err != nil || len(ops) != 10 {
-		t.Fatalf("merge ops %d, %v", len(ops), err)
-	}
-	if o := ops[1]; o.ReadPreference != "secondary" || o.Latency != 92922389*time.Nanosecond || o.Outcome != store.Shed || !o.Unsafe || o.Written != 100 {
-		t.Errorf("op 1 %+v: v1 readPreference or latencyNs lost", o)
+	if _, err := os.Stat(filepath.Join(tmp, "merged")); !os.IsNotExist(err) {
+		t.Errorf("a refused merge wrote its folder (%v)", err)
 	}
 }
 
@@ -256,7 +178,7 @@ func TestV2RunIsSnakeCaseInSecondsAndReadsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Manifest.SourceSchema() != store.ManifestSchema || canonical(t, r.Manifest.Workload) != canonical(t, wl) || !reflect.DeepEqual(r.Manifest.Hosts, m.Hosts) || !reflect.DeepEqual(r.Manifest.ArmList, m.ArmList) || r.Manifest.ToolVersion != "t" {
+	if r.Manifest.Schema != store.ManifestSchema || canonical(t, r.Manifest.Workload) != canonical(t, wl) || !reflect.DeepEqual(r.Manifest.Hosts, m.Hosts) || !reflect.DeepEqual(r.Manifest.ArmList, m.ArmList) || r.Manifest.ToolVersion != "t" {
 		t.Errorf("manifest read back: %+v", r.Manifest)
 	}
 	var back workload.Spec
@@ -304,6 +226,8 @@ func TestSecondsRoundTripToTheNanosecond(t *testing.T) {
 	}
 }
 
+// A host fingerprint may name the CPU and memory in camelCase
+// (QMLSAB_HOST_FINGERPRINT's documented aliases): one host, one ID.
 func TestHostReadsEitherStyleAndKeepsItsID(t *testing.T) {
 	var old, cur store.Host
 	if err := json.Unmarshal([]byte(`{"hostname":"h","cpuModel":"c","cores":2,"memoryBytes":5}`), &old); err != nil {
@@ -344,63 +268,5 @@ func copyTree(t *testing.T, src, dst string) {
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-}
-
-// rewrite reads a run folder's manifest and writes it back as this qmlsab
-// does (a resume), after change.
-func rewrite(t *testing.T, dir string, change func(*store.Manifest)) {
-	t.Helper()
-	r, err := store.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	change(&r.Manifest)
-	if err := store.WriteJSON(filepath.Join(dir, store.ManifestFile), r.Manifest); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func TestMergeOfV1Shards(t *testing.T) {
-	tmp := t.TempDir()
-	s1, s2 := filepath.Join(tmp, "s1"), filepath.Join(tmp, "s2")
-	copyTree(t, "testdata/v1shard1", s1)
-	copyTree(t, "testdata/v1shard2", s2)
-	merge := func(out string) (store.Manifest, error) {
-		m, _, err := store.MergeShards(context.Background(), store.MergeOptions{Dirs: []string{s1, s2}, Expect: 2, Out: filepath.Join(tmp, out), ToolVersion: "test"})
-		return m, err
-	}
-
-	// Two v1 shards of one plan merge into a v2 run.
-	if _, err := merge("both-v1"); err != nil {
-		t.Fatalf("merging two v1 shards: %v", err)
-	}
-	r, err := store.Open(filepath.Join(tmp, "both-v1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Manifest.SourceSchema() != store.ManifestSchema || len(r.Manifest.Hosts) != 1 || len(r.Trials["D"]) != 2 || len(r.Trials["E"]) != 2 {
-		t.Errorf("merged run: schema %s, hosts %+v, trials %d+%d", r.Manifest.SourceSchema(), r.Manifest.Hosts, len(r.Trials["D"]), len(r.Trials["E"]))
-	}
-
-	// A v1 shard resumed by this qmlsab (its manifest now v2, its plan the
-	// v1 one) still merges with its v1 sibling.
-	rewrite(t, s2, func(*store.Manifest) {})
-	if b, _ := os.ReadFile(filepath.Join(s2, store.ManifestFile)); !strings.Contains(string(b), store.ManifestSchema) {
-		t.Fatalf("rewritten manifest is not v2:\n%s", b)
-	}
-	if _, err := merge("resumed"); err != nil {
-		t.Fatalf("merging a v1 shard with a resumed one: %v", err)
-	}
-
-	// A shard begun in v2 has a plan digest over the v2 encoding: refused,
-	// saying why and what to do.
-	rewrite(t, s2, func(m *store.Manifest) { m.Plan.Digest = strings.Repeat("f", 64) })
-	_, err = merge("mixed")
-	if err == nil || !strings.Contains(err.Error(), "v1 format") || !strings.Contains(err.Error(), s1) || !strings.Contains(err.Error(), "run the v1 shard again") {
-		t.Errorf("merging a v1 shard with a v2 one: %v; want a refusal naming the v1 shard and the way out", err)
-	}
-	if _, err := os.Stat(filepath.Join(tmp, "mixed")); !os.IsNotExist(err) {
-		t.Errorf("a refused merge wrote its folder (%v)", err)
 	}
 }

@@ -13,9 +13,10 @@ import (
 // panic, and never more records than a trial's file of its kind holds
 // (RecordLimit): one seed is a file of one "{}" more than a series holds.
 func FuzzOpen(f *testing.F) {
-	f.Add([]byte(`{"schema":"qmlsab/run/v1","toolVersion":"x","created":"2026-11-29T00:00:00Z","host":"h","commandLine":[],"seed":1,"target":"embedded","simulated":true,"trials":[{"arm":"D","index":1,"status":"valid"}]}`),
-		[]byte(`{"At":"2026-11-29T00:00:00Z","Member":"m","Up":true,"Values":{"a":1}}`+"\n"))
-	f.Add([]byte(`{"schema":"qmlsab/run/v1","trials":[{"arm":"../x","index":-1,"status":"invalid"}]}`), []byte("{"))
+	f.Add([]byte(`{"schema":"qmlsab/run/v2","tool_version":"x","created":"2026-11-29T00:00:00Z","host":"h","command_line":[],"seed":1,"target":"embedded","simulated":true,"trials":[{"arm":"D","index":1,"status":"valid"}]}`),
+		[]byte(`{"at":"2026-11-29T00:00:00Z","member":"m","up":true,"values":{"a":1}}`+"\n"))
+	f.Add([]byte(`{"schema":"qmlsab/run/v2","trials":[{"arm":"../x","index":-1,"status":"invalid"}]}`), []byte("{"))
+	f.Add([]byte(`{"schema":"qmlsab/run/v1","trials":[{"arm":"D","index":1,"status":"valid"}]}`), []byte("{}\n"))
 	f.Add([]byte(`{"schema":"qmlsab/run/v2","trials":[{"arm":"D","index":1,"status":"valid"},{"arm":"D","index":1,"status":"valid"}]}`),
 		bytes.Repeat([]byte("{}\n"), MaxSecondRecords+1))
 	f.Fuzz(func(t *testing.T, manifest, lines []byte) {
@@ -23,7 +24,7 @@ func FuzzOpen(f *testing.F) {
 		os.WriteFile(filepath.Join(dir, "manifest.json"), manifest, 0o644)
 		td := TrialDir(dir, "D", 1)
 		os.MkdirAll(td, 0o755)
-		os.WriteFile(filepath.Join(td, "trial.json"), []byte(`{"schema":"qmlsab/trial/v1","arm":"D","index":1,"started":"2026-11-29T00:00:00Z","metrics":{}}`), 0o644)
+		os.WriteFile(filepath.Join(td, "trial.json"), []byte(`{"schema":"qmlsab/trial/v2","arm":"D","index":1,"started":"2026-11-29T00:00:00Z","metrics":{}}`), 0o644)
 		if _, err := Open(dir); err != nil && !bytes.Contains([]byte(err.Error()), []byte(dir)) {
 			t.Fatalf("error does not name the file: %v", err)
 		}

@@ -110,11 +110,8 @@ func PlanDigest(workloadJSON []byte, armsYAML, clock string, seed uint64, units 
 // manifest records of it (workload, arms, clock, seed, the plan's arms and
 // n) and refuses a plan whose recorded digest is not that one: a manifest
 // edited by hand (another seed, say) is not taken for a part of the
-// experiment its digest names. A plan begun in the v1 format hashed the
-// workload as that format encoded it, so the workload is also tried in
-// that encoding (downgradeWorkloadV1: the v1 file's own, for a v1
-// manifest or a v1 shard this qmlsab resumed). A manifest without a plan
-// passes. The error names the manifest file of dir.
+// experiment its digest names. A manifest without a plan passes. The
+// error names the manifest file of dir.
 func (m Manifest) CheckPlan(dir string) error {
 	if m.Plan == nil {
 		return nil
@@ -127,46 +124,15 @@ func (m Manifest) CheckPlan(dir string) error {
 		}
 	}
 	units := PlanUnits(m.Plan.Arms, m.Plan.Units, m.Seed)
-	encodings := [][]byte{m.Workload}
-	if v1, err := downgradeWorkloadV1(m.Workload); err == nil {
-		encodings = append(encodings, v1)
+	digest, err := PlanDigest(m.Workload, armsYAML, m.Clock, m.Seed, units)
+	if err != nil {
+		return fmt.Errorf("%s: %w", mpath, err)
 	}
-	for _, wl := range encodings {
-		digest, err := PlanDigest(wl, armsYAML, m.Clock, m.Seed, units)
-		if err != nil {
-			return fmt.Errorf("%s: %w", mpath, err)
-		}
-		if digest == m.Plan.Digest {
-			return nil
-		}
+	if digest == m.Plan.Digest {
+		return nil
 	}
 	return fmt.Errorf("%s: its plan digest %.12s is not the digest of the plan it records (workload, arms, clock, seed %d, %d units): the manifest was edited after its plan was made, so it is refused",
 		mpath, m.Plan.Digest, m.Seed, m.Plan.Units)
-}
-
-// downgradeWorkloadV1 is the inverse of upgradeWorkloadV1: a v2 workload
-// in the v1 encoding (below the kind's key, the v1 key names and
-// durations in nanoseconds), as a v1 plan's digest hashed it.
-func downgradeWorkloadV1(raw json.RawMessage) (json.RawMessage, error) {
-	v1Key := make(map[string]string, len(v1WorkloadKeys))
-	for old, v2 := range v1WorkloadKeys {
-		v1Key[v2] = old
-	}
-	v2Durations := make(map[string]bool, len(v1DurationKeys))
-	for old := range v1DurationKeys {
-		v2Durations[v1WorkloadKeys[old]] = true
-	}
-	return rewriteWorkload(raw, v1Key, v2Durations, func(x any) (any, error) {
-		n, ok := x.(json.Number)
-		if !ok {
-			return nil, fmt.Errorf("%v is not a duration in seconds", x)
-		}
-		var sec Seconds
-		if err := sec.UnmarshalJSON([]byte(n)); err != nil {
-			return nil, err
-		}
-		return int64(sec), nil
-	})
 }
 
 // Unit is the plan unit a trial of this index belongs to (0-based).
@@ -357,15 +323,8 @@ func CheckShards(runs []*Run, expect int) (*ShardSet, error) {
 		} else if string(wl) != string(firstWL) {
 			return nil, fmt.Errorf("%s: workload %s differs from %s's (%s): it is a shard of another experiment",
 				r.Dir, m.WorkloadName, first.Dir, first.Manifest.WorkloadName)
-		} else if m.Plan.Digest != set.Plan.Digest && (m.SourceSchema() == ManifestSchemaV1) != (first.Manifest.SourceSchema() == ManifestSchemaV1) {
-			v1dir, v2dir := r.Dir, first.Dir
-			if first.Manifest.SourceSchema() == ManifestSchemaV1 {
-				v1dir, v2dir = first.Dir, r.Dir
-			}
-			return nil, fmt.Errorf("%s is a shard written in the v1 format (%s) and %s one begun in the v2 format: a plan's digest covers the workload as its format encodes it, so they cannot be checked to be one experiment; merge the v1 shards with each other, or run the v1 shard again with this qmlsab (same --seed and --shard)",
-				v1dir, ManifestSchemaV1, v2dir)
 		} else if m.Plan.Digest != set.Plan.Digest {
-			return nil, fmt.Errorf("%s: plan %.12s differs from %s's plan %.12s (another seed, n, arms or clock, or a shard begun in the v1 format): it is a shard of another experiment",
+			return nil, fmt.Errorf("%s: plan %.12s differs from %s's plan %.12s (another seed, n, arms or clock): it is a shard of another experiment",
 				r.Dir, m.Plan.Digest, first.Dir, set.Plan.Digest)
 		}
 		if fp := first.Manifest.Parallel; m.Clock == "wall" && m.Parallel != 0 && fp != 0 && m.Parallel != fp {

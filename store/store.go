@@ -7,8 +7,9 @@
 // checks schema versions, takes regular files only, caps what it reads
 // of each file in bytes and in records (capped.go) and names any corrupt,
 // truncated or inconsistent file. Files are
-// written in the v2 format (snake_case keys, durations in seconds,
-// encoding.go) and read in it or in the v1 format before it.
+// written and read in the v2 format (snake_case keys, durations in
+// seconds, encoding.go); a folder of the v1 format before it is refused,
+// saying what to do.
 package store
 
 import (
@@ -31,10 +32,11 @@ import (
 	"time"
 )
 
-// Schema versions of the files this package writes. The v2 format has
-// snake_case keys and durations in seconds; the v1 format (Go field names
-// and camelCase keys, durations in nanoseconds) is still read. A trial's
-// jsonl files are in the format its trial.json names.
+// Schema versions of the files this package writes and reads. The v2
+// format has snake_case keys and durations in seconds; the v1 format (Go
+// field names and camelCase keys, durations in nanoseconds) is named only
+// to refuse it with what to do. A trial's jsonl files are in the format
+// its trial.json names.
 const (
 	ManifestSchema = "qmlsab/run/v2"
 	TrialSchema    = "qmlsab/trial/v2"
@@ -99,15 +101,7 @@ type Manifest struct {
 	// Imported says the trials were not run by qmlsab but built from
 	// another record (qmlsab import ftdc); absent for a run.
 	Imported *Import `json:"imported,omitempty"`
-
-	// sourceSchema is the schema of the file the manifest was read from.
-	sourceSchema string
 }
-
-// SourceSchema is the schema of the file the manifest was read from
-// (ManifestSchemaV1 for a v1 manifest, which Open upgrades in memory to
-// the v2 form and Schema), or "" for a manifest built in memory.
-func (m Manifest) SourceSchema() string { return m.sourceSchema }
 
 // ArmNames are the run's arms, the baseline first: in the order the run
 // was given them (ArmList), or, for a manifest without that list, in the
@@ -555,10 +549,9 @@ func manifestErr(dir, mpath string, err error) error {
 	return &notRunError{dir: dir, why: "no " + ManifestFile + " in it"}
 }
 
-// Open reads a run folder: the manifest (of the v2 or the v1 format; a v1
-// manifest is upgraded in memory, so written back it is a v2 file) and
-// every trial the manifest says finished (trial.json of either format,
-// its Schema as the file had it). Trials still running or never finished
+// Open reads a run folder: the manifest and every trial the manifest says
+// finished (a file of another schema, the v1 format's among them, is
+// refused naming it). Trials still running or never finished
 // are not read, so a report of a run in progress sees only finished
 // trials. A manifest listing a trial twice, and a trial.json that says it
 // is another trial than the one whose folder it is in, are refused,

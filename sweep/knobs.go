@@ -324,12 +324,11 @@ func modelReads(p model.ParamSpec) bool {
 	if other == "" {
 		return false
 	}
-	def := model.DefaultParams()
-	got := def
-	if err := got.Set(p.Name, other); err != nil {
+	got, err := model.ParamsFrom(map[string]string{p.Name: other})
+	if err != nil {
 		return true // refused together with the defaults: it is checked, so read
 	}
-	return got != def
+	return got != model.DefaultParams()
 }
 
 func paramKnob(p model.ParamSpec) Knob {

@@ -213,6 +213,62 @@ func TestURITargetAppliesAndRestoresParameters(t *testing.T) {
 	}
 }
 
+// An attached server checks each setParameter against the values it holds
+// at that moment, so {max: 2, min: 1} over the defaults (min 4, max 128)
+// is refused when max comes first and accepted when min does. The arm's
+// parameters are one set, as on the other targets and the virtual clock:
+// the uri target finds an order the server accepts, on every attach (the
+// order once followed the map's, a coin toss each time), and restores the
+// old values the same way.
+func TestURITargetAppliesAParameterSetWhateverItsOrder(t *testing.T) {
+	s, err := mongosim.Start(mongosim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Kill)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	uri := "mongodb://" + s.Addr() + "/?directConnection=true"
+	get := func() (minC, maxC int64) {
+		c, err := mongo.Connect(options.Client().ApplyURI(uri).SetServerMonitoringMode(options.ServerMonitoringModePoll))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Disconnect(ctx)
+		r, err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "getParameter", Value: 1},
+			{Key: "throughputProbingMinConcurrency", Value: 1}, {Key: "throughputProbingMaxConcurrency", Value: 1}}).Raw()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Lookup("throughputProbingMinConcurrency").AsInt64(), r.Lookup("throughputProbingMaxConcurrency").AsInt64()
+	}
+	a := arms.Arm{Name: "P", Target: arms.TargetURI, URI: uri,
+		SetParameters: map[string]string{"throughputProbingMaxConcurrency": "2", "throughputProbingMinConcurrency": "1"}}
+	for i := range 12 { // a map's order varies from one range to the next
+		d, err := Provision(ctx, a, Options{})
+		if err != nil {
+			t.Fatalf("attach %d: %v", i, err)
+		}
+		if minC, maxC := get(); minC != 1 || maxC != 2 {
+			t.Fatalf("attach %d: min %d, max %d, want the arm's 1 and 2", i, minC, maxC)
+		}
+		if err := d.Close(ctx); err != nil {
+			t.Fatalf("close %d: %v", i, err)
+		}
+		if minC, maxC := get(); minC != 4 || maxC != 128 {
+			t.Fatalf("after close %d: min %d, max %d, want the defaults 4 and 128 back", i, minC, maxC)
+		}
+	}
+	bad := arms.Arm{Name: "Q", Target: arms.TargetURI, URI: uri,
+		SetParameters: map[string]string{"throughputProbingMaxConcurrency": "2", "throughputProbingMinConcurrency": "3"}}
+	if _, err := Provision(ctx, bad, Options{}); err == nil || !strings.Contains(err.Error(), "arm Q") || !strings.Contains(err.Error(), "throughputProbing") {
+		t.Fatalf("a set no order makes consistent: %v, want a refusal naming the arm and the parameter", err)
+	}
+	if minC, maxC := get(); minC != 4 || maxC != 128 {
+		t.Fatalf("after a refused set: min %d, max %d, want the defaults 4 and 128 kept", minC, maxC)
+	}
+}
+
 func TestURITargetRefusesRemoteAndUnknownParameters(t *testing.T) {
 	a, _ := arms.Lookup("E")
 	a.Target, a.URI = arms.TargetURI, "mongodb://admin:hunter2@db.example.com:27017/?replicaSet=rs0"

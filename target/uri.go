@@ -2,8 +2,11 @@ package target
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -219,7 +222,8 @@ func splitComma(s string) []string {
 	return out
 }
 
-// apply sets each parameter on each member, remembering the old value.
+// apply sets the arm's parameters on each member, remembering the old
+// values for Close.
 func (u *uriTarget) apply(ctx context.Context, params map[string]string) error {
 	for _, h := range u.members {
 		c, err := u.direct(h)
@@ -228,7 +232,9 @@ func (u *uriTarget) apply(ctx context.Context, params map[string]string) error {
 		}
 		admin := c.Database("admin")
 		u.previous[h] = map[string]bson.RawValue{}
-		for name, value := range params {
+		var set []setting
+		for _, name := range slices.Sorted(maps.Keys(params)) {
+			value := params[name]
 			r, err := admin.RunCommand(ctx, bson.D{{Key: "getParameter", Value: 1}, {Key: name, Value: 1}}).Raw()
 			if err != nil {
 				mongoclient.Disconnect(c)
@@ -243,12 +249,54 @@ func (u *uriTarget) apply(ctx context.Context, params map[string]string) error {
 				continue
 			}
 			u.previous[h][name] = old
-			if err := admin.RunCommand(ctx, bson.D{{Key: "setParameter", Value: 1}, {Key: name, Value: typedLike(old, value)}}).Err(); err != nil {
-				mongoclient.Disconnect(c)
-				return fmt.Errorf("member %s: setParameter %s=%s: %w", h, name, value, err)
+			set = append(set, setting{name: name, value: typedLike(old, value), text: value})
+		}
+		err = setParameters(ctx, admin, set)
+		mongoclient.Disconnect(c)
+		if err != nil {
+			return fmt.Errorf("member %s: %w", h, err)
+		}
+	}
+	return nil
+}
+
+// setting is one parameter's value for setParameter, and its text for
+// messages.
+type setting struct {
+	name  string
+	value any
+	text  string
+}
+
+// setParameters sets each parameter with a setParameter of its own. A
+// server checks each value against the values it holds at that moment
+// (mongod's validators compare throughputProbingMaxConcurrency with the
+// current minimum, and the minimum with the current maximum), so a set
+// that is consistent only as a whole, {max: 2, min: 1} over the defaults
+// 4 and 128, is refused in one order and accepted in the other. The set
+// means the values it leaves, as startup parameters and the virtual clock
+// read it (model.ParamsFrom): setParameters tries the settings in their
+// order, then again the ones refused, while a pass sets at least one; a
+// value refused in every order is reported with the server's refusal.
+func setParameters(ctx context.Context, admin *mongo.Database, set []setting) error {
+	for len(set) > 0 {
+		var refused []setting
+		var firstErr error
+		for _, s := range set {
+			if err := admin.RunCommand(ctx, bson.D{{Key: "setParameter", Value: 1}, {Key: s.name, Value: s.value}}).Err(); err != nil {
+				if ce := (mongo.CommandError{}); !errors.As(err, &ce) {
+					return fmt.Errorf("setParameter %s=%s: %w", s.name, s.text, err) // not a refusal: the member did not answer
+				}
+				refused = append(refused, s)
+				if firstErr == nil {
+					firstErr = fmt.Errorf("setParameter %s=%s: %w", s.name, s.text, err)
+				}
 			}
 		}
-		mongoclient.Disconnect(c)
+		if len(refused) == len(set) {
+			return firstErr
+		}
+		set = refused
 	}
 	return nil
 }
@@ -284,10 +332,12 @@ func (u *uriTarget) Close(ctx context.Context) error {
 			}
 			continue
 		}
-		for name, old := range params {
-			if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "setParameter", Value: 1}, {Key: name, Value: old}}).Err(); err != nil && first == nil {
-				first = fmt.Errorf("member %s: restoring %s: %w", h, name, err)
-			}
+		var set []setting
+		for _, name := range slices.Sorted(maps.Keys(params)) {
+			set = append(set, setting{name: name, value: params[name], text: params[name].String()})
+		}
+		if err := setParameters(ctx, c.Database("admin"), set); err != nil && first == nil {
+			first = fmt.Errorf("member %s: restoring: %w", h, err)
 		}
 		mongoclient.Disconnect(c)
 		delete(u.previous, h)

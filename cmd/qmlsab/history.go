@@ -2,20 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/qmlsab/qmlsab/changepoint"
 	"github.com/qmlsab/qmlsab/history"
 	"github.com/qmlsab/qmlsab/internal/outputfile"
-	"github.com/qmlsab/qmlsab/internal/texttable"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/nightly"
 	"github.com/qmlsab/qmlsab/store"
@@ -115,50 +113,14 @@ func knownMetrics() []string {
 // that has not finished every planned trial.
 var allowPartialFlag = &cli.BoolFlag{Name: "allow-partial", Usage: "store a run with unfinished trials (marked partial) instead of refusing it"}
 
-// nights groups run folders into nights: the shard folders of one plan
-// given together are one night, every other folder its own. Folders that
-// cannot be read are left alone here (FromRuns names the problem).
-func nights(dirs []string) [][]string {
-	var out [][]string
-	plan := map[string]int{} // plan digest of a shard group → its place in out
-	for _, d := range dirs {
-		r, err := store.Open(d)
-		if err == nil && r.Manifest.Shard != nil && r.Manifest.Plan != nil {
-			if i, ok := plan[r.Manifest.Plan.Digest]; ok {
-				out[i] = append(out[i], d)
-				continue
-			}
-			plan[r.Manifest.Plan.Digest] = len(out)
-		}
-		out = append(out, []string{d})
-	}
-	return out
-}
-
-// readyNight refuses a night still being written (a live run.lock) or
-// unfinished (fewer finished trials than planned) unless allowPartial,
-// and says whether it is partial.
+// readyNight is nightly.Ready, an unfinished night's refusal saying how
+// to finish it or store it anyway.
 func readyNight(dirs []string, allowPartial bool) (partial bool, err error) {
-	if w := store.Writers(dirs); len(w) > 0 {
-		return false, fmt.Errorf("%s: still being written; add it when the run has finished", strings.Join(w, ", "))
+	partial, err = nightly.Ready(dirs, allowPartial)
+	if u := (*nightly.UnfinishedError)(nil); errors.As(err, &u) {
+		err = fmt.Errorf("%w; finish it (qmlsab run --resume, or the missing shards) or store it as partial with --allow-partial", err)
 	}
-	var runs []*store.Run
-	for _, d := range dirs {
-		r, err := store.Open(d)
-		if err != nil {
-			return false, err
-		}
-		runs = append(runs, r)
-	}
-	finished, planned := store.Completion(runs)
-	if finished >= planned {
-		return false, nil
-	}
-	if !allowPartial {
-		return false, fmt.Errorf("%s: %d of %d planned trials finished; finish it (qmlsab run --resume, or the missing shards) or store it as partial with --allow-partial",
-			strings.Join(dirs, " "), finished, planned)
-	}
-	return true, nil
+	return partial, err
 }
 
 // historyPreflight refuses, before anything is written, run folders that
@@ -166,7 +128,7 @@ func readyNight(dirs []string, allowPartial bool) (partial bool, err error) {
 // unfinished without --allow-partial (for report --history to check
 // with its other flags).
 func historyPreflight(c *cli.Context, dirs []string) error {
-	for _, g := range nights(dirs) {
+	for _, g := range nightly.Nights(dirs) {
 		if _, err := readyNight(g, c.Bool("allow-partial")); err != nil {
 			return err
 		}
@@ -182,7 +144,7 @@ func addToHistory(ctx context.Context, c *cli.Context, loc string, dirs []string
 	if err != nil {
 		return err
 	}
-	groups := nights(dirs)
+	groups := nightly.Nights(dirs)
 	var runs []history.Run
 	for _, g := range groups {
 		partial, err := readyNight(g, c.Bool("allow-partial"))
@@ -246,20 +208,6 @@ func addToHistory(ctx context.Context, c *cli.Context, loc string, dirs []string
 	return nil
 }
 
-// startedLayout is how history list shows the nights' starts: their dates
-// when no two nights share one, else dates and times (UTC).
-func startedLayout(runs []history.RunSummary) string {
-	seen := map[string]bool{}
-	for _, r := range runs {
-		d := r.Started.UTC().Format(time.DateOnly)
-		if seen[d] {
-			return "2006-01-02 15:04"
-		}
-		seen[d] = true
-	}
-	return time.DateOnly
-}
-
 func historyCommand() *cli.Command {
 	fail := func(cmd, format string, args ...any) error {
 		return refusal("qmlsab history "+cmd)(format, args...)
@@ -311,29 +259,7 @@ func historyCommand() *cli.Command {
 					if err != nil {
 						return fail("list", "%v", err)
 					}
-					// A run id is never folded: it is what other commands
-					// take. The workload goes to --wide to leave it room.
-					t := &texttable.Table{Columns: []texttable.Column{{Title: "NIGHT", Key: "night"}, {Title: "STARTED", Key: "started"},
-						{Title: "RUN", Key: "run"}, {Title: "WORKLOAD", Key: "workload", Wrap: true, Wide: true}, {Title: "ARMS", Key: "arms", Wrap: true},
-						{Title: "TRIALS", Key: "trials"}, {Title: "HOST", Key: "host", Wrap: true}, {Title: "LABELS", Key: "labels", Wide: true}}}
-					started := startedLayout(runs)
-					for i, r := range runs {
-						host := r.Host.Name
-						if r.Simulated {
-							host += " (SIMULATED)"
-						}
-						if r.Partial {
-							host += " (PARTIAL)"
-						}
-						var ls []string
-						for k, v := range r.Labels {
-							ls = append(ls, k+"="+v)
-						}
-						t.Add(texttable.Int(i+1), texttable.Cell{Text: r.Started.UTC().Format(started), Value: r.Started.UTC().Format(time.RFC3339)},
-							texttable.Text(r.ID), texttable.Text(r.Workload), texttable.Cell{Text: strings.Join(r.Arms, ","), Value: orEmpty(r.Arms)}, texttable.Int(r.Trials),
-							texttable.Text(host), texttable.Cell{Text: strings.Join(slices.Sorted(slices.Values(ls)), " "), Value: orEmpty(r.Labels)})
-					}
-					return t.Write(c.App.Writer, format)
+					return nightly.ListTable(runs).Write(c.App.Writer, format)
 				},
 			},
 			{

@@ -17,7 +17,6 @@ import (
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/internal/texttable"
 	"github.com/qmlsab/qmlsab/internal/units"
-	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/progress"
 	"github.com/qmlsab/qmlsab/run"
 	"github.com/qmlsab/qmlsab/store"
@@ -200,7 +199,7 @@ func runAction(c *cli.Context) error {
 	out, runErr := run.Execute(ctx, cfg)
 	var allInvalid error
 	if r, err := store.Open(out); err == nil {
-		printTrials(c, r)
+		run.WriteTrialTable(c.App.Writer, r, c.Bool("wide"))
 		var reasons []string
 		invalid, finished := 0, 0
 		for _, ts := range r.Manifest.Trials {
@@ -355,115 +354,4 @@ func shardFlags(c *cli.Context) (store.Shard, error) {
 		return store.Shard{Index: k + 1, Count: n}, nil
 	}
 	return store.Shard{}, nil
-}
-
-// column is a metric shown in the trial table: its title, the metric,
-// how its value is written (after dividing by unit), and whether only
-// --wide shows it.
-type column struct {
-	title, metric, format string
-	unit                  float64
-	wide                  bool
-}
-
-// trialColumns are a storm run's: the essential ones fit 80 columns.
-// Every outcome of the storm's queries is among them, failed included: a
-// crash loop's headline is its failed queries (tens of thousands against
-// hundreds completed), which a table without them hides.
-var trialColumns = []column{
-	{title: "avail", metric: metric.Availability, format: "%.3f", unit: 1},
-	{title: "avail storm", metric: metric.AvailabilityStorm, format: "%.3f", unit: 1, wide: true},
-	{title: "failovers", metric: metric.Failovers, format: "%.0f", unit: 1},
-	{title: "restarts", metric: metric.Restarts, format: "%.0f", unit: 1, wide: true},
-	{title: "ok", metric: metric.StormCompleted, format: "%.0f", unit: 1}, {title: "shed", metric: metric.StormShed, format: "%.0f", unit: 1},
-	{title: "killed", metric: metric.StormKilled, format: "%.0f", unit: 1},
-	{title: "failed", metric: metric.StormFailed, format: "%.0f", unit: 1},
-	{title: "srv sheds/s", metric: metric.ServerShedsPerS, format: "%.1f", unit: 1, wide: true},
-	{title: "actor kills/s", metric: metric.ActorKillsPerS, format: "%.1f", unit: 1, wide: true},
-	{title: "unsupported", metric: metric.StormUnsupported, format: "%.0f", unit: 1, wide: true},
-	{title: "unfinished", metric: metric.StormUnfinished, format: "%.0f", unit: 1, wide: true},
-	{title: "p99 ms", metric: metric.CanaryP99Ms, format: "%.0f", unit: 1}, {title: "rss GiB", metric: metric.RSSPeakBytes, format: "%.2f", unit: 1 << 30},
-}
-
-// trialLegend names what the storm table's terse titles stand for.
-const trialLegend = "avail: canary availability; ok, shed, killed, failed: storm queries that completed, failed QueryMemoryLimitExceeded, " +
-	"were Interrupted, or failed otherwise (timeouts, network errors, no primary), as the client saw them; " +
-	"p99 ms: canary latency p99, ≥ when a canary the client's timeout cut short can move it; rss GiB: peak RSS, 2^30 B. " +
-	"--wide adds avail storm (the storm's canaries), srv sheds/s (the server's own sheds) and actor kills/s (the killOp actor's), " +
-	"per second with a primary, never added"
-
-// mergeColumns are a merge_partial_write run's.
-var mergeColumns = []column{
-	{title: "ops", metric: "merge_ops", format: "%.0f", unit: 1, wide: true},
-	{title: "completed", metric: "merge_completed", format: "%.0f", unit: 1, wide: true},
-	{title: "shed", metric: "merge_shed", format: "%.0f", unit: 1}, {title: "killed", metric: "merge_killed", format: "%.0f", unit: 1},
-	{title: "failed", metric: "merge_failed", format: "%.0f", unit: 1, wide: true},
-	{title: "unsafe sheds", metric: "unsafe_sheds", format: "%.0f", unit: 1},
-	{title: "on primary", metric: "unsafe_sheds_primary", format: "%.0f", unit: 1},
-	{title: "on secondary", metric: "unsafe_sheds_secondary", format: "%.0f", unit: 1},
-}
-
-// printTrials shows each finished trial's headline metrics, arm by arm:
-// the essential ones in 80 columns, every one with --wide.
-func printTrials(c *cli.Context, r *store.Run) {
-	w := c.App.Writer
-	if r.Manifest.Simulated {
-		texttable.FoldParagraph(w, "SIMULATED: the trials ran on mongosim, a model of mongod, not a real server.", "", "")
-		if r.Manifest.Clock == run.Virtual {
-			texttable.FoldParagraph(w, "The model ran in virtual time (no wire protocol); durations are model seconds.", "", "")
-		}
-	}
-	status := map[string]string{}
-	for _, ts := range r.Manifest.Trials {
-		status[fmt.Sprint(ts.Arm, "#", ts.Index)] = ts.Status
-	}
-	cols, legend := trialColumns, trialLegend
-	var spec workload.Spec
-	if json.Unmarshal(r.Manifest.Workload, &spec) == nil && spec.Kind == workload.KindMergePartialWrite {
-		cols, legend = mergeColumns, ""
-	}
-	// A trial is named as the progress lines name it (E#3): one column
-	// for the arm and the index leaves room for every outcome.
-	t := &texttable.Table{Columns: []texttable.Column{{Title: "trial", Key: "trial"}, {Title: "status", Key: "status"}}}
-	for _, col := range cols {
-		t.Columns = append(t.Columns, texttable.Column{Title: col.title, Key: col.metric, Wide: col.wide})
-	}
-	// An absent value is "–" with a numbered note saying why, never 0.
-	var notes []string
-	note := func(why string) int {
-		if i := slices.Index(notes, why); i >= 0 {
-			return i + 1
-		}
-		notes = append(notes, why)
-		return len(notes)
-	}
-	wide := c.Bool("wide")
-	for _, name := range r.Manifest.ArmNames() {
-		for _, tr := range r.Trials[name] {
-			key := fmt.Sprint(name, "#", tr.Index)
-			row := []texttable.Cell{texttable.Text(key), texttable.Text(status[key])}
-			for _, col := range cols {
-				v, ok := tr.Metrics[col.metric]
-				bound, censored := tr.AtLeast[col.metric]
-				switch why := tr.Absent[col.metric]; {
-				case censored:
-					row = append(row, texttable.Text("≥"+fmt.Sprintf(col.format, bound/col.unit)))
-				case ok:
-					row = append(row, texttable.Number(fmt.Sprintf(col.format, v/col.unit), v))
-				case why != "" && (wide || !col.wide):
-					row = append(row, texttable.Absent(fmt.Sprintf("–[%d]", note(why))))
-				default:
-					row = append(row, texttable.Absent("–"))
-				}
-			}
-			t.Add(row...)
-		}
-	}
-	t.Write(w, texttable.Format{Wide: wide})
-	if legend != "" {
-		texttable.FoldParagraph(w, legend, "", "  ")
-	}
-	for i, why := range notes {
-		texttable.FoldParagraph(w, fmt.Sprintf("[%d] absent: %s", i+1, why), "", "    ")
-	}
 }

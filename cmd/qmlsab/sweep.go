@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -17,7 +16,6 @@ import (
 	"github.com/qmlsab/qmlsab/internal/outputfile"
 	"github.com/qmlsab/qmlsab/internal/texttable"
 	"github.com/qmlsab/qmlsab/internal/units"
-	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/run"
 	"github.com/qmlsab/qmlsab/run/virtual"
 	"github.com/qmlsab/qmlsab/store"
@@ -78,7 +76,7 @@ func sweepAction(c *cli.Context) error {
 		if err != nil {
 			return fail("%v", err)
 		}
-		return writeKnobs(c.App.Writer, base, list, format)
+		return sweep.WriteKnobs(c.App.Writer, base, list, format)
 	}
 	fromFile, err := loadArms(c)
 	if err != nil {
@@ -160,7 +158,7 @@ func sweepAction(c *cli.Context) error {
 	if err := store.WriteFileAtomic(filepath.Join(dir, "sweep.html"), page); err != nil {
 		return fail("%v", err)
 	}
-	writeSweepSummary(c.App.Writer, res)
+	sweep.WriteSummary(c.App.Writer, res)
 	fmt.Fprintf(c.App.Writer, "%d trials in %.1f s (%.2f trials/s on %d workers)\nwrote %s and %s\n", res.Trials, res.WallSeconds, res.TrialsPerSec, res.Parallel,
 		filepath.Join(dir, "sweep.json"), filepath.Join(dir, "sweep.html"))
 	return nil
@@ -210,108 +208,7 @@ func sweepProgress(w io.Writer) func(done, total int) {
 	}
 }
 
-// writeSweepSummary prints, per arm, each drawn metric's range over the
-// cells and its value at the arm's default cell.
-func writeSweepSummary(w io.Writer, r *sweep.Result) {
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "arm\tmetric\tlowest cell\thighest cell\t")
-	for _, a := range r.Arms {
-		for _, m := range r.Metrics {
-			lo, hi := "", ""
-			var lv, hv float64
-			for _, c := range r.Cells {
-				v, ok := c.Median[m.Name]
-				if c.Arm != a.Name || !ok {
-					continue
-				}
-				if lo == "" || v < lv {
-					lv, lo = v, cellAt(r, c)
-				}
-				if hi == "" || v > hv {
-					hv, hi = v, cellAt(r, c)
-				}
-			}
-			f := func(v float64) string {
-				if m.Unit == "B" {
-					return units.HumanBytes(v)
-				}
-				return fmt.Sprintf("%.3g", v)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s at %s\t%s at %s\t\n", a.Name, m.Title, f(lv), lo, f(hv), hi)
-		}
-	}
-	tw.Flush()
-}
-
-func cellAt(r *sweep.Result, c sweep.Cell) string {
-	var s []string
-	for i, ax := range r.Axes {
-		s = append(s, ax.Name+"="+ax.Labels[c.Index[i]])
-	}
-	return strings.Join(s, " ")
-}
-
-// writeKnobs lists the sweep namespace with each name's value in the
-// given arms ("-" where it does not apply). The names are long (a server
-// parameter's is up to 60 characters), so the terminal form gives each
-// its own lines: the name, then its values, then what it means, folded;
-// --wide is the table, one line a name, and --format the table for
-// machines.
-func writeKnobs(w io.Writer, base virtual.Config, list []arms.Arm, format texttable.Format) error {
-	t := &texttable.Table{Columns: []texttable.Column{{Title: "NAME", Key: "name"}}}
-	for _, a := range list {
-		t.Columns = append(t.Columns, texttable.Column{Title: a.Name, Key: a.Name})
-	}
-	t.Columns = append(t.Columns, texttable.Column{Title: "VALUES", Key: "values"}, texttable.Column{Title: "MEANING", Key: "meaning", Wrap: true})
-	for _, k := range sweep.Knobs {
-		vals := "numbers"
-		switch {
-		case len(k.Choices) > 0:
-			vals = strings.Join(k.Choices, ",")
-		case k.Choices != nil:
-			vals = "strings"
-		case k.Min > -1e300 && k.Max < 1e300:
-			vals = k.Label(sweep.Num(k.Min)) + " … " + k.Label(sweep.Num(k.Max))
-		}
-		row := []texttable.Cell{texttable.Text(k.Name)}
-		for _, a := range list {
-			cell := texttable.Cell{Text: "-", Value: nil} // the knob does not apply to the arm
-			if k.AppliesTo(a) {
-				cell = texttable.Text(k.Label(sweep.KnobValue(k, sweep.Setting{Config: base, Arm: a})))
-			}
-			row = append(row, cell)
-		}
-		t.Add(append(row, texttable.Text(vals), texttable.Text(k.Doc))...)
-	}
-	if format.Machine != "" || format.Wide {
-		return t.Write(w, format)
-	}
-	fmt.Fprintln(w, "Names --vary (and calibrate --fit --space) take, with each arm's value on")
-	fmt.Fprintln(w, "the model --host selects (--wide: one line a name):")
-	for _, r := range t.Rows {
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, r[0].Text)
-		var vals []string
-		for j, a := range list {
-			vals = append(vals, a.Name+" "+r[1+j].Text)
-		}
-		texttable.FoldParagraph(w, strings.Join(vals, " · ")+" · values "+r[len(list)+1].Text, "    ", "    ")
-		texttable.FoldParagraph(w, r[len(list)+2].Text, "    ", "    ")
-	}
-	fmt.Fprintln(w)
-	texttable.FoldParagraph(w, "Metrics drawn: "+strings.Join(metricTitles(), ", "), "", "  ")
-	return nil
-}
-
 // scaled is a spill_to_disk workload with its phases scaled (a profile).
 func scaled(w workload.SpillToDisk, f float64) workload.SpillToDisk {
 	return *workload.Spec{Kind: workload.KindSpillToDisk, SpillToDisk: &w}.Scaled(f).SpillToDisk
-}
-
-func metricTitles() []string {
-	var out []string
-	for _, n := range sweep.MapMetrics {
-		out = append(out, metric.Lookup(n).Title)
-	}
-	return out
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/qmlsab/qmlsab/history"
 	"github.com/qmlsab/qmlsab/internal/texttable"
+	"github.com/qmlsab/qmlsab/run"
+	"github.com/qmlsab/qmlsab/workload"
 )
 
 // checkFits fails for every line of out wider than a terminal, except
@@ -113,12 +115,12 @@ func TestDefaultTablesFitATerminal(t *testing.T) {
 		t.Fatalf("run --wide: exit %d\n%s", code, wideRun)
 	}
 	head := regexp.MustCompile(`(?m)^trial\s+status\s.*$`).FindString(wideRun)
-	for _, col := range trialColumns {
-		if !strings.Contains(head, col.title) {
-			t.Errorf("run --wide header %q lacks %q", head, col.title)
+	for _, col := range run.TrialTableColumns(workload.KindSpillToDisk) {
+		if !strings.Contains(head, col.Title) {
+			t.Errorf("run --wide header %q lacks %q", head, col.Title)
 		}
-		if col.wide && strings.Contains(regexp.MustCompile(`(?m)^trial\s+status\s.*$`).FindString(runOut), col.title) {
-			t.Errorf("run shows the wide column %q by default", col.title)
+		if col.Wide && strings.Contains(regexp.MustCompile(`(?m)^trial\s+status\s.*$`).FindString(runOut), col.Title) {
+			t.Errorf("run shows the wide column %q by default", col.Title)
 		}
 	}
 	// Every outcome of the storm's queries is in the default table:

@@ -10,7 +10,6 @@
 //     numbers as numbers and absent values as null;
 //   - --format csv: a header and one record a row, every column, an
 //     absent value as an empty field.
-
 package texttable
 
 import (
@@ -55,29 +54,31 @@ type Cell struct {
 	Absent bool
 }
 
-// textCell is a cell whose text is its value.
+// Text is a cell whose text is its value.
 func Text(s string) Cell { return Cell{Text: s, Value: s} }
 
-// numberCell shows v as text; machines get v.
+// Number is a cell that shows text to people; machines get v.
 func Number(text string, v float64) Cell { return Cell{Text: text, Value: v} }
 
-// optionalCell is a string that may be empty: "-" to people, "" to
+// Optional is a string that may be empty: "-" to people, "" to
 // machines.
 func Optional(s string) Cell { return Cell{Text: dash(s), Value: s} }
 
-// intCell is a whole number.
+// Int is a cell holding a whole number.
 func Int(n int) Cell { return Cell{Text: strconv.Itoa(n), Value: n} }
 
-// absentCell is a value the source did not report: text says so ("–",
+// Absent is a cell for a value the source did not report: text says so ("–",
 // "–[2]" with a note), machines see null.
 func Absent(text string) Cell { return Cell{Text: text, Absent: true} }
 
+// Table is a table's columns and its rows, one cell per column.
 type Table struct {
 	Columns []Column
 	Rows    [][]Cell
 }
 
-// add appends a row, one cell per column.
+// Add appends a row, one cell per column; a row of another length is a
+// programming error and panics.
 func (t *Table) Add(cells ...Cell) {
 	if len(cells) != len(t.Columns) {
 		panic(fmt.Sprintf("table row of %d cells for %d columns", len(cells), len(t.Columns))) // a programming error, not an outcome
@@ -274,8 +275,6 @@ func fitWidths(width []int, wraps func(int) bool) {
 	}
 }
 
-// fold breaks s into lines of at most width characters at spaces (a word
-// longer than a line is cut).
 // dash is s, or "-" when it is empty.
 func dash(s string) string {
 	if s == "" {
@@ -350,7 +349,7 @@ func endsInDigit(w string) bool {
 // tables hold no double-width ones).
 func textWidth(s string) int { return utf8.RuneCountInString(s) }
 
-// foldParagraph writes prose folded to Width: its first line
+// FoldParagraph writes prose folded to Width: its first line
 // after first, the others after rest (a hanging indent, say).
 func FoldParagraph(w io.Writer, s, first, rest string) {
 	lines := fold(s, Width-textWidth(first))

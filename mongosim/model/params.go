@@ -436,30 +436,29 @@ func LookupParam(name string) (ParamSpec, bool) {
 	return ParamSpecs[i], true
 }
 
-// Set applies one parameter written as text.
-func (p *Params) Set(name, text string) error {
-	s, ok := LookupParam(name)
-	if !ok {
-		return fmt.Errorf("unknown parameter %s", name)
-	}
-	v, err := s.ParseValue(text)
-	if err != nil {
-		return err
-	}
-	s.assign(p, v)
-	return p.validate()
-}
-
 // ParamsFrom applies name=value overrides, written as text, to mongod's
-// defaults.
+// defaults. The overrides are one set, as an arm's setParameters are (a
+// map, in no order): every value is parsed for its declared type and
+// bounds, then the rules that tie parameters together (throughput
+// probing's min <= max, the shedding marks' low < high) are checked once
+// on the values the set leaves, as mongosim's startup does with its
+// --setParameter values (ParamsOf). A pair that is only consistent
+// together, {throughputProbingMaxConcurrency: 2,
+// throughputProbingMinConcurrency: 1}, is accepted whatever the order.
 func ParamsFrom(overrides map[string]string) (Params, error) {
-	p := DefaultParams()
-	for _, k := range slices.Sorted(maps.Keys(overrides)) {
-		if err := p.Set(k, overrides[k]); err != nil {
-			return p, err
+	values := make(map[string]any, len(overrides))
+	for _, name := range slices.Sorted(maps.Keys(overrides)) {
+		s, ok := LookupParam(name)
+		if !ok {
+			return Params{}, fmt.Errorf("unknown parameter %s", name)
 		}
+		v, err := s.ParseValue(overrides[name])
+		if err != nil {
+			return Params{}, err
+		}
+		values[name] = v
 	}
-	return p, p.validate()
+	return ParamsOf(values)
 }
 
 // ParamsOf builds the model's parameters from typed values (a server's
@@ -477,7 +476,7 @@ func ParamsOf(values map[string]any) (Params, error) {
 func (p *Params) validate() error {
 	switch {
 	case p.MinConcurrency < 1 || p.MaxConcurrency < p.MinConcurrency:
-		return fmt.Errorf("throughput probing needs 1 <= min (%d) <= max (%d)", p.MinConcurrency, p.MaxConcurrency)
+		return fmt.Errorf("throughput probing needs 1 <= throughputProbingMinConcurrency (%d) <= throughputProbingMaxConcurrency (%d)", p.MinConcurrency, p.MaxConcurrency)
 	case p.ShedLowPercent >= 0 && p.ShedHighPercent <= p.ShedLowPercent:
 		return fmt.Errorf("queryMemoryLoadSheddingHighMarkPercent (%v) must be above the low mark (%v)", p.ShedHighPercent, p.ShedLowPercent)
 	}

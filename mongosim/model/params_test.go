@@ -76,6 +76,41 @@ func TestParamValuesParsedByType(t *testing.T) {
 	}
 }
 
+// An arm's parameters are one set: the rules that tie two parameters
+// together are checked on the values the whole set leaves, never on a
+// value against a default another member of the set overrides. max 2 on
+// its own is below the default min (4); with min 1 beside it the set is
+// consistent.
+func TestParamsFromChecksTheSetOnce(t *testing.T) {
+	pair := map[string]string{"throughputProbingMaxConcurrency": "2", "throughputProbingMinConcurrency": "1"}
+	p, err := ParamsFrom(pair)
+	if err != nil {
+		t.Fatalf("ParamsFrom(%v) = %v, want the pair accepted", pair, err)
+	}
+	if p.MinConcurrency != 1 || p.MaxConcurrency != 2 {
+		t.Fatalf("ParamsFrom(%v): min %d, max %d, want 1 and 2", pair, p.MinConcurrency, p.MaxConcurrency)
+	}
+	marks := map[string]string{"queryMemoryLoadSheddingLowMarkPercent": "90", "queryMemoryLoadSheddingHighMarkPercent": "95"}
+	if _, err := ParamsFrom(marks); err != nil {
+		t.Fatalf("ParamsFrom(%v) = %v, want the marks accepted (low 90 < high 95)", marks, err)
+	}
+	for _, bad := range []map[string]string{
+		{"throughputProbingMaxConcurrency": "2"}, // the default min, 4, stays
+		{"throughputProbingMaxConcurrency": "2", "throughputProbingMinConcurrency": "3"},
+	} {
+		_, err := ParamsFrom(bad)
+		if err == nil {
+			t.Errorf("ParamsFrom(%v) accepted min > max", bad)
+			continue
+		}
+		for _, name := range []string{"throughputProbingMinConcurrency", "throughputProbingMaxConcurrency"} {
+			if !strings.Contains(err.Error(), name) {
+				t.Errorf("ParamsFrom(%v) = %q, which does not name %s", bad, err, name)
+			}
+		}
+	}
+}
+
 // TestEveryParameterNamesItsSource checks that the table says, for every
 // parameter, where its name and default come from: mongod's declaration,
 // or the model (a knob mongod does not have, named sim* or one of the

@@ -279,8 +279,8 @@ func (h *topK) Pop() any {
 
 type limitStage int64
 
-// compileLimit: mongod (5.0+) refuses a $limit that is not a
-// non-negative integer with 5107201, and 0 with 15958.
+// compileLimit compiles $limit, refusing what mongod (5.0+) refuses: a
+// value that is not a non-negative integer (5107201) and 0 (15958).
 func compileLimit(spec bson.RawValue) (Stage, error) {
 	n, ok := wholeNumber(spec)
 	if !ok || n < 0 {

@@ -541,8 +541,8 @@ func (q *stormQuery) gaveUp(code string) {
 // cursorRest is what an open cursor has left to return. Its getMores are
 // made one at a time, when the previous one ends: the whole list
 // (model.Params.GetMoreWorks) would hold one Work per batch for every open
-// cursor, 4000 of them per query at batchDocs 1 with the default sizes,
-// which took a trial past 3 GiB.
+// cursor, 4000 of them per query at batchDocs 1 with the default sizes
+// (docs/reliability.md has the memory that took).
 type cursorRest struct {
 	shape model.QueryShape
 	left  int64 // output bytes not yet returned

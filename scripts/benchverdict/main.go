@@ -45,9 +45,9 @@ import (
 const confidence = 0.95
 
 // busyStealPercent is the steal share above which a host-timed repetition
-// is set aside. A quiet run of this project's 2-core machine steals 0–2.4 %
-// per benchmark; at 14 % steal the generator's start lag p99 went from
-// 1.2 ms to 2.2–8.6 ms.
+// is set aside: above what a quiet host steals, below where the host-timed
+// figures were seen to move (docs/benchmarks.md, "A busy host", has the
+// measurements).
 const busyStealPercent = 3
 
 // result is one benchmark line: its name (without the -GOMAXPROCS
