@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qmlsab/qmlsab/plan"
 	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/workload"
 )
@@ -23,7 +24,7 @@ import (
 
 func canonical(t *testing.T, raw []byte) string {
 	t.Helper()
-	c, err := store.CanonicalJSON(raw)
+	c, err := plan.CanonicalJSON(raw)
 	if err != nil {
 		t.Fatal(err)
 	}

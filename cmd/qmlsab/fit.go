@@ -152,7 +152,7 @@ func ensembleSpec(c *cli.Context, fail func(string, ...any) error) (sweep.Ensemb
 		}
 		scale, err := run.ProfileScale(profile)
 		if err != nil {
-			return sweep.EnsembleSpec{}, fail("--profile: %v", err)
+			return sweep.EnsembleSpec{}, fail("%v", err)
 		}
 		cfg.Base.Workload = scaled(cfg.Base.Workload, scale)
 	}
