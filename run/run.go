@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -228,7 +229,7 @@ func (x *execution) runTrial(ctx context.Context, arm arms.Arm, index int, seed 
 		}
 	})
 	var fmu sync.Mutex
-	var extra []store.Event // faults applied, then topology changes
+	var extra []store.Event // faults applied
 	for _, f := range x.exec.Faults {
 		bg.Go(func() {
 			select {
@@ -269,9 +270,9 @@ func (x *execution) runTrial(ctx context.Context, arm arms.Arm, index int, seed 
 	}
 	rec := store.Records{Results: res, Samples: samples, Kills: kills, KillOpActor: arm.KillOp() != nil}
 	// The driver's topology changes are failovers' third witness
-	// (writeTrial).
+	// (metric.Failovers).
 	for _, c := range watcher.Changes() {
-		extra = append(extra, store.Event{At: c.At, Kind: "topology", Member: c.Member})
+		rec.DriverPrimaries = append(rec.DriverPrimaries, store.Event{At: c.At, Kind: store.EventTopology, Member: c.Member})
 	}
 	for k, v := range map[string]any{"target": dep.Describe(), "members": dep.Startup(), "capabilities": dep.Capabilities(), "seed": seed, "clock": Wall} {
 		meta[k] = v
@@ -350,10 +351,11 @@ const resultsDiskFailed = "results disk failed"
 // writeTrial computes a finished trial's metrics (and why any is absent)
 // from its records and writes its files, trial.json last: a trial folder
 // without trial.json is unfinished. A trial whose records measured a
-// server that cannot run the workload is invalid (metric.Validity). Extra events are those the records do not hold (injected
-// faults, the driver's topology changes).
+// server that cannot run the workload is invalid (metric.Validity).
+// Extra events are those the records do not hold (injected faults).
 func (x *execution) writeTrial(dir string, trial store.Trial, start time.Time, rec store.Records, extra ...store.Event) (status, reason string) {
 	metric.Fill(&trial, rec)
+	extra = append(slices.Clone(extra), rec.DriverPrimaries...)
 	files := store.TrialFiles{Trial: trial, Samples: rec.Samples, Merge: rec.Merge}
 	if rec.Merge != nil && rec.KillOpActor {
 		// The actor's kills beside the merge ops; an empty file says it
@@ -368,17 +370,6 @@ func (x *execution) writeTrial(dir string, trial store.Trial, start time.Time, r
 		if start.IsZero() || !end.After(start) {
 			return store.Invalid, fmt.Sprintf("harness: the trial's window is unknown (start %s, end %s)", start.Format(time.RFC3339), end.Format(time.RFC3339))
 		}
-		// Failovers have a third witness beside the samples' two
-		// (metric.PrimaryChanges): the driver's topology monitoring, which
-		// sees a flip between two samples. All count the same changes, so
-		// the largest count is the best one.
-		topology := 0
-		for _, ev := range extra {
-			if ev.Kind == "topology" {
-				topology++
-			}
-		}
-		files.Trial.Metrics[metric.Failovers] = max(trial.Metrics[metric.Failovers], float64(topology))
 		files.Trial.Victims = metric.VictimSummary(rec.Results, rec.Kills)
 		files.Series = metric.PerSecond(rec.Samples, start, end)
 		files.Storm, files.Canaries = rec.Storm, rec.Canaries
