@@ -2,29 +2,21 @@ package run
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/internal/field"
-	"github.com/qmlsab/qmlsab/internal/mongouri"
-	"github.com/qmlsab/qmlsab/internal/texttable"
-	"github.com/qmlsab/qmlsab/internal/units"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/plan"
 	"github.com/qmlsab/qmlsab/progress"
 	"github.com/qmlsab/qmlsab/store"
-	"github.com/qmlsab/qmlsab/target"
-	"github.com/qmlsab/qmlsab/workload"
 )
 
 // Exec is how one invocation carries out an experiment: how many trials
@@ -79,14 +71,6 @@ type Exec struct {
 	writeFiles func(dir string, files store.TrialFiles) error
 }
 
-// Fault is something done to a trial's deployment At after the trial's
-// start; target's KillMember, Hang and FailCommand are the usual Do.
-type Fault struct {
-	Name string
-	At   time.Duration
-	Do   func(ctx context.Context, dep target.Deployment) error
-}
-
 // withDefaults is x with every documented default applied.
 func (x Exec) withDefaults() Exec {
 	if x.SampleInterval == 0 {
@@ -114,100 +98,6 @@ func (x Exec) stamp() string {
 	}
 	return os.Getenv(store.RunIDEnv)
 }
-
-// Start is what a run is about to do, as Exec.Starting hears it.
-type Start struct {
-	Experiment Experiment
-	Dir        string
-	// Resumed says the run completes one begun before.
-	Resumed bool
-	// Shard is the part of the plan the folder holds (zero: all of it).
-	Shard plan.Shard
-	// Trials are the folder's trials; Left, those still to run.
-	Trials, Left int
-}
-
-// Summary says what the run will do, in a line: the workload, the arms,
-// the trials, each trial's length, and of a new run its seed and folder,
-// of a resumed one its clock, profile and what is left.
-func (s Start) Summary() string {
-	e := s.Experiment
-	length := TrialLength(e.workload, e.clock == Virtual)
-	if s.Resumed {
-		var names []string
-		for _, a := range e.arms {
-			names = append(names, a.Name)
-		}
-		profile := ""
-		if e.profile != "" {
-			profile = ", profile " + e.profile
-		}
-		return fmt.Sprintf("%s, %s (%s) × %s, %s, %s clock%s; %d of %s left",
-			e.workload.Name, texttable.Count(len(e.arms), "arm"), strings.Join(names, ","), texttable.Count(e.n, "trial"), length, e.clock, profile,
-			s.Left, texttable.Count(s.Trials, "trial"))
-	}
-	part := ""
-	if s.Shard.Count > 0 {
-		var blocks []string
-		for _, k := range s.Shard.Units(e.n) {
-			blocks = append(blocks, fmt.Sprint(k+1))
-		}
-		part = fmt.Sprintf(", shard %s (repetition blocks %s)", s.Shard, strings.Join(blocks, ", "))
-	}
-	return fmt.Sprintf("%s, %s × %s%s, %s, seed %d", e.workload.Name, texttable.Count(len(e.arms), "arm"), texttable.Count(e.n, "trial"), part, length, e.seed)
-}
-
-// TrialLength is how long each trial of workload w runs, as people write
-// a duration ("4m per trial"), in model time when the run is on the
-// virtual clock.
-func TrialLength(w workload.Spec, modelTime bool) string {
-	d := w.Duration()
-	switch {
-	case d <= 0:
-		return "a fixed number of ops per trial"
-	case modelTime:
-		return units.FormatDuration(d) + " of model time per trial"
-	}
-	return units.FormatDuration(d) + " per trial"
-}
-
-// Outcome is a run folder as an invocation left it.
-type Outcome struct {
-	// Run is the folder's manifest and finished trials: those a resume
-	// read, and those this invocation wrote, as it wrote them (the folder
-	// is not read back).
-	Run *store.Run
-}
-
-// MeasuredNothing is the verdict on a run whose every finished trial is
-// invalid: it measured nothing, which is a failure, not a result. The
-// error lists the first invalid trials' reasons; nil when a trial is
-// valid or none finished.
-func (o *Outcome) MeasuredNothing() error {
-	t := o.Run.Manifest.Tally()
-	if t.Invalid == 0 || t.Invalid != t.Finished {
-		return nil
-	}
-	return fmt.Errorf("every trial of the run is invalid, so it measured nothing:\n  %s", strings.Join(t.Reasons, "\n  "))
-}
-
-// Stopped is a run that stopped before its plan was done: interrupted
-// (its context ended), or because its results disk failed (Err). The
-// trials it finished are intact; Resume completes the run in Dir.
-type Stopped struct {
-	Dir         string
-	Interrupted bool
-	Err         error
-}
-
-func (s *Stopped) Error() string {
-	if s.Err != nil {
-		return fmt.Sprintf("the run stopped: %v (finished trials are intact; the trials it could not write are left to run again: once the results disk is fixed, resume the run in %s)", s.Err, s.Dir)
-	}
-	return fmt.Sprintf("interrupted; finished trials are kept: resume the run in %s", s.Dir)
-}
-
-func (s *Stopped) Unwrap() error { return s.Err }
 
 // Run carries out the experiment e into the new run folder dir (a folder
 // that does not exist or is empty): it checks x and the folder, takes the
@@ -258,37 +148,6 @@ func checkNewFolder(dir string) error {
 		return field.Errorf(FieldDir, dir, "%v %w, and is not a run (no %s in it); name a new or empty folder", field.Ref(FieldDir), err, store.ManifestFile)
 	}
 	return nil
-}
-
-// newManifest is the manifest of a new run of e: the experiment as it
-// records it, and every trial of the shard pending.
-func newManifest(e Experiment, x Exec) (store.Manifest, error) {
-	host, _ := os.Hostname()
-	c, err := e.conditions()
-	if err != nil {
-		return store.Manifest{}, err
-	}
-	armsJSON, _ := json.Marshal(c.Arms)
-	m := store.Manifest{Schema: store.ManifestSchema, WorkloadName: e.workload.Name, ToolVersion: x.ToolVersion, Created: time.Now().UTC(), Host: host,
-		Profile: e.profile, Topology: e.topology, CommandLine: redactArgs(x.CommandLine), Workload: c.Workload, Arms: armsJSON, Seed: e.seed,
-		Target: e.arms[0].Target, Clock: e.clock, Sim: c.Sim, RunID: x.RunID,
-		Plan: &store.Plan{Digest: e.plan.Digest, Units: len(e.plan.Units), Arms: e.plan.Arms}}
-	for _, a := range e.arms {
-		m.ArmList = append(m.ArmList, store.ArmInfo{Name: a.Name, Build: a.Build, Target: a.Target, Parameters: a.SetParameters})
-		m.Simulated = m.Simulated || a.Embedded()
-	}
-	if m.RunID == "" {
-		if m.RunID, err = e.RunID(x.stamp(), m.Created); err != nil {
-			return store.Manifest{}, err
-		}
-	}
-	if x.Shard != (plan.Shard{}) {
-		m.Shard = &x.Shard
-	}
-	for _, t := range e.plan.Trials(x.Shard) {
-		m.Trials = append(m.Trials, store.TrialStatus{Arm: t.Arm, Index: t.Index, Status: store.Pending})
-	}
-	return m, nil
 }
 
 // execution is one invocation's carrying out of an experiment.
@@ -482,25 +341,6 @@ func seeds(m store.Manifest) map[string]uint64 {
 		if pos := slices.Index(names, ts.Arm); pos >= 0 {
 			out[plan.Key(ts.Arm, ts.Index)] = plan.Seed(m.Seed, pos, len(names), ts.Index)
 		}
-	}
-	return out
-}
-
-// redactArgs is a command line as a manifest records it: without the
-// passwords of the URIs in it.
-func redactArgs(args []string) []string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		// A URI alone or as a flag's value (--history-db=mongodb://…),
-		// in any case and however malformed.
-		flag, value, isFlag := strings.Cut(a, "=")
-		switch {
-		case mongouri.HasScheme(a):
-			a = arms.RedactURI(a)
-		case isFlag && strings.HasPrefix(flag, "-") && mongouri.HasScheme(value):
-			a = flag + "=" + arms.RedactURI(value)
-		}
-		out[i] = a
 	}
 	return out
 }

@@ -264,18 +264,20 @@ func trialClock(list []arms.Arm, clock string, w workload.Spec) string {
 }
 
 // simRecord is the simulated machine as a manifest records it
-// (store.Manifest.Sim), when it is not the default one.
+// (store.Manifest.Sim), when it is not the default one: mongosim's
+// SimOptions, keyed as the results format keys (snake_case, durations
+// in seconds), and the members' memory limit.
 type simRecord struct {
-	CPUs               int           `json:"cpus"`
-	BaselineMB         int64         `json:"baseline_mb,omitempty"`
-	DiskMBps           float64       `json:"disk_mbps,omitempty"`
-	RestartDelay       store.Seconds `json:"restart_delay_s"`
-	ScanScale          float64       `json:"scan_scale"`
-	PartitionMB        int64         `json:"partition_mb"`
-	Seed               uint64        `json:"seed,omitempty"`
-	OmitStatusSections []string      `json:"omit_status_sections,omitempty"`
-	OmitHostInfo       []string      `json:"omit_host_info,omitempty"`
-	MemLimitMB         int64         `json:"mem_limit_mb,omitempty"`
+	CPUs         int           `json:"cpus"`                           // the machine's CPUs
+	BaselineMB   int64         `json:"baseline_mb,omitempty"`          // mongod's memory outside the cache and query memory
+	DiskMBps     float64       `json:"disk_mbps,omitempty"`            // the disk's throughput
+	RestartDelay store.Seconds `json:"restart_delay_s"`                // how long a killed member stays down
+	ScanScale    float64       `json:"scan_scale"`                     // modelled documents per real document
+	PartitionMB  int64         `json:"partition_mb"`                   // a partition a getMore loads
+	Seed         uint64        `json:"seed,omitempty"`                 // the members' own draws
+	MemLimitMB   int64         `json:"mem_limit_mb,omitempty"`         // each member's memory limit (absent: the model's)
+	OmitStatus   []string      `json:"omit_status_sections,omitempty"` // serverStatus sections left out
+	OmitHostInfo []string      `json:"omit_host_info,omitempty"`       // hostInfo.system fields left out
 }
 
 // simJSON is the experiment's simulated machine as its manifest records
@@ -284,7 +286,7 @@ type simRecord struct {
 func (e Experiment) simJSON() ([]byte, error) {
 	s := e.sim
 	r := simRecord{CPUs: s.CPUs, BaselineMB: s.BaselineMB, DiskMBps: s.DiskMBps, RestartDelay: store.Seconds(s.RestartDelay), ScanScale: s.ScanScale,
-		PartitionMB: s.PartitionMB, Seed: s.Seed, OmitStatusSections: s.OmitStatusSections, OmitHostInfo: s.OmitHostInfo, MemLimitMB: e.simMemLimitMB}
+		PartitionMB: s.PartitionMB, Seed: s.Seed, OmitStatus: s.OmitStatusSections, OmitHostInfo: s.OmitHostInfo, MemLimitMB: e.simMemLimitMB}
 	d := simWithDefaults(mongosim.SimOptions{})
 	if e.simMemLimitMB == 0 && len(s.OmitStatusSections) == 0 && len(s.OmitHostInfo) == 0 &&
 		s.CPUs == d.CPUs && s.BaselineMB == d.BaselineMB && s.DiskMBps == d.DiskMBps && s.RestartDelay == d.RestartDelay &&
@@ -304,7 +306,7 @@ func simFrom(raw json.RawMessage) (mongosim.SimOptions, int64, error) {
 		return mongosim.SimOptions{}, 0, err
 	}
 	s := mongosim.SimOptions{CPUs: r.CPUs, BaselineMB: r.BaselineMB, DiskMBps: r.DiskMBps, RestartDelay: r.RestartDelay.Duration(), ScanScale: r.ScanScale,
-		PartitionMB: r.PartitionMB, Seed: r.Seed, OmitStatusSections: r.OmitStatusSections, OmitHostInfo: r.OmitHostInfo}
+		PartitionMB: r.PartitionMB, Seed: r.Seed, OmitStatusSections: r.OmitStatus, OmitHostInfo: r.OmitHostInfo}
 	return simWithDefaults(s), r.MemLimitMB, nil
 }
 

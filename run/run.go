@@ -303,6 +303,14 @@ func (x *execution) runTrial(ctx context.Context, arm arms.Arm, index int, seed 
 	return store.Valid, ""
 }
 
+// Fault is something done to a trial's deployment At after the trial's
+// start; target's KillMember, Hang and FailCommand are the usual Do.
+type Fault struct {
+	Name string
+	At   time.Duration
+	Do   func(ctx context.Context, dep target.Deployment) error
+}
+
 // phaseNames are the workload's phases, for a deadline's message.
 const phaseNames = "warm-up, storm and recovery"
 
