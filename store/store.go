@@ -284,9 +284,26 @@ func WriteFileAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
+	tmp, err := WriteTemp(path, data)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// WriteTemp writes data to a synced temporary file in path's folder, named
+// after path (the name the next writer's clean-up knows: temporaries.go),
+// readable by all, and returns its name; renaming it over path is the
+// caller's (WriteFileAtomic's, or a report's, which renames its outputs
+// together). A failed write leaves no temporary.
+func WriteTemp(path string, data []byte) (string, error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
 	_, err = tmp.Write(data)
 	if err == nil {
@@ -298,14 +315,11 @@ func WriteFileAtomic(path string, data []byte) error {
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
 	if err != nil {
 		os.Remove(tmp.Name())
-		return fmt.Errorf("writing %s: %w", path, err)
+		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
-	return nil
+	return tmp.Name(), nil
 }
 
 // WriteJSON writes v as indented JSON, atomically.
