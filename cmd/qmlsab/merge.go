@@ -11,24 +11,16 @@ import (
 )
 
 func mergeCommand() *cli.Command {
-	return &cli.Command{
-		Name:      "merge",
-		Usage:     "merge the shard folders of one experiment (qmlsab run --shard i/N) into one run folder",
-		ArgsUsage: "SHARD_DIR...",
-		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "expect", Usage: "the number of shards `N` the experiment was split into (required)"},
-			&cli.StringFlag{Name: "out", Usage: "the merged run's folder `DIR` (new or empty; required)"},
-			&cli.BoolFlag{Name: "allow-partial", Usage: "merge even when shards are missing or unfinished (their trials are listed as pending)"},
-		},
-		Action: mergeAction,
-	}
+	return command("merge", "merge the shard folders of one experiment (qmlsab run --shard i/N) into one run folder", "SHARD_DIR...", mergeAction,
+		&cli.IntFlag{Name: "expect", Usage: "the number of shards `N` the experiment was split into (required)"},
+		&cli.StringFlag{Name: "out", Usage: "the merged run's folder `DIR` (new or empty; required)"},
+		&cli.BoolFlag{Name: "allow-partial", Usage: "merge even when shards are missing or unfinished (their trials are listed as pending)"})
 }
 
 func mergeAction(c *cli.Context) error {
-	fail := refusal("qmlsab merge")
-	dirs, err := trailingFlags(c)
+	fail, dirs, err := operands(c, "qmlsab merge")
 	if err != nil {
-		return fail("%v", err)
+		return err
 	}
 	switch {
 	case !c.IsSet("expect"):

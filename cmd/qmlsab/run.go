@@ -26,29 +26,23 @@ import (
 )
 
 func runCommand() *cli.Command {
-	return &cli.Command{
-		Name:  "run",
-		Usage: "run the A/B experiment: each arm n times, in seeded repetition blocks, into a results folder (or one shard of it)",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "arms", Value: "D,E", Usage: "comma-separated arm names; the first is the baseline"},
-			armsFileFlag,
-			&cli.IntFlag{Name: "n", Value: 5, Usage: "trials per arm"},
-			&cli.StringFlag{Name: "workload", Value: workload.KindSpillToDisk, Usage: "a built-in workload (qmlsab workloads list) or a workload YAML `FILE`"},
-			&cli.StringFlag{Name: "profile", Value: "default", Usage: "phase lengths: quick, default or long"},
-			&cli.StringFlag{Name: "clock", Value: run.Virtual, Usage: "embedded target only: virtual (the model in model time, no wire; seconds per trial) or wall (real time over the wire protocol)"},
-			&cli.StringFlag{Name: "topology", Usage: "run every arm on `TOPOLOGY`: sharded (a config server, 2 shards and a router: mongosim's on the embedded target, the arm's mongod and sharded.mongos on a local one; merge_partial_write only) or replset; default: each arm's own (an arms file's topology:)"},
-			&cli.StringFlag{Name: "out", Usage: "run folder; without it the run's folder is named after the run, as its manifest and the history name it (default: results/<run id>)"},
-			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of every random draw (arrivals, query shapes, the model); when not given and $QMLSAB_RUN_ID is set, one drawn from it (each night its own, alike in its shards)"},
-			&cli.IntFlag{Name: "parallel", Usage: "trials at once on this host (default: one per CPU for virtual-clock trials, one at a time on the wall clock, where trials at once share the CPUs they measure)"},
-			&cli.StringFlag{Name: "resume", Usage: "complete the interrupted run (or shard) in `DIR` with the arms its manifest records (--arms-file again only for a uri arm's credentials; arms given must be the run's, defined alike)"},
-			&cli.StringFlag{Name: "shard", Usage: "run shard `i/N` (1-based) of the plan: its repetition blocks k with k mod N = i−1, into its own folder (qmlsab merge puts the shards together; docs/distributed.md)"},
-			&cli.IntFlag{Name: "shards", Usage: "run one of `N` shards, the one $JOB_COMPLETION_INDEX (0-based, as a Kubernetes Indexed Job sets it) names"},
-			&cli.BoolFlag{Name: "allow-remote", Usage: "let the storm run against a non-loopback target"},
-			&cli.BoolFlag{Name: "verbose", Usage: "log each trial's steps to stderr"},
-			wideFlag(),
-		},
-		Action: runAction,
-	}
+	return command("run", "run the A/B experiment: each arm n times, in seeded repetition blocks, into a results folder (or one shard of it)", "", runAction,
+		&cli.StringFlag{Name: "arms", Value: "D,E", Usage: "comma-separated arm names; the first is the baseline"},
+		armsFileFlag,
+		&cli.IntFlag{Name: "n", Value: 5, Usage: "trials per arm"},
+		&cli.StringFlag{Name: "workload", Value: workload.KindSpillToDisk, Usage: "a built-in workload (qmlsab workloads list) or a workload YAML `FILE`"},
+		&cli.StringFlag{Name: "profile", Value: "default", Usage: "phase lengths: quick, default or long"},
+		&cli.StringFlag{Name: "clock", Value: run.Virtual, Usage: "embedded target only: virtual (the model in model time, no wire; seconds per trial) or wall (real time over the wire protocol)"},
+		&cli.StringFlag{Name: "topology", Usage: "run every arm on `TOPOLOGY`: sharded (a config server, 2 shards and a router: mongosim's on the embedded target, the arm's mongod and sharded.mongos on a local one; merge_partial_write only) or replset; default: each arm's own (an arms file's topology:)"},
+		&cli.StringFlag{Name: "out", Usage: "run folder; without it the run's folder is named after the run, as its manifest and the history name it (default: results/<run id>)"},
+		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of every random draw (arrivals, query shapes, the model); when not given and $QMLSAB_RUN_ID is set, one drawn from it (each night its own, alike in its shards)"},
+		&cli.IntFlag{Name: "parallel", Usage: "trials at once on this host (default: one per CPU for virtual-clock trials, one at a time on the wall clock, where trials at once share the CPUs they measure)"},
+		&cli.StringFlag{Name: "resume", Usage: "complete the interrupted run (or shard) in `DIR` with the arms its manifest records (--arms-file again only for a uri arm's credentials; arms given must be the run's, defined alike)"},
+		&cli.StringFlag{Name: "shard", Usage: "run shard `i/N` (1-based) of the plan: its repetition blocks k with k mod N = i−1, into its own folder (qmlsab merge puts the shards together; docs/distributed.md)"},
+		&cli.IntFlag{Name: "shards", Usage: "run one of `N` shards, the one $JOB_COMPLETION_INDEX (0-based, as a Kubernetes Indexed Job sets it) names"},
+		&cli.BoolFlag{Name: "allow-remote", Usage: "let the storm run against a non-loopback target"},
+		&cli.BoolFlag{Name: "verbose", Usage: "log each trial's steps to stderr"},
+		wideFlag())
 }
 
 func runAction(c *cli.Context) error {
