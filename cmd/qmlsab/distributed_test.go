@@ -86,22 +86,7 @@ type ghJob struct {
 // ghExpand replaces each GitHub Actions expression in s, ${{ key }},
 // with value(key).
 func ghExpand(s string, value func(key string) string) string {
-	var b strings.Builder
-	for {
-		before, rest, ok := strings.Cut(s, "${{")
-		b.WriteString(before)
-		if !ok {
-			return b.String()
-		}
-		key, after, ok := strings.Cut(rest, "}}")
-		if !ok || strings.Contains(key, "}") {
-			b.WriteString("${{")
-			s = rest
-			continue
-		}
-		b.WriteString(value(strings.TrimSpace(key)))
-		s = after
-	}
+	return replaceEach(s, "${{", "}}", func(key string) string { return value(strings.TrimSpace(key)) })
 }
 
 // The GitHub Actions recipe, as written, for three nights into one

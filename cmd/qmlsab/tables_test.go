@@ -235,18 +235,7 @@ func hasDigitBefore(s, suffix string) bool {
 
 // withoutScripts is a page's text without its <script> elements.
 func withoutScripts(page string) string {
-	var b strings.Builder
-	for {
-		before, rest, ok := strings.Cut(page, "<script")
-		b.WriteString(before)
-		if !ok {
-			return b.String()
-		}
-		_, page, ok = strings.Cut(rest, "</script>")
-		if !ok {
-			return b.String()
-		}
-	}
+	return replaceEach(page, "<script", "</script>", func(string) string { return "" })
 }
 
 // decimalUnit is the first decimal size unit (KB, MB, GB or TB as a

@@ -60,3 +60,24 @@ func between(s, from, to string) (string, bool) {
 func isDigits(s string) bool {
 	return s != "" && strings.Trim(s, "0123456789") == ""
 }
+
+// replaceEach replaces each stretch of s from open to close (both
+// included) with repl of what stands between them; an open without its
+// close is left as it is.
+func replaceEach(s, open, close string, repl func(inner string) string) string {
+	var b strings.Builder
+	for {
+		before, rest, ok := strings.Cut(s, open)
+		b.WriteString(before)
+		if !ok {
+			return b.String()
+		}
+		inner, after, ok := strings.Cut(rest, close)
+		if !ok {
+			b.WriteString(open + rest)
+			return b.String()
+		}
+		b.WriteString(repl(inner))
+		s = after
+	}
+}
