@@ -187,7 +187,9 @@ var Registry = []Metric{
 		compute:    phaseAvailability(store.PhaseRecovery), Needs: []string{store.CanaryRecords}},
 	{Name: Failovers, Title: "failovers", Better: -1, Count: true, Key: true,
 		Definition: "primary changes observed (a new member, or a restarted process, as primary): the most of three witnesses' counts — the primaries' reports of themselves and one member's view of whom it named its primary, in the samples, and the workload driver's topology monitoring (wall-clock storm trials), which sees a flip between two samples",
-		compute:    func(t *trial) (float64, string) { return float64(max(PrimaryChanges(t.Samples), len(t.DriverPrimaries))), "" }},
+		compute: func(t *trial) (float64, string) {
+			return float64(max(PrimaryChanges(t.Samples), len(t.DriverPrimaries))), ""
+		}},
 	{Name: Restarts, Title: "restarts", Better: -1, Count: true, Key: true,
 		Definition: "member process restarts (crash or OOM kill), from processId changes or uptime going backwards",
 		compute:    func(t *trial) (float64, string) { return float64(RestartCount(t.Samples)), "" }},
