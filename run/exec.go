@@ -155,6 +155,8 @@ type execution struct {
 	exp  Experiment
 	exec Exec
 	dir  string
+	// resumed says the run completes one begun before.
+	resumed bool
 	// shown are the arms whose provisioning table this run has printed.
 	shown sync.Map
 	// written are the trials this invocation wrote, by plan.Key, as it
@@ -164,10 +166,10 @@ type execution struct {
 }
 
 // execute runs the trials m lists that have not finished, saving m after
-// each; read are the finished trials a resume read.
+// each; read are the finished trials a resume read (nil for a new run).
 func execute(ctx context.Context, x *execution, m store.Manifest, read map[string][]store.Trial) (*Outcome, error) {
-	cfg := x.exec
-	host := cfg.Host
+	opts := x.exec
+	host := opts.Host
 	if host == nil {
 		h, err := DetectHost(x.exp.arms)
 		if err != nil {
@@ -185,12 +187,12 @@ func execute(ctx context.Context, x *execution, m store.Manifest, read map[strin
 	if m.Shard != nil {
 		shard = *m.Shard
 	}
-	if cfg.Starting != nil {
-		cfg.Starting(Start{Experiment: x.exp, Dir: x.dir, Resumed: read != nil, Shard: shard, Trials: len(m.Trials), Left: toRun})
+	if opts.Starting != nil {
+		opts.Starting(Start{Experiment: x.exp, Dir: x.dir, Resumed: x.resumed, Shard: shard, Trials: len(m.Trials), Left: toRun})
 	}
 	m.AddHost(*host)
 	seed := seeds(m)
-	cfg.Progress.Plan(toRun)
+	opts.Progress.Plan(toRun)
 	var mu sync.Mutex
 	save := func(update func(*store.Manifest)) error {
 		mu.Lock()
@@ -201,7 +203,7 @@ func execute(ctx context.Context, x *execution, m store.Manifest, read map[strin
 	if err := save(func(*store.Manifest) {}); err != nil {
 		return nil, err
 	}
-	parallel := x.exp.defaultParallel(cfg.Parallel, len(m.Trials))
+	parallel := x.exp.defaultParallel(opts.Parallel, len(m.Trials))
 	if err := save(func(m *store.Manifest) { m.Parallel = parallel }); err != nil {
 		return nil, err
 	}
@@ -233,7 +235,7 @@ func execute(ctx context.Context, x *execution, m store.Manifest, read map[strin
 			defer func() { <-sem }()
 			report := func(u progress.Update) {
 				u.Arm, u.Index = ts.Arm, ts.Index
-				cfg.Progress.Update(u)
+				opts.Progress.Update(u)
 			}
 			report(progress.Update{Phase: "provisioning"})
 			trial := x.runTrial

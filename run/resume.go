@@ -64,7 +64,7 @@ func Resume(ctx context.Context, dir string, x Exec, g Given) (*Outcome, error) 
 	if err != nil {
 		return nil, err
 	}
-	return execute(ctx, &execution{exp: e, exec: x, dir: dir}, m, r.Trials)
+	return execute(ctx, &execution{exp: e, exec: x, dir: dir, resumed: true}, m, r.Trials)
 }
 
 // resumed is the experiment a run folder's manifest records, and the
@@ -102,6 +102,9 @@ func resumed(r *store.Run, x Exec, g Given) (Experiment, store.Manifest, error) 
 	}
 	if m.Plan != nil {
 		e.plan = &plan.Plan{Arms: m.Plan.Arms, Units: plan.Units(m.Plan.Arms, m.Plan.Units, m.Seed), Digest: m.Plan.Digest}
+	}
+	if err := e.checkExec(x); err != nil {
+		return Experiment{}, m, err
 	}
 	if err := checkStated(dir, e, m, x, g); err != nil {
 		return Experiment{}, m, err

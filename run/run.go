@@ -351,9 +351,9 @@ const writingResults = "writing results: "
 
 // resultsDiskFailed is the status a trial function returns when the run
 // folder could not take the trial's files (a full or read-only results
-// disk): a fault of the harness, not of the trial. Execute stops the run
-// and records the trial interrupted, so that --resume runs it again; it
-// is never written to a manifest.
+// disk): a fault of the harness, not of the trial. The run stops and
+// records the trial interrupted, so that Resume runs it again; it is
+// never written to a manifest.
 const resultsDiskFailed = "results disk failed"
 
 // writeTrial computes a finished trial's metrics (and why any is absent)

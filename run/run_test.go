@@ -156,6 +156,9 @@ func TestInterruptedRunResumesToExactlyNTrials(t *testing.T) {
 			t.Errorf("resume with another %s: %v, want a refusal naming it", f, err)
 		}
 	}
+	if _, err := Resume(context.Background(), dir, Exec{Parallel: -1}, Given{}); !isField(err, FieldParallel) {
+		t.Errorf("resume with a negative parallelism: %v, want a refusal naming it", err)
+	}
 	if after, _ := os.ReadFile(filepath.Join(dir, store.ManifestFile)); string(after) != string(before) {
 		t.Error("a refused resume changed the manifest")
 	}
