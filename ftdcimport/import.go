@@ -13,6 +13,7 @@ import (
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/collect"
+	"github.com/qmlsab/qmlsab/internal/field"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/store"
 )
@@ -72,7 +73,7 @@ type trialData struct {
 // and renamed into place, so a failed import leaves nothing behind.
 func Import(spec *Spec, dir string, opts Options) (*Result, error) {
 	if _, err := os.Stat(dir); err == nil {
-		return nil, fmt.Errorf("--out %s already exists; name a new folder", dir)
+		return nil, field.Errorf(FieldDir, dir, "%v %s already exists; name a new folder", field.Ref(FieldDir), dir)
 	}
 	wl, err := spec.workload()
 	if err != nil {
@@ -245,7 +246,7 @@ func Import(spec *Spec, dir string, opts Options) (*Result, error) {
 	// Write beside dir, then rename into place.
 	b, err := store.BuildBeside(dir, store.Importing)
 	if err != nil {
-		return nil, fmt.Errorf("--out %w", err)
+		return nil, field.Errorf(FieldDir, dir, "%v %w", field.Ref(FieldDir), err)
 	}
 	defer b.Close() // removes the folder being built unless it was committed
 	write := func() error {
@@ -267,7 +268,7 @@ func Import(spec *Spec, dir string, opts Options) (*Result, error) {
 	}
 	if err := b.Commit(); err != nil {
 		if errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("--out %s already exists; name a new folder", dir)
+			return nil, field.Errorf(FieldDir, dir, "%v %s already exists; name a new folder", field.Ref(FieldDir), dir)
 		}
 		return nil, err
 	}

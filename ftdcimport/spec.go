@@ -19,6 +19,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/internal/field"
 	"github.com/qmlsab/qmlsab/internal/mongouri"
 	"github.com/qmlsab/qmlsab/internal/yamlfile"
 	"github.com/qmlsab/qmlsab/store"
@@ -259,21 +260,31 @@ func (s *Spec) killOp(arm string) bool {
 	return false
 }
 
+// Fields of FromFlags's and Import's input, as their errors name them
+// (internal/field): a command maps each to the flag that gives it.
+const (
+	FieldArm      = "FromFlags.arm"
+	FieldStart    = "FromFlags.start"
+	FieldPhases   = "FromFlags.phases"
+	FieldOutcomes = "FromFlags.outcomes"
+	FieldDir      = "Import.dir"
+)
+
 // FromFlags is the spec of one trial given on the command line: its arm,
 // start and phases, and the members' diagnostic data.
 func FromFlags(arm, start string, phases Phases, outcomes string, sources []string) (*Spec, error) {
 	s := &Spec{file: "flags", DiagnosticData: sources, Phases: phases, Outcomes: outcomes,
 		Trials: []TrialSpec{{Arm: arm, Start: start}}}
 	if arm == "" {
-		return nil, fmt.Errorf("--arm: which arm the window was")
+		return nil, field.Errorf(FieldArm, nil, "which arm the window was")
 	}
 	t, err := time.Parse(time.RFC3339Nano, start)
 	if err != nil {
-		return nil, fmt.Errorf("--start %q: want an RFC 3339 time such as 2025-06-01T10:00:00Z", start)
+		return nil, field.Errorf(FieldStart, strconv.Quote(start), "want an RFC 3339 time such as 2025-06-01T10:00:00Z")
 	}
 	s.Trials[0].start, s.Trials[0].until = t, t.Add(phases.Total())
 	if msg := phases.check(); msg != "" {
-		return nil, fmt.Errorf("--phases: %s", msg[len("phases: "):])
+		return nil, field.Errorf(FieldPhases, nil, "%s", msg[len("phases: "):])
 	}
 	if len(sources) == 0 {
 		return nil, fmt.Errorf("no diagnostic data given: name each member's diagnostic.data directory")
@@ -287,11 +298,11 @@ func FromFlags(arm, start string, phases Phases, outcomes string, sources []stri
 		}
 	}
 	if mongouri.HasScheme(outcomes) {
-		return nil, fmt.Errorf("--outcomes %s: a MongoDB connection string; want a JSON lines or CSV file", arms.RedactURI(outcomes))
+		return nil, field.Errorf(FieldOutcomes, arms.RedactURI(outcomes), "a MongoDB connection string; want a JSON lines or CSV file")
 	}
 	if outcomes != "" {
 		if _, err := os.Stat(outcomes); err != nil {
-			return nil, fmt.Errorf("--outcomes %s: %v", outcomes, err)
+			return nil, field.Errorf(FieldOutcomes, outcomes, "%w", err)
 		}
 	}
 	return s, nil

@@ -186,8 +186,10 @@ var Registry = []Metric{
 		Definition: "availability of the canaries scheduled in the recovery (after the storm, to the trial's end)",
 		compute:    phaseAvailability(store.PhaseRecovery), Needs: []string{store.CanaryRecords}},
 	{Name: Failovers, Title: "failovers", Better: -1, Count: true, Key: true,
-		Definition: "primary changes observed in the samples (a new member, or a restarted process, as primary): the more of those the primaries reported of themselves and those one member saw in whom it named its primary",
-		compute:    func(t *trial) (float64, string) { return float64(PrimaryChanges(t.Samples)), "" }},
+		Definition: "primary changes observed (a new member, or a restarted process, as primary): the most of three witnesses' counts — the primaries' reports of themselves and one member's view of whom it named its primary, in the samples, and the workload driver's topology monitoring (wall-clock storm trials), which sees a flip between two samples",
+		compute: func(t *trial) (float64, string) {
+			return float64(max(PrimaryChanges(t.Samples), len(t.DriverPrimaries))), ""
+		}},
 	{Name: Restarts, Title: "restarts", Better: -1, Count: true, Key: true,
 		Definition: "member process restarts (crash or OOM kill), from processId changes or uptime going backwards",
 		compute:    func(t *trial) (float64, string) { return float64(RestartCount(t.Samples)), "" }},

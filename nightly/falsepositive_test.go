@@ -114,8 +114,11 @@ func unchangedNight() (workload.Spec, arms.Arm) {
 // started at midnight of its day.
 func modelNight(ctx context.Context, spec workload.Spec, d arms.Arm, s, n int, tmp string) (history.Run, error) {
 	dir := filepath.Join(tmp, fmt.Sprintf("s%02d-night%02d", s, n))
-	cfg := run.Config{Arms: []arms.Arm{d}, N: 3, Workload: spec, Dir: dir, Seed: uint64(1000*s + 10*n + 1), ToolVersion: "test"}
-	if _, err := run.Execute(ctx, cfg); err != nil {
+	e, err := run.NewExperiment(run.Spec{Arms: []arms.Arm{d}, N: 3, Workload: spec, Seed: uint64(1000*s + 10*n + 1)})
+	if err != nil {
+		return history.Run{}, err
+	}
+	if _, err := run.Run(ctx, e, dir, run.Exec{ToolVersion: "test"}); err != nil {
 		return history.Run{}, fmt.Errorf("night %d of series %d: %w", n, s, err)
 	}
 	r, err := FromRun(dir, nil)

@@ -12,13 +12,14 @@ import (
 
 	"github.com/qmlsab/qmlsab/history"
 	"github.com/qmlsab/qmlsab/internal/texttable"
+	"github.com/qmlsab/qmlsab/plan"
 	"github.com/qmlsab/qmlsab/store"
 )
 
 // writeRun writes a run folder whose manifest lists trials for arm D, the
 // first finished of them finished (valid), the others pending; shard is
 // its shard of plan digest (nil: a whole run).
-func writeRun(t *testing.T, dir, digest string, shard *store.Shard, trials, finished int) {
+func writeRun(t *testing.T, dir, digest string, shard *plan.Shard, trials, finished int) {
 	t.Helper()
 	m := store.Manifest{Schema: store.ManifestSchema, Plan: &store.Plan{Digest: digest, Units: trials, Arms: []string{"D"}}, Shard: shard}
 	for i := range trials {
@@ -46,10 +47,10 @@ func writeRun(t *testing.T, dir, digest string, shard *store.Shard, trials, fini
 func TestNightsGroupTheShardsOfOnePlan(t *testing.T) {
 	tmp := t.TempDir()
 	dir := func(name string) string { return filepath.Join(tmp, name) }
-	writeRun(t, dir("s1"), "plan-a", &store.Shard{Index: 1, Count: 2}, 1, 1)
+	writeRun(t, dir("s1"), "plan-a", &plan.Shard{Index: 1, Count: 2}, 1, 1)
 	writeRun(t, dir("whole"), "plan-a", nil, 1, 1)
-	writeRun(t, dir("other"), "plan-b", &store.Shard{Index: 1, Count: 2}, 1, 1)
-	writeRun(t, dir("s2"), "plan-a", &store.Shard{Index: 2, Count: 2}, 1, 1)
+	writeRun(t, dir("other"), "plan-b", &plan.Shard{Index: 1, Count: 2}, 1, 1)
+	writeRun(t, dir("s2"), "plan-a", &plan.Shard{Index: 2, Count: 2}, 1, 1)
 	got := Nights([]string{dir("s1"), dir("whole"), dir("other"), dir("nothing"), dir("s2")})
 	want := [][]string{{dir("s1"), dir("s2")}, {dir("whole")}, {dir("other")}, {dir("nothing")}}
 	if !reflect.DeepEqual(got, want) {

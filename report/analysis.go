@@ -3,12 +3,18 @@ package report
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/qmlsab/qmlsab/internal/field"
 	"github.com/qmlsab/qmlsab/investigation"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/store"
 )
+
+// FieldBaseline is Options.Baseline, as an error names it
+// (internal/field): a command maps it to the flag that sets it.
+const FieldBaseline = "Options.Baseline"
 
 // Options shape an analysis.
 type Options struct {
@@ -216,7 +222,7 @@ func Analyze(in *Input, opts Options) (*Analysis, error) {
 	if a.Baseline == "" {
 		a.Baseline = in.Arms[0]
 	} else if !slices.Contains(in.Arms, a.Baseline) {
-		return nil, fmt.Errorf("--baseline %q: the run's arms are %v", a.Baseline, in.Arms)
+		return nil, field.Errorf(FieldBaseline, strconv.Quote(a.Baseline), "the run's arms are %v", in.Arms)
 	}
 	if opts.Gates != nil {
 		if err := opts.Gates.CheckArms(in.Arms); err != nil {

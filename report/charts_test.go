@@ -102,8 +102,12 @@ func TestReportChartsHoldEveryTrialSecond(t *testing.T) {
 	}
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
 	length := spec.SpillToDisk.Phases.Total().Seconds()
-	if _, err := run.Execute(context.Background(), run.Config{Arms: sel, N: 2, Workload: spec, Dir: dir, Seed: 3, Clock: run.Virtual,
-		Sim: mongosim.SimOptions{CPUs: 8}, SimMemLimitMB: 32 << 10, ToolVersion: "test"}); err != nil {
+	e, err := run.NewExperiment(run.Spec{Arms: sel, N: 2, Workload: spec, Seed: 3, Clock: run.Virtual,
+		Sim: mongosim.SimOptions{CPUs: 8}, SimMemLimitMB: 32 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Run(context.Background(), e, dir, run.Exec{ToolVersion: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	a := analyze(t, dir)
@@ -200,9 +204,12 @@ func TestReportChartsOfAWallClockRun(t *testing.T) {
 	w.StormRate, w.CanaryRate = 15, 10
 	w.ServerSelectionTimeout = 10 * time.Second
 	spec.SpillToDisk = &w
-	if _, err := run.Execute(context.Background(), run.Config{Arms: sel, N: 1, Workload: spec, Dir: dir, Seed: 3, Clock: run.Wall,
-		SampleInterval: 250 * time.Millisecond, Sim: mongosim.SimOptions{CPUs: 4, BaselineMB: 512, ScanScale: 100}, SimMemLimitMB: 4096,
-		ToolVersion: "test"}); err != nil {
+	e, err := run.NewExperiment(run.Spec{Arms: sel, N: 1, Workload: spec, Seed: 3, Clock: run.Wall,
+		Sim: mongosim.SimOptions{CPUs: 4, BaselineMB: 512, ScanScale: 100}, SimMemLimitMB: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Run(context.Background(), e, dir, run.Exec{SampleInterval: 250 * time.Millisecond, ToolVersion: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	a := analyze(t, dir)

@@ -23,8 +23,12 @@ func runArms(t *testing.T, list []arms.Arm, n int) *Analysis {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "run")
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
-	if _, err := run.Execute(context.Background(), run.Config{Arms: list, N: n, Workload: spec, Dir: dir, Seed: 1, Clock: run.Virtual,
-		Sim: mongosim.SimOptions{CPUs: 8}, SimMemLimitMB: 32 << 10, ToolVersion: "test"}); err != nil {
+	e, err := run.NewExperiment(run.Spec{Arms: list, N: n, Workload: spec, Seed: 1, Clock: run.Virtual,
+		Sim: mongosim.SimOptions{CPUs: 8}, SimMemLimitMB: 32 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Run(context.Background(), e, dir, run.Exec{ToolVersion: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	return analyze(t, dir)

@@ -170,17 +170,11 @@ func Load(dirs []string) (*Input, error) {
 		} else if m.Parallel != in.Parallel {
 			in.Parallel = 0 // virtual trials: parallelism does not move a figure
 		}
-		byKey := map[string]store.Trial{}
-		for _, ts := range r.Trials {
-			for _, t := range ts {
-				byKey[fmt.Sprint(t.Arm, "#", t.Index)] = t
-			}
-		}
 		for _, ts := range m.Trials {
 			if !slices.Contains(in.Arms, ts.Arm) {
 				in.Arms = append(in.Arms, ts.Arm)
 			}
-			t, ok := byKey[fmt.Sprint(ts.Arm, "#", ts.Index)]
+			t, ok := r.Trial(ts.Arm, ts.Index)
 			switch {
 			case !ok && ts.Status == store.Invalid:
 				// Failed before it wrote anything: listed, with its reason.

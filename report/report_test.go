@@ -57,8 +57,12 @@ func makeRun(dir string, names []string, n int, seed uint64) error {
 	// report has failovers, primary lives and timed-out canaries to show.
 	w.StormRate, w.MaxPoolSize = 300, 3000
 	spec.SpillToDisk = &w
-	_, err = run.Execute(context.Background(), run.Config{Arms: sel, N: n, Workload: spec, Dir: dir, Seed: seed, Clock: run.Virtual,
-		Sim: mongosim.SimOptions{CPUs: 8}, SimMemLimitMB: 32 << 10, ToolVersion: "test"})
+	e, err := run.NewExperiment(run.Spec{Arms: sel, N: n, Workload: spec, Seed: seed, Clock: run.Virtual,
+		Sim: mongosim.SimOptions{CPUs: 8}, SimMemLimitMB: 32 << 10})
+	if err != nil {
+		return err
+	}
+	_, err = run.Run(context.Background(), e, dir, run.Exec{ToolVersion: "test"})
 	return err
 }
 
@@ -247,8 +251,11 @@ func TestLoadRefusesMixedAndCorruptRuns(t *testing.T) {
 	w := *spec.SpillToDisk
 	w.Phases = workload.Phases{Warmup: 5 * time.Second, Storm: 20 * time.Second, Recovery: 5 * time.Second}
 	spec.SpillToDisk = &w
-	if _, err := run.Execute(context.Background(), run.Config{Arms: sel, N: 1, Workload: spec, Dir: other, Seed: 1,
-		Sim: mongosim.SimOptions{CPUs: 8}, SimMemLimitMB: 32 << 10}); err != nil {
+	e, err := run.NewExperiment(run.Spec{Arms: sel, N: 1, Workload: spec, Seed: 1, Sim: mongosim.SimOptions{CPUs: 8}, SimMemLimitMB: 32 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Run(context.Background(), e, other, run.Exec{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Load([]string{dir, other}); err == nil || !strings.Contains(err.Error(), filepath.Join(other, "manifest.json")) ||

@@ -106,8 +106,8 @@ func TestOneClientOnBothClocks(t *testing.T) {
 	w.Phases = workload.Phases{Warmup: 2 * time.Second, Storm: 16 * time.Second, Recovery: 24 * time.Second}
 	w.StormRate, w.MaxPoolSize, w.ServerSelectionTimeout = 150, 20, 20*time.Second
 	spec.SpillToDisk = &w
-	base := Config{Arms: []arms.Arm{e}, N: 1, Workload: spec, Seed: 5, SampleInterval: 250 * time.Millisecond, ToolVersion: "test",
-		Sim: mongosim.SimOptions{BaselineMB: 2048}, SimMemLimitMB: 4 << 10}
+	base := trialRun{Spec: Spec{Arms: []arms.Arm{e}, N: 1, Workload: spec, Seed: 5, Sim: mongosim.SimOptions{BaselineMB: 2048}, SimMemLimitMB: 4 << 10},
+		Exec: Exec{SampleInterval: 250 * time.Millisecond, ToolVersion: "test"}}
 	restarted := func(r *store.Run) string {
 		if m := r.Trials[e.Name][0].Metrics; m[metric.Restarts] < 1 || m[metric.Failovers] < 1 {
 			return fmt.Sprintf(e.Name+"#1: %v OOM restarts, %v failovers: the busy host kept the primary from dying in the storm", m[metric.Restarts], m[metric.Failovers])
@@ -121,14 +121,11 @@ func TestOneClientOnBothClocks(t *testing.T) {
 		if clock == Wall {
 			cfg.Dir = executeWhileTheHostKeepsUp(t, cfg, cfg.Dir, restarted).Dir
 		} else {
-			if _, err := Execute(context.Background(), cfg); err != nil {
-				t.Fatal(err)
-			}
-			r, err := store.Open(cfg.Dir)
+			out, err := cfg.run(t, context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if why := restarted(r); why != "" {
+			if why := restarted(out.Run); why != "" {
 				t.Fatalf("virtual clock: %s", why)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,7 +21,7 @@ import (
 // contents: the trial and its storm ops. On the wall clock a trial the
 // busy host starved (saturated, or not pressured as the test needs) is
 // run again (executeWhileTheHostKeepsUp).
-func runOne(t *testing.T, cfg Config, pressured func(*store.Run) string) (store.Trial, []store.StormOp) {
+func runOne(t *testing.T, cfg trialRun, pressured func(*store.Run) string) (store.Trial, []store.StormOp) {
 	t.Helper()
 	cfg.N, cfg.ToolVersion = 1, "test"
 	var r *store.Run
@@ -28,13 +29,11 @@ func runOne(t *testing.T, cfg Config, pressured func(*store.Run) string) (store.
 		r = executeWhileTheHostKeepsUp(t, cfg, cfg.Dir, pressured)
 		cfg.Dir = r.Dir
 	} else {
-		if _, err := Execute(context.Background(), cfg); err != nil {
+		out, err := cfg.run(t, context.Background())
+		if err != nil {
 			t.Fatal(err)
 		}
-		var err error
-		if r, err = store.Open(cfg.Dir); err != nil {
-			t.Fatal(err)
-		}
+		r = out.Run
 	}
 	name := cfg.Arms[0].Name
 	if len(r.Trials[name]) != 1 || r.Manifest.Trials[0].Status != store.Valid {
@@ -71,7 +70,7 @@ func TestOneWorkloadSpecOnBothClocks(t *testing.T) {
 	w := *spec.SpillToDisk
 	w.StormRate = 150
 	spec.SpillToDisk = &w
-	base := Config{Arms: []arms.Arm{d}, Workload: spec, Profile: "quick", Seed: 3}
+	base := trialRun{Spec: Spec{Arms: []arms.Arm{d}, Workload: spec, Profile: "quick", Seed: 3}}
 	virt, wall := base, base
 	virt.Clock, virt.Dir = Virtual, filepath.Join(t.TempDir(), "virtual")
 	wall.Clock, wall.Dir = Wall, filepath.Join(t.TempDir(), "wall")
@@ -111,7 +110,8 @@ func TestOneWorkloadSpecOnBothClocks(t *testing.T) {
 
 // A parameter is parsed by its declared type on both clocks: a
 // fractional percentage (a double in mongod) runs everywhere, a fraction
-// for an integer parameter fails everywhere, naming the parameter.
+// for an integer parameter is refused everywhere, naming the arm and the
+// parameter, before any trial (TestBadEmbeddedParameterIsRefusedBeforeAnyTrial).
 func TestParameterTypesAreTheSameOnBothClocks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-time trials")
@@ -125,32 +125,53 @@ func TestParameterTypesAreTheSameOnBothClocks(t *testing.T) {
 	for _, clock := range []string{Virtual, Wall} {
 		good := e
 		good.SetParameters = map[string]string{"queryMemoryLoadSheddingLowMarkPercent": "30", "queryMemoryLoadSheddingHighMarkPercent": "87.5"}
-		cfg := Config{Arms: []arms.Arm{good}, N: 1, Workload: spec, Clock: clock, Dir: filepath.Join(t.TempDir(), "good"), ToolVersion: "test"}
-		if _, err := Execute(context.Background(), cfg); err != nil {
+		cfg := trialRun{Spec: Spec{Arms: []arms.Arm{good}, N: 1, Workload: spec, Clock: clock}, Exec: Exec{ToolVersion: "test"}, Dir: filepath.Join(t.TempDir(), "good")}
+		out, err := cfg.run(t, context.Background())
+		if err != nil {
 			t.Fatalf("%s clock: %v", clock, err)
 		}
-		r, err := store.Open(cfg.Dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ts := r.Manifest.Trials[0]; ts.Status != store.Valid {
+		if ts := out.Run.Manifest.Trials[0]; ts.Status != store.Valid {
 			t.Errorf("%s clock: high mark 87.5 gave a %s trial: %s", clock, ts.Status, ts.Reason)
-		}
-		bad := e
-		bad.SetParameters = map[string]string{"throughputProbingMinConcurrency": "4.5"}
-		cfg.Arms, cfg.Dir = []arms.Arm{bad}, filepath.Join(t.TempDir(), "bad")
-		_, _ = Execute(context.Background(), cfg)
-		r, err = store.Open(cfg.Dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ts := r.Manifest.Trials[0]; ts.Status != store.Invalid || !strings.Contains(ts.Reason, "throughputProbingMinConcurrency") {
-			t.Errorf("%s clock: an integer parameter set to 4.5 gave %s %q; want invalid naming the parameter", clock, ts.Status, ts.Reason)
 		}
 	}
 }
 
-// A zero Config means every documented default: the embedded M50 with
+// An embedded arm's server parameters are parsed when the experiment is
+// built: a bad value (a fraction for an integer parameter, an unknown
+// name, a pair out of order) is refused by NewExperiment on either clock,
+// naming the arm and the parameter, so no trial runs — not N invalid
+// trials, one per repetition.
+func TestBadEmbeddedParameterIsRefusedBeforeAnyTrial(t *testing.T) {
+	spec, _ := workload.Builtin(workload.KindSpillToDisk)
+	e, _ := arms.Lookup("E")
+	d, _ := arms.Lookup("D")
+	for _, clock := range []string{Virtual, Wall} {
+		for params, want := range map[string]string{
+			"throughputProbingMinConcurrency=4.5":      "throughputProbingMinConcurrency",
+			"noSuchParameter=1":                        "noSuchParameter",
+			"queryMemoryLoadSheddingHighMarkPercent=5": "queryMemoryLoadSheddingHighMarkPercent",
+		} {
+			bad := e
+			bad.Name = "X"
+			k, v, _ := strings.Cut(params, "=")
+			bad.SetParameters = map[string]string{k: v, "queryMemoryLoadSheddingLowMarkPercent": "30"}
+			_, err := NewExperiment(Spec{Arms: []arms.Arm{d, bad}, N: 5, Workload: spec, Clock: clock})
+			if err == nil || !isField(err, FieldArms) || !strings.Contains(err.Error(), "arm X: ") || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s clock, arm X with %s: %v; want a refusal naming arm X and %s", clock, params, err, want)
+			}
+		}
+	}
+	// Run takes only a built experiment: nothing of a refused one is made.
+	dir := filepath.Join(t.TempDir(), "run")
+	if _, err := Run(context.Background(), Experiment{}, dir, Exec{}); err == nil {
+		t.Error("a zero Experiment ran")
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Error("a refused run made its folder")
+	}
+}
+
+// A zero Spec and Exec mean every documented default: the embedded M50 with
 // 32 GiB, not a machine with no memory.
 func TestZeroConfigIsTheDocumentedDefault(t *testing.T) {
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
@@ -158,13 +179,13 @@ func TestZeroConfigIsTheDocumentedDefault(t *testing.T) {
 	w.Phases = workload.Phases{Warmup: 5 * time.Second, Storm: 10 * time.Second, Recovery: 5 * time.Second}
 	spec.SpillToDisk = &w
 	d, _ := arms.Lookup("D")
-	cfg := Config{Arms: []arms.Arm{d}, N: 1, Workload: spec, Dir: filepath.Join(t.TempDir(), "run")}
+	cfg := trialRun{Spec: Spec{Arms: []arms.Arm{d}, N: 1, Workload: spec}, Dir: filepath.Join(t.TempDir(), "run")}
 	tr, _ := runOne(t, cfg, nil)
 	if _, ok := tr.Metrics[metric.Availability]; tr.Metrics[metric.Restarts] != 0 || !ok {
-		t.Errorf("a zero Config's 20 s trial: %v; want no restart and an availability", tr.Metrics)
+		t.Errorf("a zero Spec's 20 s trial: %v; want no restart and an availability", tr.Metrics)
 	}
-	hw := cfg.withDefaults().virtualConfig(1).Hardware
+	hw := cfg.experiment(t).virtualConfig(1, time.Second).Hardware
 	if hw.MemLimitBytes != 32<<30 || hw.CPUs != 8 || hw.Host == nil || *hw.Host != model.DefaultHost() {
-		t.Errorf("zero Config's hardware %+v; want the M50 (8 CPUs, 32 GiB, its default host)", hw)
+		t.Errorf("zero Spec's hardware %+v; want the M50 (8 CPUs, 32 GiB, its default host)", hw)
 	}
 }

@@ -39,21 +39,19 @@ func TestArmContrastOnBothClocks(t *testing.T) {
 		// A smaller machine than the M50, with 3 GiB of mongod's own, so
 		// that the short storm brings resident memory to D's 70 % threshold; wall-clock trials one at
 		// a time (the default), so that each set has the CPUs to itself.
-		cfg := Config{Arms: sel, N: 1, Workload: spec, Seed: 11, Clock: clock, Dir: filepath.Join(t.TempDir(), clock), ToolVersion: "test",
-			Sim: mongosim.SimOptions{BaselineMB: 3 << 10}, SimMemLimitMB: 8 << 10}
+		cfg := trialRun{Spec: Spec{Arms: sel, N: 1, Workload: spec, Seed: 11, Clock: clock, Sim: mongosim.SimOptions{BaselineMB: 3 << 10}, SimMemLimitMB: 8 << 10},
+			Exec: Exec{ToolVersion: "test"}, Dir: filepath.Join(t.TempDir(), clock)}
 		var r *store.Run
 		if clock == Wall {
 			// D's actor acts above 70 % of the memory limit: a trial whose
 			// busy host never let memory climb that far tested the host.
 			r = executeWhileTheHostKeepsUp(t, cfg, cfg.Dir, reachedRSS(cfg.SimMemLimitMB, 0.7, "D"))
 		} else {
-			if _, err := Execute(context.Background(), cfg); err != nil {
+			out, err := cfg.run(t, context.Background())
+			if err != nil {
 				t.Fatal(err)
 			}
-			var err error
-			if r, err = store.Open(cfg.Dir); err != nil {
-				t.Fatal(err)
-			}
+			r = out.Run
 		}
 		for _, a := range sel {
 			if len(r.Trials[a.Name]) != 1 {

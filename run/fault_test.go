@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -50,7 +51,7 @@ func mongosimBinary(t *testing.T) string {
 
 // faultConfig is one wall-clock trial of arm with faults, phases long
 // enough for an election (10 s timeout) and a restart (5 s) to happen.
-func faultConfig(t *testing.T, arm arms.Arm, faults ...Fault) Config {
+func faultConfig(t *testing.T, arm arms.Arm, faults ...Fault) trialRun {
 	dir := filepath.Join(t.TempDir(), "run")
 	if keep := os.Getenv("QMLSAB_KEEP"); keep != "" {
 		dir = keep // to read the member logs of a failing fault test
@@ -67,15 +68,13 @@ func faultConfig(t *testing.T, arm arms.Arm, faults ...Fault) Config {
 // runFaulted runs the trial and returns it with its events and samples;
 // the trial must be valid (a fault of the system under test is an
 // outcome) and every fault must have been applied.
-func runFaulted(t *testing.T, cfg Config) (store.Trial, []store.Event, []store.Sample) {
+func runFaulted(t *testing.T, cfg trialRun) (store.Trial, []store.Event, []store.Sample) {
 	t.Helper()
-	if _, err := Execute(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	r, err := store.Open(cfg.Dir)
+	out, err := cfg.run(t, context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
+	r := out.Run
 	arm := cfg.Arms[0].Name
 	if ts := r.Manifest.Trials[0]; ts.Status != store.Valid {
 		t.Fatalf("the trial is %s (%s); a fault of the system under test must not invalidate it", ts.Status, ts.Reason)
@@ -314,13 +313,13 @@ func TestKillOpActorSurvivesADroppedConnection(t *testing.T) {
 }
 
 // checkStoppedForTheDisk holds a run the results disk stopped to what it
-// must leave: an error naming the disk's error and the resume command, no
+// must leave: a Stopped error naming the disk's error and the folder, no
 // trial invalid for the disk (the one being written is interrupted, to
 // run again), the finished trials readable.
 func checkStoppedForTheDisk(t *testing.T, dir string, err error, diskErr string) {
 	t.Helper()
-	if err == nil || !strings.Contains(err.Error(), diskErr) || !strings.Contains(err.Error(), "finished trials are intact") ||
-		!strings.Contains(err.Error(), "qmlsab run --resume "+dir) {
+	var stopped *Stopped
+	if !errors.As(err, &stopped) || stopped.Interrupted || stopped.Dir != dir || !strings.Contains(err.Error(), diskErr) || !strings.Contains(err.Error(), "finished trials are intact") {
 		t.Fatalf("the run the disk stopped: %v", err)
 	}
 	r, err := store.Open(dir)
@@ -373,8 +372,8 @@ func TestResultsDiskFullLeavesTheTrialToResume(t *testing.T) {
 	sel, _ := arms.Select([]string{"D", "E"}, nil)
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
 	dir := filepath.Join(t.TempDir(), "run")
-	cfg := Config{Arms: sel, N: 3, Workload: spec, Profile: "quick", Dir: dir, Seed: 1, Clock: Virtual, Parallel: 1, ToolVersion: "test",
-		Host: &store.Host{ID: "h1", Hostname: "one"}}
+	cfg := trialRun{Spec: Spec{Arms: sel, N: 3, Workload: spec, Profile: "quick", Seed: 1, Clock: Virtual},
+		Exec: Exec{Parallel: 1, ToolVersion: "test", Host: &store.Host{ID: "h1", Hostname: "one"}}, Dir: dir}
 	writes := 0
 	cfg.writeFiles = func(dir string, files store.TrialFiles) error {
 		if writes++; writes == 3 {
@@ -382,10 +381,9 @@ func TestResultsDiskFullLeavesTheTrialToResume(t *testing.T) {
 		}
 		return store.WriteTrial(dir, files)
 	}
-	_, err := Execute(context.Background(), cfg)
+	_, err := cfg.run(t, context.Background())
 	checkStoppedForTheDisk(t, dir, err, "no space left on device")
-	resume := Config{Resume: true, Dir: dir, ToolVersion: "test", Host: cfg.Host}
-	if _, err := Execute(context.Background(), resume); err != nil {
+	if _, err := Resume(context.Background(), dir, Exec{ToolVersion: "test", Host: cfg.Host}, Given{}); err != nil {
 		t.Fatalf("resume: %v", err)
 	}
 	checkResumedToN(t, dir, 3)
@@ -403,16 +401,16 @@ func TestResultsDiskFullStopsTheRunCleanly(t *testing.T) {
 	defer exec.Command("umount", "-l", mnt).Run()
 	sel, _ := arms.Select([]string{"D", "E"}, nil)
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
-	cfg := Config{Arms: sel, N: 5, Workload: spec, Dir: filepath.Join(mnt, "run"), Seed: 1, Clock: Virtual, Parallel: 1,
-		Sim: quickConfig(t, "", 1).Sim, SimMemLimitMB: 32 << 10}
+	cfg := trialRun{Spec: Spec{Arms: sel, N: 5, Workload: spec, Seed: 1, Clock: Virtual, Sim: quickConfig(t, "", 1).Sim, SimMemLimitMB: 32 << 10},
+		Exec: Exec{Parallel: 1}, Dir: filepath.Join(mnt, "run")}
 	cfg.Sim.CPUs, cfg.Sim.BaselineMB = 8, 6<<10
-	_, err := Execute(context.Background(), cfg)
+	_, err := cfg.run(t, context.Background())
 	checkStoppedForTheDisk(t, cfg.Dir, err, "no space left on device")
 	if out, err := exec.Command("mount", "-o", "remount,size=64m", mnt).CombinedOutput(); err != nil {
 		t.Fatalf("growing the tmpfs: %v: %s", err, out)
 	}
-	resume := Config{Resume: true, Dir: cfg.Dir, Sim: cfg.Sim, SimMemLimitMB: cfg.SimMemLimitMB}
-	if _, err := Execute(context.Background(), resume); err != nil {
+	// The resume runs on the machine the run recorded (not the default).
+	if _, err := Resume(context.Background(), cfg.Dir, Exec{}, Given{}); err != nil {
 		t.Fatalf("resume once the disk has room: %v", err)
 	}
 	checkResumedToN(t, cfg.Dir, 5)
@@ -457,7 +455,8 @@ func TestInterruptedURITrialRestoresParameters(t *testing.T) {
 		cancel() // Ctrl-C
 		return nil
 	}}}
-	if _, err := Execute(rctx, cfg); err == nil || !strings.Contains(err.Error(), "--resume") {
+	var stopped *Stopped
+	if _, err := cfg.run(t, rctx); !errors.As(err, &stopped) || !stopped.Interrupted {
 		t.Fatalf("interrupted run: %v", err)
 	}
 	if changed["queryMemoryLoadSheddingHighMarkPercent"] == before["queryMemoryLoadSheddingHighMarkPercent"] && changed["executionControlDeprioritizationGate"] == before["executionControlDeprioritizationGate"] {
@@ -480,8 +479,8 @@ func TestResultsDiskReadOnlyStopsTheRunCleanly(t *testing.T) {
 	sel, _ := arms.Select([]string{"D", "E"}, nil)
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
 	var buf stormtest.SyncBuffer
-	cfg := Config{Arms: sel, N: 5, Workload: spec, Dir: filepath.Join(mnt, "run"), Seed: 1, Clock: Virtual, Parallel: 1,
-		SimMemLimitMB: 32 << 10, Progress: progress.Lines(&buf)}
+	cfg := trialRun{Spec: Spec{Arms: sel, N: 5, Workload: spec, Seed: 1, Clock: Virtual, SimMemLimitMB: 32 << 10},
+		Exec: Exec{Parallel: 1, Progress: progress.Lines(&buf)}, Dir: filepath.Join(mnt, "run")}
 	cfg.Sim.CPUs, cfg.Sim.BaselineMB = 8, 6<<10
 	go func() { // once the first trial is in, the disk turns read-only
 		for !strings.Contains(buf.String(), "D#1: valid") {
@@ -489,7 +488,7 @@ func TestResultsDiskReadOnlyStopsTheRunCleanly(t *testing.T) {
 		}
 		exec.Command("mount", "-o", "remount,ro", mnt).Run()
 	}()
-	_, err := Execute(context.Background(), cfg)
+	_, err := cfg.run(t, context.Background())
 	if err == nil || !strings.Contains(err.Error(), "read-only file system") || !strings.Contains(err.Error(), "finished trials are intact") {
 		t.Fatalf("a read-only disk: %v", err)
 	}

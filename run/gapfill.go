@@ -33,12 +33,12 @@ type diagnosticData interface {
 // member rewrites every ten samples, so the trial's last few seconds may
 // not be there yet (the seconds before a kill are, up to the last
 // rewrite, as with mongod).
-func fillGaps(cfg Config, dep target.Deployment, start time.Time, samples []store.Sample) []store.Sample {
+func (x *execution) fillGaps(dep target.Deployment, start time.Time, samples []store.Sample) []store.Sample {
 	dd, ok := dep.(diagnosticData)
 	if !ok {
 		return samples
 	}
-	total := cfg.Workload.Duration()
+	total := x.exp.workload.Duration()
 	members := dep.Members()
 	before := unobservedSeconds(samples, members, start, total)
 	out := slices.Clone(samples)
@@ -49,7 +49,7 @@ func fillGaps(cfg Config, dep target.Deployment, start time.Time, samples []stor
 		}
 		f, err := collect.ReadFTDC(member, collect.Window(start, start.Add(total)), dir)
 		if err != nil {
-			cfg.Log.Warn("diagnostic data unreadable; its gaps stay unfilled", "member", member, "err", err)
+			x.exec.Log.Warn("diagnostic data unreadable; its gaps stay unfilled", "member", member, "err", err)
 			continue
 		}
 		seen := observed(samples, member, start)
@@ -60,7 +60,7 @@ func fillGaps(cfg Config, dep target.Deployment, start time.Time, samples []stor
 		}
 	}
 	slices.SortStableFunc(out, func(a, b store.Sample) int { return a.At.Compare(b.At) })
-	cfg.Log.Info("gaps filled from diagnostic data", "unobservedMemberSeconds", before,
+	x.exec.Log.Info("gaps filled from diagnostic data", "unobservedMemberSeconds", before,
 		"afterFilling", unobservedSeconds(out, members, start, total))
 	return out
 }

@@ -28,18 +28,16 @@ const wallAttempts = 3
 // the simulated server's mechanisms in real time, was not measured, and
 // a failure would report the machine's load, not a defect. (The harness
 // itself detects starvation: it marks such trials invalid, naming it.)
-func executeWhileTheHostKeepsUp(t *testing.T, cfg Config, dir string, pressured func(r *store.Run) string) *store.Run {
+func executeWhileTheHostKeepsUp(t *testing.T, cfg trialRun, dir string, pressured func(r *store.Run) string) *store.Run {
 	t.Helper()
 	var why []string
 	for attempt := 1; attempt <= wallAttempts; attempt++ {
 		cfg.Dir = filepath.Join(dir, fmt.Sprintf("attempt-%d", attempt))
-		if _, err := Execute(context.Background(), cfg); err != nil {
-			t.Fatal(err)
-		}
-		r, err := store.Open(cfg.Dir)
+		out, err := cfg.run(t, context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
+		r := out.Run
 		reason := stormtest.Starved(r.Manifest)
 		if reason == "" && pressured != nil {
 			reason = pressured(r)

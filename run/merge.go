@@ -19,16 +19,16 @@ import (
 // target: the hole it measures is a secondary forwarding its $merge
 // writes to the primary. On a sharded cluster it runs the sharded cases
 // through the routers (workload.MergeDriver.ShardOf).
-func runMergeTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uint64, report func(progress.Update)) (status, reason string) {
-	dir, dep, status, reason := provision(ctx, cfg, arm, index)
+func (x *execution) runMergeTrial(ctx context.Context, arm arms.Arm, index int, seed uint64, report func(progress.Update)) (status, reason string) {
+	dir, dep, status, reason := x.provision(ctx, arm, index)
 	if dep == nil {
 		return status, reason
 	}
 	defer closeTrial(dep, &status, &reason)
 	tctx, stop := context.WithCancel(ctx)
 	defer stop()
-	sampler := &collect.Sampler{Members: dep.Members(), Interval: cfg.SampleInterval, Guard: cfg.guard()}
-	d := &workload.MergeDriver{Spec: *cfg.Workload.Merge, URI: dep.URI(), Members: dep.Members(), Guard: cfg.guard()}
+	sampler := &collect.Sampler{Members: dep.Members(), Interval: x.exec.SampleInterval, Guard: x.guard()}
+	d := &workload.MergeDriver{Spec: *x.exp.workload.Merge, URI: dep.URI(), Members: dep.Members(), Guard: x.guard()}
 	meta := map[string]any{}
 	if sh := target.ShardingOf(dep); sh != nil {
 		// The sharded cases: every shard's members and the routers are
@@ -44,7 +44,7 @@ func runMergeTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, see
 	var kmu sync.Mutex
 	var kills []store.Kill
 	if k := arm.KillOp(); k != nil {
-		if _, err := startKillOp(tctx, &bg, dep, cfg.guard(), *k, cfg.Log, func(e store.Kill) { kmu.Lock(); kills = append(kills, e); kmu.Unlock() }, nil); err != nil {
+		if _, err := startKillOp(tctx, &bg, dep, x.guard(), *k, x.exec.Log, func(e store.Kill) { kmu.Lock(); kills = append(kills, e); kmu.Unlock() }, nil); err != nil {
 			return store.Invalid, err.Error()
 		}
 	}
@@ -65,5 +65,5 @@ func runMergeTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, see
 		meta[k] = v
 	}
 	trial.Metadata, _ = json.Marshal(meta)
-	return cfg.writeTrial(dir, trial, start, store.Records{Samples: sampler.Samples(), Merge: &res, Kills: kills, KillOpActor: arm.KillOp() != nil})
+	return x.writeTrial(dir, trial, start, store.Records{Samples: sampler.Samples(), Merge: &res, Kills: kills, KillOpActor: arm.KillOp() != nil})
 }

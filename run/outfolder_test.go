@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qmlsab/qmlsab/plan"
 	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/workload"
 )
@@ -21,10 +22,10 @@ func TestNewRunRefusesAFolderThatHoldsOtherFiles(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Arms: planArms(t, "D", "E"), N: 1, Workload: spec, Profile: "quick", Seed: 9, Clock: Virtual, ToolVersion: "test",
-		Host: &store.Host{ID: "h1", Hostname: "one"}, Dir: dir}
-	_, err := Execute(context.Background(), cfg)
-	if err == nil || !strings.Contains(err.Error(), "Config.Dir "+dir+" exists and is not empty (it holds notes.txt)") || !strings.Contains(err.Error(), "not a run") {
+	cfg := trialRun{Spec: Spec{Arms: planArms(t, "D", "E"), N: 1, Workload: spec, Profile: "quick", Seed: 9, Clock: Virtual},
+		Exec: Exec{ToolVersion: "test", Host: &store.Host{ID: "h1", Hostname: "one"}}, Dir: dir}
+	_, err := cfg.run(t, context.Background())
+	if err == nil || !isField(err, FieldDir) || !strings.Contains(err.Error(), FieldDir+" "+dir+" exists and is not empty (it holds notes.txt)") || !strings.Contains(err.Error(), "not a run") {
 		t.Fatalf("a run into a folder of other files: %v", err)
 	}
 	entries, _ := os.ReadDir(dir)
@@ -42,9 +43,9 @@ func TestNewRunRefusesAFolderThatHoldsOtherFiles(t *testing.T) {
 // of the seed keeping the digest is caught, and such a run is not resumed.
 func TestARunsPlanDigestRecomputesFromItsManifest(t *testing.T) {
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
-	cfg := Config{Arms: planArms(t, "A", "D", "E"), N: 3, Workload: spec.Scaled(Profiles["quick"]), Profile: "quick", Seed: 9, Clock: Virtual,
-		ToolVersion: "test", Dir: t.TempDir(), Shard: store.Shard{Index: 1, Count: 2}}
-	m, err := manifest(cfg.withDefaults())
+	cfg := trialRun{Spec: Spec{Arms: planArms(t, "A", "D", "E"), N: 3, Workload: spec, Profile: "quick", Seed: 9, Clock: Virtual},
+		Exec: Exec{ToolVersion: "test", Shard: plan.Shard{Index: 1, Count: 2}}, Dir: t.TempDir()}
+	m, err := newManifest(cfg.experiment(t), cfg.Exec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,8 +73,8 @@ func TestARunsPlanDigestRecomputesFromItsManifest(t *testing.T) {
 	if err := store.WriteJSON(filepath.Join(cfg.Dir, store.ManifestFile), m); err != nil {
 		t.Fatal(err)
 	}
-	resume := Config{Arms: cfg.Arms, Resume: true, Dir: cfg.Dir, ToolVersion: "test", Host: &store.Host{ID: "h1", Hostname: "one"}}
-	if _, err := Execute(context.Background(), resume); err == nil || !strings.Contains(err.Error(), filepath.Join(cfg.Dir, store.ManifestFile)+": its plan digest") {
+	x := Exec{ToolVersion: "test", Host: &store.Host{ID: "h1", Hostname: "one"}}
+	if _, err := Resume(context.Background(), cfg.Dir, x, Given{Arms: cfg.Arms}); err == nil || !strings.Contains(err.Error(), filepath.Join(cfg.Dir, store.ManifestFile)+": its plan digest") {
 		t.Errorf("resuming a reseeded run: %v", err)
 	}
 }
@@ -83,9 +84,9 @@ func TestARunsPlanDigestRecomputesFromItsManifest(t *testing.T) {
 // removes them, and leaves a report's, which no lock guards.
 func TestResumeRemovesWhatAKilledWriterLeft(t *testing.T) {
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
-	cfg := Config{Arms: planArms(t, "D"), N: 1, Workload: spec, Profile: "quick", Seed: 9, Clock: Virtual, ToolVersion: "test",
-		Host: &store.Host{ID: "h1", Hostname: "one"}, Dir: t.TempDir()}
-	if _, err := Execute(context.Background(), cfg); err != nil {
+	cfg := trialRun{Spec: Spec{Arms: planArms(t, "D"), N: 1, Workload: spec, Profile: "quick", Seed: 9, Clock: Virtual},
+		Exec: Exec{ToolVersion: "test", Host: &store.Host{ID: "h1", Hostname: "one"}}, Dir: t.TempDir()}
+	if _, err := cfg.run(t, context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	stale := []string{filepath.Join(cfg.Dir, ".manifest.json.tmp2718281828"), filepath.Join(store.TrialDir(cfg.Dir, "D", 1), ".samples.jsonl.gz.tmp31415")}
@@ -95,8 +96,7 @@ func TestResumeRemovesWhatAKilledWriterLeft(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	resume := Config{Arms: cfg.Arms, Resume: true, Dir: cfg.Dir, ToolVersion: "test", Host: cfg.Host}
-	if _, err := Execute(context.Background(), resume); err != nil {
+	if _, err := cfg.resume(context.Background(), Given{Arms: cfg.Arms}); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range stale {
@@ -109,29 +109,28 @@ func TestResumeRemovesWhatAKilledWriterLeft(t *testing.T) {
 	}
 }
 
-// NewRunID is the id the run's manifest records: under a stamp, the stamp
-// and the plan's digest (what a caller names the folder after); a
-// Config.RunID given is kept as it is. A stamp's seed is the stamp's own.
+// Experiment.RunID is the id the run's manifest records: under a stamp,
+// the stamp and the plan's digest (what a caller names the folder after);
+// an Exec.RunID given is kept as it is. A stamp's seed is the stamp's own.
 func TestNewRunIDIsTheManifestsRunID(t *testing.T) {
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
-	cfg := Config{Arms: planArms(t, "D", "E"), N: 2, Workload: spec, Profile: "quick", Seed: StampSeed("night-3"), Clock: Virtual,
-		ToolVersion: "test", Dir: t.TempDir(), RunStamp: "night-3"}
-	id, err := NewRunID(cfg, time.Now())
+	cfg := trialRun{Spec: Spec{Arms: planArms(t, "D", "E"), N: 2, Workload: spec, Profile: "quick", Seed: StampSeed("night-3"), Clock: Virtual},
+		Exec: Exec{ToolVersion: "test", RunStamp: "night-3"}, Dir: t.TempDir()}
+	e := cfg.experiment(t)
+	id, err := e.RunID("night-3", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	scaled := cfg.withDefaults()
-	scaled.Workload = scaled.Workload.Scaled(Profiles[scaled.Profile])
-	m, err := manifest(scaled)
+	m, err := newManifest(e, cfg.Exec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m.RunID != id || !store.RunIDOf(id, "night-3") {
-		t.Errorf("NewRunID %s, the manifest's run id %s; want one id of stamp night-3", id, m.RunID)
+		t.Errorf("RunID %s, the manifest's run id %s; want one id of stamp night-3", id, m.RunID)
 	}
-	scaled.RunID = "mine-1"
-	if m, err = manifest(scaled); err != nil || m.RunID != "mine-1" {
-		t.Errorf("Config.RunID mine-1: the manifest records %q (%v)", m.RunID, err)
+	cfg.RunID = "mine-1"
+	if m, err = newManifest(e, cfg.Exec); err != nil || m.RunID != "mine-1" {
+		t.Errorf("Exec.RunID mine-1: the manifest records %q (%v)", m.RunID, err)
 	}
 	if StampSeed("night-3") != StampSeed("night-3") || StampSeed("night-3") == StampSeed("night-4") || StampSeed("night-3") == 0 {
 		t.Error("a stamp's seed is not its own")

@@ -3,13 +3,14 @@ package run
 import (
 	"context"
 	"encoding/json"
-	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/plan"
 	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/workload"
 )
@@ -23,81 +24,6 @@ func planArms(t *testing.T, names ...string) []arms.Arm {
 	return sel
 }
 
-// A plan is repetition blocks: unit k holds every arm's trial k+1 once, in
-// a seeded order that varies between units, and each trial keeps the seed
-// the interleaved order D1 E1 D2 E2 … has always given it.
-func TestPlanBlocksKeepEveryTrialsSeed(t *testing.T) {
-	sel := planArms(t, "A", "D", "E", "F")
-	wl := []byte(`{"name":"w","kind":"spill_to_disk"}`)
-	p, err := NewPlan(sel, 5, wl, Virtual, 11)
-	if err != nil {
-		t.Fatal(err)
-	}
-	orders := map[string]bool{}
-	for k, unit := range p.Units {
-		var names []string
-		for _, tr := range unit {
-			names = append(names, tr.Arm)
-			pos := slices.Index(p.Arms, tr.Arm)
-			if tr.Index != k+1 || tr.Seed != 11+uint64(k*4+pos) {
-				t.Errorf("unit %d: %+v, want index %d and seed %d", k, tr, k+1, 11+k*4+pos)
-			}
-		}
-		orders[strings.Join(names, " ")] = true
-		if sorted := slices.Sorted(slices.Values(names)); strings.Join(sorted, "") != "ADEF" {
-			t.Errorf("unit %d runs %v, want every arm once", k, names)
-		}
-	}
-	if len(orders) < 2 {
-		t.Errorf("every unit runs the arms in the same order %v; want a seeded order per unit", orders)
-	}
-	again, _ := NewPlan(sel, 5, wl, Virtual, 11)
-	if again.Digest != p.Digest || len(p.Digest) != 64 {
-		t.Errorf("the same plan has digests %s and %s", p.Digest, again.Digest)
-	}
-	for name, other := range map[string]func() (Plan, error){
-		"seed":  func() (Plan, error) { return NewPlan(sel, 5, wl, Virtual, 12) },
-		"n":     func() (Plan, error) { return NewPlan(sel, 6, wl, Virtual, 11) },
-		"clock": func() (Plan, error) { return NewPlan(sel, 5, wl, Wall, 11) },
-		"workload": func() (Plan, error) {
-			return NewPlan(sel, 5, []byte(`{"name":"w2","kind":"spill_to_disk"}`), Virtual, 11)
-		},
-		"arms": func() (Plan, error) { return NewPlan(planArms(t, "A", "D", "E", "G"), 5, wl, Virtual, 11) },
-	} {
-		q, err := other()
-		if err != nil || q.Digest == p.Digest {
-			t.Errorf("another %s gives digest %s (err %v), the same as the plan's", name, q.Digest, err)
-		}
-	}
-	// Key order in the workload's JSON does not change the plan.
-	same, _ := NewPlan(sel, 5, []byte(`{"kind":"spill_to_disk","name":"w"}`), Virtual, 11)
-	if same.Digest != p.Digest {
-		t.Error("the digest depends on the workload's key order")
-	}
-	// The shards of any split partition the plan, each taking whole units.
-	all := p.Trials(store.Shard{})
-	for n := 1; n <= 5; n++ {
-		var union []PlannedTrial
-		for i := 1; i <= n; i++ {
-			part := p.Trials(store.Shard{Index: i, Count: n})
-			for _, tr := range part {
-				if (tr.Index-1)%n != i-1 {
-					t.Errorf("shard %d/%d has trial %s#%d", i, n, tr.Arm, tr.Index)
-				}
-			}
-			union = append(union, part...)
-		}
-		if len(union) != len(all) {
-			t.Fatalf("%d shards hold %d trials, want %d", n, len(union), len(all))
-		}
-		for _, tr := range all {
-			if !slices.Contains(union, tr) {
-				t.Errorf("%d shards lack %+v", n, tr)
-			}
-		}
-	}
-}
-
 // A run made before plans (no plan, trials interleaved in its arm list's
 // order) resumes with the seeds it started with.
 func TestSeedsOfARunWithoutAPlan(t *testing.T) {
@@ -109,7 +35,7 @@ func TestSeedsOfARunWithoutAPlan(t *testing.T) {
 	}
 	s := seeds(m)
 	for i, ts := range m.Trials {
-		if got := s[fmt.Sprint(ts.Arm, "#", ts.Index)]; got != 5+uint64(i) {
+		if got := s[plan.Key(ts.Arm, ts.Index)]; got != 5+uint64(i) {
 			t.Errorf("%s#%d: seed %d, want %d (run seed + place in the run)", ts.Arm, ts.Index, got, 5+i)
 		}
 	}
@@ -117,16 +43,17 @@ func TestSeedsOfARunWithoutAPlan(t *testing.T) {
 
 // An unsharded virtual run seeds each trial as runs always have, records
 // its plan and host, and a shard runs just its units; resuming a shard
-// with another --shard is refused.
+// as another shard is refused, and so is a split into more shards than
+// the plan has units.
 func TestShardRunsItsUnitsWithTheirSeeds(t *testing.T) {
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
-	base := Config{Arms: planArms(t, "D", "E"), N: 3, Workload: spec, Profile: "quick", Seed: 9, Clock: Virtual, ToolVersion: "test",
-		Host: &store.Host{ID: "h1", Hostname: "one"}}
+	base := trialRun{Spec: Spec{Arms: planArms(t, "D", "E"), N: 3, Workload: spec, Profile: "quick", Seed: 9, Clock: Virtual},
+		Exec: Exec{ToolVersion: "test", Host: &store.Host{ID: "h1", Hostname: "one"}}}
 	whole, shard := base, base
 	whole.Dir = filepath.Join(t.TempDir(), "whole")
-	shard.Dir, shard.Shard = filepath.Join(t.TempDir(), "shard"), store.Shard{Index: 2, Count: 2}
-	for _, cfg := range []Config{whole, shard} {
-		if _, err := Execute(context.Background(), cfg); err != nil {
+	shard.Dir, shard.Shard = filepath.Join(t.TempDir(), "shard"), plan.Shard{Index: 2, Count: 2}
+	for _, cfg := range []trialRun{whole, shard} {
+		if _, err := cfg.run(t, context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -162,14 +89,17 @@ func TestShardRunsItsUnitsWithTheirSeeds(t *testing.T) {
 			t.Errorf("%s#%d ran on host %q, want h1", ts.Arm, ts.Index, ts.Host)
 		}
 	}
-	shard.Resume, shard.Shard = true, store.Shard{Index: 1, Count: 2}
-	if _, err := Execute(context.Background(), shard); err == nil || !strings.Contains(err.Error(), "Config.Shard 1/2") || !strings.Contains(err.Error(), "shard 2/2") {
+	shard.Shard = plan.Shard{Index: 1, Count: 2}
+	if _, err := shard.resume(context.Background(), Given{}); !isField(err, FieldShard) || !strings.Contains(err.Error(), FieldShard+" 1/2") || !strings.Contains(err.Error(), "shard 2/2") {
 		t.Errorf("resuming shard 2/2 as 1/2: %v", err)
 	}
 	big := base
-	big.Dir, big.Shard = filepath.Join(t.TempDir(), "big"), store.Shard{Index: 1, Count: 4}
-	if _, err := Execute(context.Background(), big); err == nil || !strings.Contains(err.Error(), "Config.Shard 1/4") {
+	big.Dir, big.Shard = filepath.Join(t.TempDir(), "big"), plan.Shard{Index: 1, Count: 4}
+	if _, err := big.run(t, context.Background()); !isField(err, FieldShard) || !strings.Contains(err.Error(), FieldShard+" 1/4") {
 		t.Errorf("4 shards of 3 units: %v", err)
+	}
+	if _, err := os.Stat(big.Dir); err == nil {
+		t.Error("the refused split made its folder")
 	}
 }
 

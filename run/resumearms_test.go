@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/internal/field"
 	"github.com/qmlsab/qmlsab/metric"
+	"github.com/qmlsab/qmlsab/plan"
 	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/workload"
 )
@@ -23,7 +25,7 @@ func unfinish(t *testing.T, dir string, trials ...string) {
 	}
 	for i, ts := range m.Trials {
 		for _, name := range trials {
-			if ts.Arm+"#"+string(rune('0'+ts.Index)) == name {
+			if plan.Key(ts.Arm, ts.Index) == name {
 				m.Trials[i].Status, m.Trials[i].Reason, m.Trials[i].Host = store.Interrupted, "", ""
 				if err := os.RemoveAll(store.TrialDir(dir, ts.Arm, ts.Index)); err != nil {
 					t.Fatal(err)
@@ -46,38 +48,40 @@ func TestResumeRunsTheArmsItsManifestRecords(t *testing.T) {
 	custom.Actors, custom.Description = nil, "D without its actor"
 	e, _ := arms.Lookup("E")
 	dir := filepath.Join(t.TempDir(), "run")
-	cfg := Config{Arms: []arms.Arm{custom, e}, N: 2, Workload: spec, Profile: "quick", Seed: 3, Clock: Virtual, Parallel: 1,
-		ToolVersion: "test", Host: &store.Host{ID: "h1", Hostname: "one"}, Dir: dir}
-	if _, err := Execute(context.Background(), cfg); err != nil {
+	cfg := trialRun{Spec: Spec{Arms: []arms.Arm{custom, e}, N: 2, Workload: spec, Profile: "quick", Seed: 3, Clock: Virtual},
+		Exec: Exec{Parallel: 1, ToolVersion: "test", Host: &store.Host{ID: "h1", Hostname: "one"}}, Dir: dir}
+	if _, err := cfg.run(t, context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	unfinish(t, dir, "D#2", "E#2")
 	before, _ := os.ReadFile(filepath.Join(dir, store.ManifestFile))
 
 	// As the CLI resumed before: the arms by name, D the built-in.
-	builtins := Config{Arms: planArms(t, "D", "E"), Resume: true, Dir: dir, ToolVersion: "test", Host: cfg.Host}
-	_, err := Execute(context.Background(), builtins)
-	if err == nil || !strings.Contains(err.Error(), "Config.Arms: arm D is not the arm") || !strings.Contains(err.Error(), "actors: recorded (none), given killop{") {
+	x := Exec{ToolVersion: "test", Host: cfg.Host}
+	_, err := Resume(context.Background(), dir, x, Given{Arms: planArms(t, "D", "E"), AllArms: true})
+	if !isField(err, FieldArms) || !strings.Contains(err.Error(), FieldArms+": arm D is not the arm") || !strings.Contains(err.Error(), "actors: recorded (none), given killop{") {
 		t.Fatalf("resume with the built-in D: %v, want a refusal naming arm D and its actors", err)
 	}
 	if after, _ := os.ReadFile(filepath.Join(dir, store.ManifestFile)); string(after) != string(before) {
 		t.Error("the refused resume changed the manifest")
 	}
-	// An arm the run does not have is refused too.
-	other := Config{Arms: planArms(t, "F"), Resume: true, Dir: dir, ToolVersion: "test", Host: cfg.Host}
-	if _, err := Execute(context.Background(), other); err == nil || !strings.Contains(err.Error(), "arm F is not one of the arms of the run") {
+	// An arm the run does not have is refused too; named as all the
+	// run's arms, a list without one of them is.
+	if _, err := Resume(context.Background(), dir, x, Given{Arms: planArms(t, "F")}); !isField(err, FieldArms) || !strings.Contains(err.Error(), "arm F is not one of the arms of the run") {
 		t.Errorf("resume with arm F: %v", err)
 	}
-
-	// No arms given: the recorded ones run.
-	own := Config{Resume: true, Dir: dir, ToolVersion: "test", Host: cfg.Host}
-	if _, err := Execute(context.Background(), own); err != nil {
+	if _, err := Resume(context.Background(), dir, x, Given{Arms: []arms.Arm{custom}, AllArms: true}); !isField(err, FieldArms) || !strings.Contains(err.Error(), "has the arms D,E") {
+		t.Errorf("resume naming D alone as the run's arms: %v", err)
+	}
+	// Definitions offered for arms the run does not have are left out.
+	if _, err := Resume(context.Background(), dir, x, Given{Defined: planArms(t, "F", "G")}); err != nil {
+		t.Fatalf("resume offered F and G: %v", err)
+	}
+	out, err := Resume(context.Background(), dir, x, Given{})
+	if err != nil {
 		t.Fatalf("resume with the recorded arms: %v", err)
 	}
-	r, err := store.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := out.Run
 	for _, arm := range []string{"D", "E"} {
 		if len(r.Valid(arm)) != 2 {
 			t.Fatalf("%s: %d valid trials after the resume, want 2", arm, len(r.Valid(arm)))
@@ -98,28 +102,28 @@ func TestResumedURIArmTakesItsCredentialsFromTheArmsFile(t *testing.T) {
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
 	u := arms.Arm{Name: "U", Target: arms.TargetURI, URI: "mongodb://bob:s3cret@127.0.0.1:1/?replicaSet=rs0", SetParameters: map[string]string{}}
 	e, _ := arms.Lookup("E")
-	cfg := Config{Arms: []arms.Arm{u, e}, N: 1, Workload: spec.Scaled(Profiles["quick"]), Profile: "quick", Seed: 9, Clock: Wall,
-		ToolVersion: "test", Dir: t.TempDir()}
-	m, err := manifest(cfg.withDefaults())
+	cfg := trialRun{Spec: Spec{Arms: []arms.Arm{u, e}, N: 1, Workload: spec, Profile: "quick", Seed: 9, Clock: Wall},
+		Exec: Exec{ToolVersion: "test"}, Dir: t.TempDir()}
+	m, err := newManifest(cfg.experiment(t), cfg.Exec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(string(m.Arms), "s3cret") {
 		t.Fatal("the manifest holds the password")
 	}
-	resume := Config{Resume: true, Dir: cfg.Dir}
-	if _, err := resumeArms(resume, m, nil); err == nil || !strings.Contains(err.Error(), "arm U: ") || !strings.Contains(err.Error(), "--arms-file") || strings.Contains(err.Error(), "s3cret") {
+	r := &store.Run{Dir: cfg.Dir, Manifest: m}
+	_, err = resumeArms(nil, r)
+	if !isField(err, FieldDefined) || !strings.Contains(err.Error(), "arm U: ") || strings.Contains(err.Error(), "s3cret") ||
+		!strings.Contains(field.Text(err, func(f string) string { return map[string]string{FieldDefined: "--arms-file"}[f] }), "(--arms-file FILE)") {
 		t.Fatalf("resuming U from the record alone: %v", err)
 	}
-	resume.Arms = []arms.Arm{u}
-	got, err := resumeArms(resume, m, nil)
+	got, err := resumeArms([]arms.Arm{u}, r)
 	if err != nil || len(got) != 2 || got[0].URI != u.URI || got[1].Name != "E" {
 		t.Fatalf("resuming with U's file: %+v %v", got, err)
 	}
 	moved := u
 	moved.URI = "mongodb://bob:s3cret@127.0.0.2:1/?replicaSet=rs0"
-	resume.Arms = []arms.Arm{moved}
-	if _, err := resumeArms(resume, m, nil); err == nil || !strings.Contains(err.Error(), "uri: recorded mongodb://bob:<redacted>@127.0.0.1:1") || strings.Contains(err.Error(), "s3cret") {
+	if _, err := resumeArms([]arms.Arm{moved}, r); err == nil || !strings.Contains(err.Error(), "uri: recorded mongodb://bob:<redacted>@127.0.0.1:1") || strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("resuming U pointed at another host: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,7 +18,7 @@ import (
 	"github.com/qmlsab/qmlsab/workload"
 )
 
-func quickConfig(t *testing.T, dir string, n int) Config {
+func quickConfig(t *testing.T, dir string, n int) trialRun {
 	sel, err := arms.Select([]string{"D", "E"}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -27,9 +28,9 @@ func quickConfig(t *testing.T, dir string, n int) Config {
 	w.Phases = workload.Phases{Warmup: time.Second, Storm: 3 * time.Second, Recovery: time.Second}
 	w.StormRate, w.CanaryRate = 15, 10
 	w.ServerSelectionTimeout = 10 * time.Second
-	return Config{Arms: sel, N: n, Workload: spec, Dir: dir, Seed: 1, SampleInterval: 250 * time.Millisecond, Clock: Wall,
-		Sim: mongosim.SimOptions{CPUs: 4, BaselineMB: 512, ScanScale: 100}, SimMemLimitMB: 4096, ToolVersion: "test",
-		CommandLine: []string{"qmlsab", "run", "--arms", "D,E"}}
+	return trialRun{Spec: Spec{Arms: sel, N: n, Workload: spec, Seed: 1, Clock: Wall,
+		Sim: mongosim.SimOptions{CPUs: 4, BaselineMB: 512, ScanScale: 100}, SimMemLimitMB: 4096},
+		Exec: Exec{SampleInterval: 250 * time.Millisecond, ToolVersion: "test", CommandLine: []string{"qmlsab", "run", "--arms", "D,E"}}, Dir: dir}
 }
 
 func TestRunWritesInterleavedValidTrials(t *testing.T) {
@@ -40,7 +41,7 @@ func TestRunWritesInterleavedValidTrials(t *testing.T) {
 	var buf stormtest.SyncBuffer
 	cfg := quickConfig(t, dir, 2)
 	cfg.Progress = progress.Lines(&buf)
-	if _, err := Execute(context.Background(), cfg); err != nil {
+	if _, err := cfg.run(t, context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	r, err := store.Open(dir)
@@ -101,7 +102,7 @@ func TestRunWritesInterleavedValidTrials(t *testing.T) {
 	if strings.Count(buf.String(), "valid") != 4 {
 		t.Errorf("progress lines:\n%s", buf.String())
 	}
-	if _, err := Execute(context.Background(), quickConfig(t, dir, 2)); err == nil || !strings.Contains(err.Error(), "Config.Resume") {
+	if _, err := quickConfig(t, dir, 2).run(t, context.Background()); err == nil || !strings.Contains(err.Error(), "already holds a run") || !isField(err, FieldDir) {
 		t.Errorf("a second run into the same folder: %v", err)
 	}
 }
@@ -122,8 +123,9 @@ func TestInterruptedRunResumesToExactlyNTrials(t *testing.T) {
 		}
 		cancel()
 	}()
-	_, err := Execute(ctx, cfg)
-	if err == nil || !strings.Contains(err.Error(), "--resume") {
+	_, err := cfg.run(t, ctx)
+	var stopped *Stopped
+	if !errors.As(err, &stopped) || !stopped.Interrupted || stopped.Dir != dir {
 		t.Fatalf("interrupted run: %v", err)
 	}
 	r, err := store.Open(dir)
@@ -140,28 +142,29 @@ func TestInterruptedRunResumesToExactlyNTrials(t *testing.T) {
 	}
 	// Another clock, profile, n or parallelism than the run's is refused,
 	// naming the field, before anything is written.
-	for field, change := range map[string]func(*Config){
-		"Config.Clock":    func(c *Config) { c.Clock = Virtual },
-		"Config.Profile":  func(c *Config) { c.Profile = "quick" },
-		"Config.N":        func(c *Config) { c.N = 3 },
-		"Config.Parallel": func(c *Config) { c.Parallel = 2 },
-		"Config.Seed":     func(c *Config) { c.Seed = 9 },
+	virtual, quick, three, nine := Virtual, "quick", 3, uint64(9)
+	for f, change := range map[string]func(*Exec, *Given){
+		FieldClock:    func(_ *Exec, g *Given) { g.Clock = &virtual },
+		FieldProfile:  func(_ *Exec, g *Given) { g.Profile = &quick },
+		FieldN:        func(_ *Exec, g *Given) { g.N = &three },
+		FieldParallel: func(x *Exec, _ *Given) { x.Parallel = 2 },
+		FieldSeed:     func(_ *Exec, g *Given) { g.Seed = &nine },
 	} {
-		bad := quickConfig(t, dir, 0)
-		bad.Resume, bad.Clock = true, ""
-		change(&bad)
-		if _, err := Execute(context.Background(), bad); err == nil || !strings.HasPrefix(err.Error(), field+" ") {
-			t.Errorf("resume with another %s: %v, want a refusal naming it", field, err)
+		x, g := quickConfig(t, dir, 2).Exec, Given{}
+		change(&x, &g)
+		if _, err := Resume(context.Background(), dir, x, g); err == nil || !strings.HasPrefix(err.Error(), f+" ") || !isField(err, f) {
+			t.Errorf("resume with another %s: %v, want a refusal naming it", f, err)
 		}
+	}
+	if _, err := Resume(context.Background(), dir, Exec{Parallel: -1}, Given{}); !isField(err, FieldParallel) {
+		t.Errorf("resume with a negative parallelism: %v, want a refusal naming it", err)
 	}
 	if after, _ := os.ReadFile(filepath.Join(dir, store.ManifestFile)); string(after) != string(before) {
 		t.Error("a refused resume changed the manifest")
 	}
-	// As the CLI resumes: no clock, profile or n given, so the run's own
-	// (the wall clock here, while the default clock is virtual).
-	resume := quickConfig(t, dir, 0)
-	resume.Resume, resume.Clock, resume.Parallel = true, "", 0
-	if _, err := Execute(context.Background(), resume); err != nil {
+	// No clock, profile or n stated: the run's own (the wall clock here,
+	// while the default clock is virtual).
+	if _, err := quickConfig(t, dir, 2).resume(context.Background(), Given{}); err != nil {
 		t.Fatal(err)
 	}
 	r, err = store.Open(dir)

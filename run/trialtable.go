@@ -8,6 +8,7 @@ import (
 
 	"github.com/qmlsab/qmlsab/internal/texttable"
 	"github.com/qmlsab/qmlsab/metric"
+	"github.com/qmlsab/qmlsab/plan"
 	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/workload"
 )
@@ -71,7 +72,7 @@ func WriteTrialTable(w io.Writer, r *store.Run, wide bool) error {
 	}
 	status := map[string]string{}
 	for _, ts := range r.Manifest.Trials {
-		status[fmt.Sprint(ts.Arm, "#", ts.Index)] = ts.Status
+		status[plan.Key(ts.Arm, ts.Index)] = ts.Status
 	}
 	var spec workload.Spec
 	_ = json.Unmarshal(r.Manifest.Workload, &spec) // a workload that does not read: the storm's columns
@@ -91,7 +92,7 @@ func WriteTrialTable(w io.Writer, r *store.Run, wide bool) error {
 	}
 	for _, name := range r.Manifest.ArmNames() {
 		for _, tr := range r.Trials[name] {
-			key := fmt.Sprint(name, "#", tr.Index)
+			key := plan.Key(name, tr.Index)
 			row := []texttable.Cell{texttable.Text(key), texttable.Text(status[key])}
 			for _, col := range cols {
 				v, ok := tr.Metrics[col.metric]

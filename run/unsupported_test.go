@@ -39,13 +39,11 @@ func TestAStormTheServerDoesNotImplementMakesTheTrialInvalid(t *testing.T) {
 		}
 		return nil
 	}}}
-	if _, err := Execute(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	r, err := store.Open(dir)
+	out, err := cfg.run(t, context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
+	r := out.Run
 	if len(r.Manifest.Trials) != 1 {
 		t.Fatalf("trials %+v", r.Manifest.Trials)
 	}

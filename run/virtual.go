@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"time"
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/progress"
@@ -25,16 +26,16 @@ const (
 
 // runVirtualTrial runs an embedded arm's trial on the model in model time
 // (the virtual engine) and writes the same files as a wall-clock trial.
-func runVirtualTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, seed uint64, report func(progress.Update)) (status, reason string) {
+func (x *execution) runVirtualTrial(ctx context.Context, arm arms.Arm, index int, seed uint64, report func(progress.Update)) (status, reason string) {
 	if ctx.Err() != nil {
 		return store.Interrupted, ""
 	}
-	dir := store.TrialDir(cfg.Dir, arm.Name, index)
+	dir := store.TrialDir(x.dir, arm.Name, index)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return resultsDiskFailed, writingResults + err.Error()
 	}
-	w := *cfg.Workload.SpillToDisk
-	vcfg := cfg.virtualConfig(seed)
+	w := *x.exp.workload.SpillToDisk
+	vcfg := x.exp.virtualConfig(seed, x.exec.SampleInterval)
 	vcfg.Progress = func(p virtual.Progress) {
 		report(progress.Update{Phase: phaseAt(w.Phases, p.Elapsed), Elapsed: p.Elapsed, Total: w.Phases.Total(), Virtual: true,
 			Failovers: p.Failovers, Availability: p.Availability, HasAvailability: p.HasAvailability})
@@ -53,13 +54,13 @@ func runVirtualTrial(ctx context.Context, cfg Config, arm arms.Arm, index int, s
 		Phases: map[string]float64{"warmup": 0, "storm": w.Phases.Warmup.Seconds(), "recovery": (w.Phases.Warmup + w.Phases.Storm).Seconds()}}
 	trial.Metadata, _ = json.Marshal(map[string]any{"target": "embedded mongosim replica set, model run in virtual time (no wire)",
 		"clock": Virtual, "hardware": vcfg.Hardware, "seed": seed, "parameters": arm.SetParameters})
-	return cfg.writeTrial(dir, trial, start, t.Records)
+	return x.writeTrial(dir, trial, start, t.Records)
 }
 
 // virtualConfig is the virtual engine's setting for one trial of this
 // experiment: the same machine, restart delay and sampling the embedded
 // target's wall-clock members get.
-func (cfg Config) virtualConfig(seed uint64) virtual.Config {
-	return virtual.Config{Seed: seed, Workload: *cfg.Workload.SpillToDisk, Hardware: cfg.Sim.Hardware(cfg.SimMemLimitMB),
-		RestartDelay: cfg.Sim.RestartDelay, SampleInterval: cfg.SampleInterval}
+func (e Experiment) virtualConfig(seed uint64, sampleInterval time.Duration) virtual.Config {
+	return virtual.Config{Seed: seed, Workload: *e.workload.SpillToDisk, Hardware: e.sim.Hardware(e.simMemLimitMB),
+		RestartDelay: e.sim.RestartDelay, SampleInterval: sampleInterval}
 }

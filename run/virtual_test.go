@@ -29,15 +29,14 @@ func TestVirtualTrialRecordsWhatTheModelDid(t *testing.T) {
 	w := *spec.SpillToDisk
 	w.Phases = workload.Phases{Warmup: 10 * time.Second, Storm: 60 * time.Second, Recovery: 20 * time.Second}
 	spec.SpillToDisk = &w
-	cfg := Config{Arms: sel, N: 1, Workload: spec, Dir: dir, Seed: 7, Clock: Virtual,
-		Sim: mongosim.SimOptions{CPUs: 8}, SimMemLimitMB: 32 << 10, ToolVersion: "test"}
-	if _, err := Execute(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	r, err := store.Open(dir)
+	cfg := trialRun{Spec: Spec{Arms: sel, N: 1, Workload: spec, Seed: 7, Clock: Virtual, Sim: mongosim.SimOptions{CPUs: 8}, SimMemLimitMB: 32 << 10},
+		Exec: Exec{ToolVersion: "test"}, Dir: dir}
+	exp := cfg.experiment(t)
+	out, err := Run(context.Background(), exp, dir, cfg.Exec)
 	if err != nil {
 		t.Fatal(err)
 	}
+	r := out.Run
 	if !r.Manifest.Simulated || r.Manifest.Clock != Virtual {
 		t.Errorf("manifest simulated=%v clock=%q, want true and virtual", r.Manifest.Simulated, r.Manifest.Clock)
 	}
@@ -46,7 +45,7 @@ func TestVirtualTrialRecordsWhatTheModelDid(t *testing.T) {
 		if !tr.Simulated || tr.Clock != Virtual {
 			t.Errorf("%s: simulated=%v clock=%q", a.Name, tr.Simulated, tr.Clock)
 		}
-		vt, err := virtual.Run(context.Background(), cfg.virtualConfig(cfg.Seed+uint64(i)), a)
+		vt, err := virtual.Run(context.Background(), exp.virtualConfig(cfg.Seed+uint64(i), time.Second), a)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,13 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qmlsab/qmlsab/plan"
 	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/workload"
 )
 
 func canonical(t *testing.T, raw []byte) string {
 	t.Helper()
-	c, err := store.CanonicalJSON(raw)
+	c, err := plan.CanonicalJSON(raw)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,105 +5,33 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/qmlsab/qmlsab/internal/field"
+	"github.com/qmlsab/qmlsab/plan"
 )
 
-// A run's plan, its shards and the hosts that ran them: what lets one
-// experiment be split across machines and put back together.
+// A run's plan as its manifest records it, the shards of one plan and
+// the hosts that ran them: what lets one experiment be split across
+// machines and put back together. The plan itself (its units, seeds,
+// digest and shards) is package plan's.
 
-// Plan is a run's deterministic schedule, as the manifest records it. The
-// plan is a list of units: unit k (0-based) is repetition block k+1, that
-// is every arm's trial with index k+1, in a seeded order (run.NewPlan).
-// Two folders with the same Digest are parts of one experiment.
+// Plan is a run's deterministic schedule (package plan), as the manifest
+// records it: its digest, its number of units and its arms in plan
+// order. Two folders with the same Digest are parts of one experiment.
 type Plan struct {
-	// Digest is the SHA-256 (hex) of the plan's canonical form: the
-	// resolved workload, the arms, n, the seed, the clock and every
-	// unit's trials in order with their seeds.
+	// Digest is the SHA-256 (hex) of the plan's canonical form
+	// (plan.Digest): the resolved workload, the arms, n, the seed, the
+	// clock and every unit's trials in order with their seeds.
 	Digest string `json:"digest"`
 	// Units is the whole plan's number of units (n).
 	Units int `json:"units"`
 	// Arms in plan order (the baseline first): a trial's seed is the run
-	// seed + (index−1)·len(Arms) + the arm's position here.
+	// seed + (index−1)·len(Arms) + the arm's position here (plan.Seed).
 	Arms []string `json:"arms"`
-}
-
-// PlanSchema versions the plan's canonical form (what its digest hashes).
-const PlanSchema = "qmlsab/plan/v1"
-
-// PlannedTrial is one trial of a plan and its seed.
-type PlannedTrial struct {
-	Arm   string `json:"arm"`
-	Index int    `json:"index"`
-	Seed  uint64 `json:"seed"`
-}
-
-// TrialSeed is the seed of the trial of this index (1-based) of the arm at
-// position armPos of nArms: the run seed plus the trial's place in the
-// interleaved order D1 E1 D2 E2 …, as every run has seeded its trials.
-// A trial's seed does not depend on when it runs, or on which shard.
-func TrialSeed(runSeed uint64, armPos, nArms, index int) uint64 {
-	return runSeed + uint64((index-1)*nArms+armPos)
-}
-
-// blockOrder is unit k's order of nArms arms: a Fisher-Yates shuffle
-// driven by a PCG generator seeded with the run seed and the unit, so it
-// is the same on every machine and Go version.
-func blockOrder(seed uint64, k, nArms int) []int {
-	rng := rand.NewPCG(seed, 0x9e3779b97f4a7c15^uint64(k))
-	p := make([]int, nArms)
-	for i := range p {
-		p[i] = i
-	}
-	for i := nArms - 1; i > 0; i-- {
-		j := int(rng.Uint64() % uint64(i+1))
-		p[i], p[j] = p[j], p[i]
-	}
-	return p
-}
-
-// PlanUnits are the n units of a plan of these arms (in plan order, the
-// baseline first) from a run seed: unit k is every arm's trial of index
-// k+1, in its block order, each with its seed.
-func PlanUnits(armNames []string, n int, seed uint64) [][]PlannedTrial {
-	var units [][]PlannedTrial
-	for k := range n {
-		var unit []PlannedTrial
-		for _, pos := range blockOrder(seed, k, len(armNames)) {
-			unit = append(unit, PlannedTrial{Arm: armNames[pos], Index: k + 1, Seed: TrialSeed(seed, pos, len(armNames), k+1)})
-		}
-		units = append(units, unit)
-	}
-	return units
-}
-
-// PlanDigest is the SHA-256 (hex) of a plan's canonical form: the
-// resolved workload (JSON, keys sorted), the redacted arms as their YAML
-// (what a manifest's Arms holds), the clock, n, the seed and the units.
-// It is the one place the digest is made: run makes a new plan's here,
-// and CheckPlan recomputes a recorded one here.
-func PlanDigest(workloadJSON []byte, armsYAML, clock string, seed uint64, units [][]PlannedTrial) (string, error) {
-	wl, err := CanonicalJSON(workloadJSON)
-	if err != nil {
-		return "", fmt.Errorf("plan: workload: %w", err)
-	}
-	canonical, err := json.Marshal(struct {
-		Schema   string           `json:"schema"`
-		Workload json.RawMessage  `json:"workload"`
-		Arms     string           `json:"arms"`
-		Clock    string           `json:"clock"`
-		N        int              `json:"n"`
-		Seed     uint64           `json:"seed"`
-		Units    [][]PlannedTrial `json:"units"`
-	}{PlanSchema, wl, armsYAML, clock, len(units), seed, units})
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(canonical)
-	return hex.EncodeToString(sum[:]), nil
 }
 
 // CheckPlan recomputes the digest of the manifest's plan from what the
@@ -123,8 +51,8 @@ func (m Manifest) CheckPlan(dir string) error {
 			return fmt.Errorf("%s: arms: %w", mpath, err)
 		}
 	}
-	units := PlanUnits(m.Plan.Arms, m.Plan.Units, m.Seed)
-	digest, err := PlanDigest(m.Workload, armsYAML, m.Clock, m.Seed, units)
+	units := plan.Units(m.Plan.Arms, m.Plan.Units, m.Seed)
+	digest, err := plan.Digest(plan.Conditions{Workload: m.Workload, Arms: armsYAML, Clock: m.Clock, Sim: m.Sim}, m.Seed, units)
 	if err != nil {
 		return fmt.Errorf("%s: %w", mpath, err)
 	}
@@ -133,32 +61,6 @@ func (m Manifest) CheckPlan(dir string) error {
 	}
 	return fmt.Errorf("%s: its plan digest %.12s is not the digest of the plan it records (workload, arms, clock, seed %d, %d units): the manifest was edited after its plan was made, so it is refused",
 		mpath, m.Plan.Digest, m.Seed, m.Plan.Units)
-}
-
-// Unit is the plan unit a trial of this index belongs to (0-based).
-func Unit(index int) int { return index - 1 }
-
-// Shard names one part of a plan: the units k with k mod Count =
-// Index−1 (Index is 1-based).
-type Shard struct {
-	Index int `json:"index"`
-	Count int `json:"count"`
-}
-
-func (s Shard) String() string { return strconv.Itoa(s.Index) + "/" + strconv.Itoa(s.Count) }
-
-// Has reports whether unit k is this shard's.
-func (s Shard) Has(k int) bool { return s.Count > 0 && k >= 0 && k%s.Count == s.Index-1 }
-
-// Units are this shard's units of a plan of n units.
-func (s Shard) Units(n int) []int {
-	var out []int
-	for k := range n {
-		if s.Has(k) {
-			out = append(out, k)
-		}
-	}
-	return out
 }
 
 // Host is a machine that ran trials: what differs between hosts and can
@@ -201,9 +103,9 @@ type hostIdentity struct {
 
 // ShardSource is one shard a merged run was made from.
 type ShardSource struct {
-	Dir     string    `json:"dir"`
-	Shard   Shard     `json:"shard"`
-	Created time.Time `json:"created"`
+	Dir     string     `json:"dir"`
+	Shard   plan.Shard `json:"shard"`
+	Created time.Time  `json:"created"`
 	// Hosts are the IDs of the hosts that ran its trials.
 	Hosts []string `json:"hosts"`
 	// Trials are how many finished trials it gave.
@@ -235,19 +137,6 @@ func (m *Manifest) AddHost(h Host) {
 	m.Hosts = append(m.Hosts, h)
 }
 
-// CanonicalJSON re-encodes a JSON document with object keys sorted, so
-// two encodings of one value compare equal.
-func CanonicalJSON(raw []byte) ([]byte, error) {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, err
-	}
-	return json.Marshal(v)
-}
-
-// trialKey names a trial of a run.
-func trialKey(arm string, index int) string { return arm + "#" + strconv.Itoa(index) }
-
 // unitList is "2, 5" (1-based unit numbers, as people count them).
 func unitList(units []int) string {
 	var s []string
@@ -275,13 +164,13 @@ type ShardSet struct {
 func (s *ShardSet) Problems() []string {
 	var out []string
 	for _, i := range s.Missing {
-		sh := Shard{Index: i, Count: s.Count}
+		sh := plan.Shard{Index: i, Count: s.Count}
 		out = append(out, fmt.Sprintf("shard %s is missing (its units %s: no folder given holds them)", sh, unitList(sh.Units(s.Plan.Units))))
 	}
 	for _, r := range s.Runs {
 		if names := s.Unfinished[r.Dir]; len(names) > 0 {
-			out = append(out, fmt.Sprintf("%s: shard %s is unfinished: %d of its %d trials not run (%s); complete it with: qmlsab run --resume %s",
-				r.Dir, r.Manifest.Shard, len(names), len(r.Manifest.Trials), strings.Join(names, " "), r.Dir))
+			out = append(out, fmt.Sprintf("%s: shard %s is unfinished: %d of its %d trials not run (%s); resume it to complete it",
+				r.Dir, r.Manifest.Shard, len(names), len(r.Manifest.Trials), strings.Join(names, " ")))
 		}
 	}
 	return out
@@ -311,9 +200,9 @@ func CheckShards(runs []*Run, expect int) (*ShardSet, error) {
 		case m.Plan == nil:
 			return nil, fmt.Errorf("%s: no plan in its manifest (a run made before plans existed); only shards of one plan merge", mpath)
 		case m.Shard == nil:
-			return nil, fmt.Errorf("%s is a whole run, not a shard (made without --shard); only shards of one plan merge", r.Dir)
+			return nil, fmt.Errorf("%s is a whole run, not a shard (it ran all of its plan); only shards of one plan merge", r.Dir)
 		}
-		wl, err := CanonicalJSON(m.Workload)
+		wl, err := plan.CanonicalJSON(m.Workload)
 		if err != nil {
 			return nil, fmt.Errorf("%s: workload: %w", mpath, err)
 		}
@@ -334,7 +223,7 @@ func CheckShards(runs []*Run, expect int) (*ShardSet, error) {
 				r.Dir, m.Parallel, first.Dir, fp)
 		}
 		if expect > 0 && m.Shard.Count != expect {
-			return nil, fmt.Errorf("%s: shard %s, but MergeOptions.Expect %d shards", r.Dir, m.Shard, expect)
+			return nil, field.Errorf(FieldExpect, expect, "%s: shard %s, but %v %d shards", r.Dir, m.Shard, field.Ref(FieldExpect), expect)
 		}
 		if m.Shard.Count != set.Count {
 			return nil, fmt.Errorf("%s: shard %s of a split into %d, but %s is shard %s", r.Dir, m.Shard, m.Shard.Count, first.Dir, first.Manifest.Shard)
@@ -347,8 +236,8 @@ func CheckShards(runs []*Run, expect int) (*ShardSet, error) {
 		}
 		byIndex[m.Shard.Index] = r
 		for _, ts := range m.Trials {
-			key := trialKey(ts.Arm, ts.Index)
-			if !m.Shard.Has(Unit(ts.Index)) || Unit(ts.Index) >= m.Plan.Units {
+			key := plan.Key(ts.Arm, ts.Index)
+			if !m.Shard.Has(plan.Unit(ts.Index)) || plan.Unit(ts.Index) >= m.Plan.Units {
 				return nil, fmt.Errorf("%s: trial %s is not in shard %s's units (%s)", mpath, key, m.Shard, unitList(m.Shard.Units(m.Plan.Units)))
 			}
 			if d, ok := trialDir[key]; ok {
@@ -361,8 +250,8 @@ func CheckShards(runs []*Run, expect int) (*ShardSet, error) {
 		}
 		for _, k := range m.Shard.Units(m.Plan.Units) {
 			for _, arm := range m.Plan.Arms {
-				if trialDir[trialKey(arm, k+1)] != r.Dir {
-					return nil, fmt.Errorf("%s: shard %s lacks trial %s of its unit %d", mpath, m.Shard, trialKey(arm, k+1), k+1)
+				if trialDir[plan.Key(arm, k+1)] != r.Dir {
+					return nil, fmt.Errorf("%s: shard %s lacks trial %s of its unit %d", mpath, m.Shard, plan.Key(arm, k+1), k+1)
 				}
 			}
 		}

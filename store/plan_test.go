@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/qmlsab/qmlsab/plan"
 )
 
 // writeShard writes shard i/n of a plan of units D,E blocks, every trial
@@ -17,8 +19,8 @@ func writeShard(t *testing.T, root string, i, n, units int, edit func(*Manifest)
 	dir := filepath.Join(root, "shard-"+string(rune('0'+i)))
 	m := Manifest{Schema: ManifestSchema, Created: time.Unix(1, 0).UTC(), Seed: 1, Target: "embedded", Simulated: true,
 		WorkloadName: "w", Workload: []byte(`{"name":"w","kind":"spill_to_disk"}`), ArmList: []ArmInfo{{Name: "D"}, {Name: "E"}},
-		Plan: &Plan{Units: units, Arms: []string{"D", "E"}}, Shard: &Shard{Index: i, Count: n}}
-	digest, err := PlanDigest(m.Workload, "", m.Clock, m.Seed, PlanUnits(m.Plan.Arms, units, m.Seed))
+		Plan: &Plan{Units: units, Arms: []string{"D", "E"}}, Shard: &plan.Shard{Index: i, Count: n}}
+	digest, err := plan.Digest(plan.Conditions{Workload: m.Workload, Clock: m.Clock}, m.Seed, plan.Units(m.Plan.Arms, units, m.Seed))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,13 +50,13 @@ func TestMergeShardsChecksBeforeWriting(t *testing.T) {
 	s1 := writeShard(t, root, 1, 2, 3, nil)
 	s2 := writeShard(t, root, 2, 2, 3, nil)
 	out := filepath.Join(root, "out", "merged")
-	m, problems, err := MergeShards(context.Background(), MergeOptions{Dirs: []string{s2, s1}, Expect: 2, Out: out})
-	if err != nil || len(problems) != 0 {
-		t.Fatalf("merge: %v %v", err, problems)
+	m, set, err := MergeShards(context.Background(), MergeOptions{Dirs: []string{s2, s1}, Expect: 2, Out: out})
+	if err != nil || len(set.Problems()) != 0 {
+		t.Fatalf("merge: %v %v", err, set.Problems())
 	}
 	var order []string
 	for _, ts := range m.Trials {
-		order = append(order, trialKey(ts.Arm, ts.Index))
+		order = append(order, plan.Key(ts.Arm, ts.Index))
 	}
 	if strings.Join(order, " ") != "E#1 D#1 E#2 D#2 E#3 D#3" || len(m.Hosts) != 2 || len(m.Shards) != 2 || m.Shards[0].Shard.Index != 1 {
 		t.Errorf("merged manifest: trials %v hosts %v shards %+v", order, m.Hosts, m.Shards)
@@ -80,7 +82,7 @@ func TestMergeShardsChecksBeforeWriting(t *testing.T) {
 		{"a shard lacking a trial", func() []string {
 			return []string{writeShard(t, bad, 1, 2, 3, func(m *Manifest) { m.Trials = m.Trials[1:] }), s2}
 		}, MergeOptions{Expect: 2}, "shard 1/2 lacks trial E#1 of its unit 1"},
-		{"another split", func() []string { return []string{s1, s2} }, MergeOptions{Expect: 3}, "shard 1/2, but MergeOptions.Expect 3"},
+		{"another split", func() []string { return []string{s1, s2} }, MergeOptions{Expect: 3}, "shard 1/2, but " + FieldExpect + " 3"},
 		{"out not empty", func() []string {
 			os.MkdirAll(filepath.Join(bad, "full", "x"), 0o755)
 			return []string{s1, s2}

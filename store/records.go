@@ -20,6 +20,14 @@ type Records struct {
 	// KillOpActor says the killOp actor ran: its kills are the trial's
 	// sheds even on a server that reports no shedding of its own.
 	KillOpActor bool
+	// DriverPrimaries are the new primaries the workload's driver saw
+	// through its topology monitoring (events of kind EventTopology),
+	// which catches a flip between two samples: the failovers' third
+	// witness beside the samples' two. A wall-clock storm trial has them,
+	// and its events file holds them; a trial without them (another
+	// clock, an import, a folder written before they were kept) counts
+	// its failovers from its samples.
+	DriverPrimaries []Event
 	// Missing names the kinds of record the trial could not record
 	// (Storm, Canaries, Kills): a trial imported from diagnostic data has
 	// no client-side outcomes unless a file gave them. A metric that rests
@@ -356,6 +364,10 @@ type PrimaryLife struct {
 	TrackedAtEnd  map[string]int64 `json:"tracked_bytes_at_end,omitempty"`
 	HeaviestQueue string           `json:"heaviest_queue,omitempty"`
 }
+
+// EventTopology is the kind of an event the workload's driver saw: a new
+// primary, through its topology monitoring.
+const EventTopology = "topology"
 
 // Event is one timestamped thing that happened in a trial (events.jsonl.gz).
 type Event struct {

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/qmlsab/qmlsab/plan"
 )
 
 func TestRunIDs(t *testing.T) {
@@ -28,9 +30,9 @@ func TestRunIDs(t *testing.T) {
 		t.Errorf("a stamp with '/' = %v; want an error naming $%s", err, RunIDEnv)
 	}
 
-	plan := &Plan{Digest: "abcdef0123456789", Units: 3, Arms: []string{"D", "E"}}
+	recorded := &Plan{Digest: "abcdef0123456789", Units: 3, Arms: []string{"D", "E"}}
 	shard := func(id string, i int) Manifest {
-		return Manifest{RunID: id, Plan: plan, Shard: &Shard{Index: i, Count: 3}, Created: created.Add(time.Duration(i) * time.Minute)}
+		return Manifest{RunID: id, Plan: recorded, Shard: &plan.Shard{Index: i, Count: 3}, Created: created.Add(time.Duration(i) * time.Minute)}
 	}
 	if got := GroupRunID([]Manifest{shard(s1, 1), shard(s1, 2), shard(s1, 3)}); got != s1 {
 		t.Errorf("shards sharing %q group as %q", s1, got)
@@ -49,9 +51,9 @@ func TestRunIDs(t *testing.T) {
 }
 
 func TestCompletion(t *testing.T) {
-	plan := &Plan{Digest: "d", Units: 4, Arms: []string{"D", "E"}}
+	recorded := &Plan{Digest: "d", Units: 4, Arms: []string{"D", "E"}}
 	run := func(statuses ...string) *Run {
-		m := Manifest{Plan: plan, Shard: &Shard{Index: 1, Count: 2}}
+		m := Manifest{Plan: recorded, Shard: &plan.Shard{Index: 1, Count: 2}}
 		for i, s := range statuses {
 			m.Trials = append(m.Trials, TrialStatus{Arm: "D", Index: i + 1, Status: s})
 		}

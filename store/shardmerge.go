@@ -12,6 +12,17 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/qmlsab/qmlsab/internal/field"
+	"github.com/qmlsab/qmlsab/plan"
+)
+
+// Fields of MergeOptions, as MergeShards's errors name them
+// (internal/field): a command maps each to the flag that sets it.
+const (
+	FieldExpect       = "MergeOptions.Expect"
+	FieldOut          = "MergeOptions.Out"
+	FieldAllowPartial = "MergeOptions.AllowPartial"
 )
 
 // MergeOptions say which shard folders to merge into which run folder.
@@ -39,25 +50,26 @@ type MergeOptions struct {
 // and SIGHUP), nothing is left: the folder being built is removed. A
 // folder a merge killed outright (SIGKILL) left beside Out is removed by
 // the next merge into Out; one merge into Out runs at a time. It returns
-// the merged manifest and what a partial merge lacks.
-func MergeShards(ctx context.Context, o MergeOptions) (Manifest, []string, error) {
+// the merged manifest and the shards it was made of (or, refusing an
+// incomplete set, the shards given, whose Problems say what it lacks).
+func MergeShards(ctx context.Context, o MergeOptions) (Manifest, *ShardSet, error) {
 	switch {
 	case o.Expect < 1:
-		return Manifest{}, nil, fmt.Errorf("MergeOptions.Expect %d: the number of shards the run was split into (at least 1)", o.Expect)
+		return Manifest{}, nil, field.Errorf(FieldExpect, o.Expect, "the number of shards the run was split into (at least 1)")
 	case o.Out == "":
-		return Manifest{}, nil, errors.New("MergeOptions.Out: the merged run's folder is required")
+		return Manifest{}, nil, field.Errorf(FieldOut, nil, "the merged run's folder is required")
 	case len(o.Dirs) == 0:
 		return Manifest{}, nil, errors.New("no shard folder given")
 	}
 	out := filepath.Clean(o.Out)
 	if err := CheckNewRunFolder(o.Out); err != nil {
-		return Manifest{}, nil, fmt.Errorf("MergeOptions.Out %w; merge into a new folder", err)
+		return Manifest{}, nil, field.Errorf(FieldOut, o.Out, "%v %w; merge into a new folder", field.Ref(FieldOut), err)
 	}
 	var runs []*Run
 	for _, dir := range o.Dirs {
 		d := filepath.Clean(dir)
 		if d == out || strings.HasPrefix(out, d+string(filepath.Separator)) {
-			return Manifest{}, nil, fmt.Errorf("MergeOptions.Out %s is inside shard folder %s", o.Out, dir)
+			return Manifest{}, nil, field.Errorf(FieldOut, o.Out, "%v %s is inside shard folder %s", field.Ref(FieldOut), o.Out, dir)
 		}
 		if err := checkShardFiles(dir); err != nil {
 			return Manifest{}, nil, err
@@ -77,7 +89,7 @@ func MergeShards(ctx context.Context, o MergeOptions) (Manifest, []string, error
 	}
 	problems := set.Problems()
 	if len(problems) > 0 && !o.AllowPartial {
-		return Manifest{}, problems, fmt.Errorf("refusing to merge an incomplete run (MergeOptions.AllowPartial merges what there is):\n  %s", strings.Join(problems, "\n  "))
+		return Manifest{}, set, field.Errorf(FieldAllowPartial, nil, "refusing to merge an incomplete run (%v merges what there is):\n  %s", field.Ref(FieldAllowPartial), strings.Join(problems, "\n  "))
 	}
 
 	first := runs[0].Manifest
@@ -88,7 +100,7 @@ func MergeShards(ctx context.Context, o MergeOptions) (Manifest, []string, error
 	}
 	m := Manifest{Schema: ManifestSchema, ToolVersion: o.ToolVersion, Created: time.Now().UTC(), RunID: GroupRunID(sources), Host: host, CommandLine: o.CommandLine,
 		WorkloadName: first.WorkloadName, Workload: first.Workload, Arms: first.Arms, ArmList: first.ArmList, Seed: first.Seed,
-		Target: first.Target, Clock: first.Clock, Profile: first.Profile, Parallel: first.Parallel, Plan: &set.Plan, Shards: []ShardSource{}}
+		Target: first.Target, Clock: first.Clock, Profile: first.Profile, Sim: first.Sim, Parallel: first.Parallel, Plan: &set.Plan, Shards: []ShardSource{}}
 	owner := map[int]*Run{} // unit → its shard
 	for _, r := range set.Runs {
 		sm := r.Manifest
@@ -122,7 +134,7 @@ func MergeShards(ctx context.Context, o MergeOptions) (Manifest, []string, error
 			continue
 		}
 		for _, ts := range r.Manifest.Trials {
-			if Unit(ts.Index) != k {
+			if plan.Unit(ts.Index) != k {
 				continue
 			}
 			if ts.Status != Valid && ts.Status != Invalid {
@@ -137,7 +149,7 @@ func MergeShards(ctx context.Context, o MergeOptions) (Manifest, []string, error
 
 	b, err := BuildBeside(out, Merging)
 	if err != nil {
-		return Manifest{}, nil, fmt.Errorf("MergeOptions.Out %w", err)
+		return Manifest{}, nil, field.Errorf(FieldOut, o.Out, "%v %w", field.Ref(FieldOut), err)
 	}
 	defer b.Close() // removes the folder being built unless it was committed
 	for _, c := range copies {
@@ -152,9 +164,9 @@ func MergeShards(ctx context.Context, o MergeOptions) (Manifest, []string, error
 		return Manifest{}, nil, err
 	}
 	if err := b.Commit(); err != nil {
-		return Manifest{}, nil, fmt.Errorf("MergeOptions.Out %s: %w", o.Out, err)
+		return Manifest{}, nil, field.Errorf(FieldOut, o.Out, "%w", err)
 	}
-	return m, problems, nil
+	return m, set, nil
 }
 
 // checkShardFiles refuses a shard folder holding anything merge must not

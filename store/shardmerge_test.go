@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/qmlsab/qmlsab/plan"
 )
 
 // mergeWithin runs MergeShards and fails the test if it has not returned
@@ -246,7 +248,7 @@ func TestMergeRecomputesThePlanDigest(t *testing.T) {
 		"workload": func(m *Manifest) { m.Workload = []byte(`{"name":"w","kind":"spill_to_disk","x":1}`) },
 	} {
 		m := Manifest{Workload: []byte(`{"name":"w","kind":"spill_to_disk"}`), Seed: 3, Clock: "virtual", Plan: &Plan{Units: 4, Arms: []string{"D", "E"}}}
-		m.Plan.Digest, _ = PlanDigest(m.Workload, "", m.Clock, m.Seed, PlanUnits(m.Plan.Arms, 4, m.Seed))
+		m.Plan.Digest, _ = plan.Digest(plan.Conditions{Workload: m.Workload, Clock: m.Clock}, m.Seed, plan.Units(m.Plan.Arms, 4, m.Seed))
 		if err := m.CheckPlan("run"); err != nil {
 			t.Fatalf("an unedited plan: %v", err)
 		}

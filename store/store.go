@@ -30,6 +30,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/qmlsab/qmlsab/plan"
 )
 
 // Schema versions of the files this package writes and reads. The v2
@@ -82,17 +84,22 @@ type Manifest struct {
 	// Topology is the run's --topology (replset or sharded) when it was
 	// given; empty when each arm's own topology held.
 	Topology string `json:"topology,omitempty"`
+	// Sim is the embedded target's simulated machine, as JSON (the run
+	// layer's form of it), when the run was given another machine than
+	// the default; absent for the default, and in runs written before it
+	// was recorded (which ran on the default). The plan's digest covers it.
+	Sim json.RawMessage `json:"sim,omitempty"`
 	// Parallel is how many trials ran at once on one host: wall-clock
 	// trials at once share the host's CPUs, which moves their figures.
 	// 0 in runs written before it was recorded.
 	Parallel int           `json:"parallel,omitempty"`
 	Trials   []TrialStatus `json:"trials"`
-	// Plan is the run's deterministic schedule (plan.go); runs written
-	// before plans existed have none.
+	// Plan is the run's deterministic schedule (package plan); runs
+	// written before plans existed have none.
 	Plan *Plan `json:"plan,omitempty"`
-	// Shard says this folder holds one shard of the plan (qmlsab run
-	// --shard i/N); absent for a whole run.
-	Shard *Shard `json:"shard,omitempty"`
+	// Shard says this folder holds one shard of the plan (a run of some
+	// of its units); absent for a whole run.
+	Shard *plan.Shard `json:"shard,omitempty"`
 	// Hosts are the machines that ran this folder's trials; each
 	// TrialStatus.Host names one by its ID.
 	Hosts []Host `json:"hosts,omitempty"`
@@ -271,9 +278,26 @@ func WriteFileAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
+	tmp, err := WriteTemp(path, data)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// WriteTemp writes data to a synced temporary file in path's folder, named
+// after path (the name the next writer's clean-up knows: temporaries.go),
+// readable by all, and returns its name; renaming it over path is the
+// caller's (WriteFileAtomic's, or a report's, which renames its outputs
+// together). A failed write leaves no temporary.
+func WriteTemp(path string, data []byte) (string, error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
 	_, err = tmp.Write(data)
 	if err == nil {
@@ -285,14 +309,11 @@ func WriteFileAtomic(path string, data []byte) error {
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
 	if err != nil {
 		os.Remove(tmp.Name())
-		return fmt.Errorf("writing %s: %w", path, err)
+		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
-	return nil
+	return tmp.Name(), nil
 }
 
 // WriteJSON writes v as indented JSON, atomically.
@@ -452,6 +473,34 @@ func Completion(runs []*Run) (finished, planned int) {
 	return finished, planned
 }
 
+// Tally counts a run's trials by how they ended.
+type Tally struct {
+	// Trials are all the trials the manifest lists; Finished, those valid
+	// or invalid; Invalid, the invalid ones.
+	Trials, Finished, Invalid int
+	// Reasons are the first ten invalid trials' reasons, each after its
+	// trial's name ("D#2: …").
+	Reasons []string
+}
+
+// Tally counts the manifest's trials by how they ended.
+func (m Manifest) Tally() Tally {
+	t := Tally{Trials: len(m.Trials)}
+	for _, ts := range m.Trials {
+		switch ts.Status {
+		case Invalid:
+			t.Invalid++
+			t.Finished++
+			if ts.Reason != "" && len(t.Reasons) < 10 {
+				t.Reasons = append(t.Reasons, plan.Key(ts.Arm, ts.Index)+": "+ts.Reason)
+			}
+		case Valid:
+			t.Finished++
+		}
+	}
+	return t
+}
+
 // Run is a run folder as read back.
 type Run struct {
 	Dir      string
@@ -480,6 +529,17 @@ func (r *Run) Valid(arm string) []Trial {
 		}
 	}
 	return out
+}
+
+// Trial is arm's finished trial of this index, when the run holds one
+// (a trial.json was read, or written, for it).
+func (r *Run) Trial(arm string, index int) (Trial, bool) {
+	for _, t := range r.Trials[arm] {
+		if t.Index == index {
+			return t, true
+		}
+	}
+	return Trial{}, false
 }
 
 // ReadManifest reads a run folder's manifest alone (either format, as
@@ -591,6 +651,28 @@ func Open(dir string) (*Run, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// Reopen opens the run folder dir to complete it: it refuses a folder
+// that holds no run, as Open does and without making anything, then takes
+// the folder's lock for this process's writing (Acquire) and reads the
+// run (Open) under it, so that what is read is what the writer finds.
+// The caller releases the lock.
+func Reopen(dir string) (*Run, *Lock, error) {
+	mpath := filepath.Join(dir, ManifestFile)
+	if _, err := os.Lstat(mpath); err != nil {
+		return nil, nil, manifestErr(dir, mpath, err)
+	}
+	lock, err := Acquire(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := Open(dir)
+	if err != nil {
+		lock.Release()
+		return nil, nil, err
+	}
+	return r, lock, nil
 }
 
 // checkClock refuses a run whose trials ran on another clock than the

@@ -12,7 +12,6 @@ package sweep
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -24,6 +23,7 @@ import (
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/internal/parallel"
 	"github.com/qmlsab/qmlsab/internal/units"
+	"github.com/qmlsab/qmlsab/internal/field"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/mongosim/model"
 	"github.com/qmlsab/qmlsab/run/virtual"
@@ -153,48 +153,59 @@ type Workload struct {
 	RecoverySecond float64 `json:"recovery_s"`
 }
 
+// Fields of a Config, as this package's errors name them
+// (internal/field): a command maps each to the flag that sets it.
+const (
+	FieldArms     = "Config.Arms"
+	FieldSeeds    = "Config.Seeds"
+	FieldAxes     = "Config.Axes"
+	FieldFixed    = "Config.Fixed"
+	FieldParallel = "Config.Parallel"
+)
+
 // Validate checks a sweep's shape and builds every cell's setting once,
 // so a value the model, the workload or an arm refuses is an error before
-// any trial runs. Errors name the Config field and the axis's own text
-// ("Config.Axes hw.cpus=4,8: …"), which a command maps to its flag.
+// any trial runs. Errors are *field.Error, naming the Config field and
+// the axis's own text ("Config.Axes hw.cpus=4,8: …"), which a command
+// names by its flag.
 func (c Config) Validate() error {
 	switch {
 	case len(c.Arms) == 0:
-		return errors.New("Config.Arms: no arm")
+		return field.Errorf(FieldArms, nil, "no arm")
 	case c.Seeds < 1:
-		return fmt.Errorf("Config.Seeds %d: at least one trial per cell", c.Seeds)
+		return field.Errorf(FieldSeeds, c.Seeds, "at least one trial per cell")
 	case len(c.Axes) == 0:
-		return errors.New("Config.Axes: give one or two")
+		return field.Errorf(FieldAxes, nil, "give one or two")
 	case len(c.Axes) > MaxAxes:
-		return fmt.Errorf("Config.Axes: %d given; at most %d (a line for one, a heatmap for two)", len(c.Axes), MaxAxes)
+		return field.Errorf(FieldAxes, nil, "%d given; at most %d (a line for one, a heatmap for two)", len(c.Axes), MaxAxes)
 	case c.Parallel < 0:
-		return fmt.Errorf("Config.Parallel %d: must not be negative", c.Parallel)
+		return field.Errorf(FieldParallel, c.Parallel, "must not be negative")
 	}
 	for i, f := range c.Fixed {
 		if len(f.Values) != 1 {
-			return fmt.Errorf("Config.Fixed %s: one value", f.Spec)
+			return field.Errorf(FieldFixed, f.Spec, "one value")
 		}
 		for _, g := range c.Fixed[:i] {
 			if f.Knob.Name == g.Knob.Name {
-				return fmt.Errorf("Config.Fixed %s: %s is set twice", f.Spec, f.Knob.Name)
+				return field.Errorf(FieldFixed, f.Spec, "%s is set twice", f.Knob.Name)
 			}
 		}
 		for _, a := range c.Axes {
 			if f.Knob.Name == a.Knob.Name {
-				return fmt.Errorf("Config.Fixed %s: %s is also varied", f.Spec, f.Knob.Name)
+				return field.Errorf(FieldFixed, f.Spec, "%s is also varied", f.Knob.Name)
 			}
 		}
 	}
 	for i, a := range c.Axes {
 		for _, b := range c.Axes[:i] {
 			if a.Knob.Name == b.Knob.Name {
-				return fmt.Errorf("Config.Axes %s: %s is varied twice", a.Spec, a.Knob.Name)
+				return field.Errorf(FieldAxes, a.Spec, "%s is varied twice", a.Knob.Name)
 			}
 		}
 	}
 	for _, a := range c.Arms {
 		if !a.Embedded() {
-			return fmt.Errorf("Config.Arms: arm %s runs on the %s target; a sweep runs the model only", a.Name, a.Target)
+			return field.Errorf(FieldArms, nil, "arm %s runs on the %s target; a sweep runs the model only", a.Name, a.Target)
 		}
 	}
 	_, err := c.settings()
@@ -253,11 +264,11 @@ func (c Config) setting(a arms.Arm, idx []int) (Setting, error) {
 		}
 		v := ax.Values[idx[i]]
 		if err := ax.Knob.set(&s, v); err != nil {
-			return s, fmt.Errorf("Config.Axes %s: arm %s: %v", ax.Spec, a.Name, err)
+			return s, field.Errorf(FieldAxes, ax.Spec, "arm %s: %v", a.Name, err)
 		}
 	}
 	if err := check(s); err != nil {
-		return s, fmt.Errorf("Config.Axes %s: arm %s at %s: %v", axesSpec(c.Axes), a.Name, pointLabel(c.Axes, idx), err)
+		return s, field.Errorf(FieldAxes, axesSpec(c.Axes), "arm %s at %s: %v", a.Name, pointLabel(c.Axes, idx), err)
 	}
 	return s, nil
 }
@@ -292,7 +303,7 @@ func (c Config) fixed(a arms.Arm) (Setting, error) {
 			continue
 		}
 		if err := f.Knob.set(&s, f.Values[0]); err != nil {
-			return s, fmt.Errorf("Config.Fixed %s: arm %s: %v", f.Spec, a.Name, err)
+			return s, field.Errorf(FieldFixed, f.Spec, "arm %s: %v", a.Name, err)
 		}
 	}
 	return s, nil

@@ -18,6 +18,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/internal/field"
 	"github.com/qmlsab/qmlsab/internal/mongoclient"
 	"github.com/qmlsab/qmlsab/mongosim"
 )
@@ -118,7 +119,7 @@ func newLocal(life context.Context, arm arms.Arm, opts Options) (*local, error) 
 	l := &local{arm: arm, log: opts.Logger, restartDelay: opts.RestartDelay, life: life}
 	if opts.MemberMemLimitMB > 0 {
 		if !isMongosim(arm.Mongod) {
-			return nil, fmt.Errorf("arm %s: a per-member memory limit needs cmd/mongosim (--simMemLimitMB); a real mongod would need a cgroup, which the local target does not create", arm.Name)
+			return nil, field.Errorf(FieldMemberMemLimitMB, opts.MemberMemLimitMB, "arm %s: a per-member memory limit needs cmd/mongosim, which caps its own memory; a real mongod would need a cgroup, which the local target does not create", arm.Name)
 		}
 		l.extraArgs = append(l.extraArgs, "--simMemLimitMB", strconv.FormatInt(opts.MemberMemLimitMB, 10))
 	}

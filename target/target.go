@@ -60,6 +60,10 @@ type Deployment interface {
 	Close(ctx context.Context) error
 }
 
+// FieldMemberMemLimitMB is Options.MemberMemLimitMB, as an error names it
+// (internal/field).
+const FieldMemberMemLimitMB = "Options.MemberMemLimitMB"
+
 // Options are a trial's target settings.
 type Options struct {
 	// Dir is the trial's folder (dbpaths and member logs of a local target).
@@ -72,7 +76,8 @@ type Options struct {
 	// RestartDelay is how long the local target waits before restarting a
 	// member that died, as an automation agent would (default 5 s).
 	RestartDelay time.Duration
-	// MemberMemLimitMB caps each member's memory on the local target
+	// MemberMemLimitMB (FieldMemberMemLimitMB in errors) caps each
+	// member's memory on the local target
 	// (cmd/mongosim binaries only: --simMemLimitMB). 0: no cap.
 	MemberMemLimitMB int64
 	// Sim configures the embedded target's mongosim members (hardware, and

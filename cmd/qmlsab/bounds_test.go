@@ -70,7 +70,7 @@ func TestRunAndSweepRefuseATrialPastItsMemory(t *testing.T) {
 		want string
 	}{
 		{[]string{"run", "--arms", "E", "--n", "1", "--workload", file, "--profile", "long", "--parallel", "2", "--out", filepath.Join(dir, "run")},
-			"qmlsab run: --workload canaries with --profile long: the 1h20m0s trial of canaryRate 1000 and stormRate 207 over a 20m0s storm needs ~1.78 GiB a virtual trial, the budget is 1 GiB × 2 trials at once"},
+			"qmlsab run: --workload canaries with --profile long: the 1h20m0s trial of canaryRate 1000 and stormRate 207 over a 20m0s storm needs ~1.78 GiB a virtual trial, the budget is 1 GiB a trial"},
 		{[]string{"sweep", "--arms", "E", "--n", "1", "--workload", file, "--profile", "long", "--vary", "workload.stormRate=100,200", "--out", filepath.Join(dir, "sweep")},
 			"workload: spill_to_disk.canaryRate: canaryRate 1000 over a 1h20m0s trial (4800000 canaries): a virtual trial needs ~1.66 GiB, the budget is 1 GiB a trial"},
 	} {

@@ -6,11 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // chromium finds a headless browser or skips the test. make
@@ -148,14 +149,14 @@ func probePage(t *testing.T, browser, path string, height, want int) string {
 	probed := filepath.Join(filepath.Dir(path), "probed.html")
 	os.WriteFile(probed, []byte(strings.Replace(string(page), "<head>", "<head>"+probe, 1)), 0o644)
 	dom := runChromium(t, browser, probed, height, "--dump-dom")
-	m := regexp.MustCompile(`CHARTS ([^\n]*)\nERRORS (.*)</pre>`).FindStringSubmatch(string(dom))
-	if m == nil {
+	drawn, errs, ok := probeLines(string(dom))
+	if !ok {
 		t.Fatalf("the probe did not report; the page's scripts did not run:\n%.2000s", dom)
 	}
-	if m[2] != "[]" {
-		t.Errorf("script or console errors: %s", m[2])
+	if errs != "[]" {
+		t.Errorf("script or console errors: %s", errs)
 	}
-	charts := strings.Fields(m[1])
+	charts := strings.Fields(drawn)
 	t.Logf("charts drawn (id=canvas:painted pixels:series:points): %v", charts)
 	if (want >= 0 && len(charts) != want) || (want < 0 && len(charts) < -want) {
 		t.Errorf("%d chart containers, want %d (negative: at least): %v", len(charts), want, charts)
@@ -241,27 +242,37 @@ func TestReportFirstScreenInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatalf("chromium: %v", err)
 	}
-	m := regexp.MustCompile(`FIRSTSCREEN viewport=(\d+)x(\d+) verdicts=(-?\d+) legend=(-?\d+) sentences=(\d+)\n((?s).*?)\nEND`).FindStringSubmatch(string(dom))
-	if m == nil {
-		t.Fatalf("the probe did not report:\n%.2000s", dom)
+	// The probe's report, not its script's source, where the word stands too.
+	var viewW, viewH, verdicts, legend, sentences int
+	var shifts string
+	reported := false
+	for rest := string(dom); !reported; {
+		_, after, found := strings.Cut(rest, "FIRSTSCREEN ")
+		if !found {
+			t.Fatalf("the probe did not report:\n%.2000s", dom)
+		}
+		rest = after
+		report, ok := between(after, "", "\nEND")
+		head, body, _ := strings.Cut(report, "\n")
+		if _, err := fmt.Sscanf(head, "viewport=%dx%d verdicts=%d legend=%d sentences=%d", &viewW, &viewH, &verdicts, &legend, &sentences); ok && err == nil {
+			reported, shifts = true, body
+		}
 	}
-	viewH, verdicts, legend, sentences := atoi(t, m[2]), atoi(t, m[3]), atoi(t, m[4]), atoi(t, m[5])
-	t.Logf("viewport %sx%s: verdict sentences end at %d px, the arms legend at %d px", m[1], m[2], verdicts, legend)
+	t.Logf("viewport %dx%d: verdict sentences end at %d px, the arms legend at %d px", viewW, viewH, verdicts, legend)
 	if sentences != 1 {
 		t.Errorf("%d verdict sentences, want one (E against D)", sentences)
 	}
 	if verdicts < 0 || legend < 0 || verdicts > viewH || legend > viewH {
 		t.Errorf("the first %d px do not hold the verdict sentences (end %d px) and the arms legend (end %d px)", viewH, verdicts, legend)
 	}
-	deltas := strings.Split(m[6], "\n")
+	deltas := strings.Split(shifts, "\n")
 	if len(deltas) == 0 || deltas[0] == "" {
 		t.Fatal("the page has no shift to check")
 	}
-	mark := regexp.MustCompile(`^DELTA [▲▼◆◇≈] .*\b(better|worse|changed|not judged|within noise)\b`)
 	for _, d := range deltas {
 		// A sentence's part carries its word in its title (the sentence's
 		// head says better or worse); a table's shift in its text.
-		if !mark.MatchString(strings.Replace(d, " | ", " ", 1)) {
+		if !hasDirection(strings.Replace(d, " | ", " ", 1)) {
 			t.Errorf("a shift without its direction's mark and word: %q", d)
 		}
 	}
@@ -287,4 +298,37 @@ func atoi(t *testing.T, s string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// probeLines are what the probe script wrote into the page: its CHARTS
+// line, and on the line after it the ERRORS up to the end of its <pre>
+// (the script's own source, where the words stand too, is passed over).
+func probeLines(dom string) (charts, errs string, ok bool) {
+	for rest := dom; ; {
+		_, after, found := strings.Cut(rest, "CHARTS ")
+		if !found {
+			return "", "", false
+		}
+		rest = after
+		line, next, found := strings.Cut(after, "\n")
+		errLine, _, _ := strings.Cut(next, "\n")
+		errs, _, closed := strings.Cut(strings.TrimPrefix(errLine, "ERRORS "), "</pre>")
+		if found && strings.HasPrefix(next, "ERRORS ") && closed {
+			return line, errs, true
+		}
+	}
+}
+
+// hasDirection reports whether a shift the probe found carries its
+// direction's mark after DELTA and, as a word, what the direction says.
+func hasDirection(d string) bool {
+	rest, ok := strings.CutPrefix(d, "DELTA ")
+	if !ok {
+		return false
+	}
+	mark, _ := utf8.DecodeRuneInString(rest)
+	if !strings.ContainsRune("▲▼◆◇≈", mark) || !strings.HasPrefix(rest[utf8.RuneLen(mark):], " ") {
+		return false
+	}
+	return slices.ContainsFunc([]string{"better", "worse", "changed", "not judged", "within noise"}, func(w string) bool { return hasWord(rest, w) })
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -84,7 +83,11 @@ type ghJob struct {
 	Steps []ghStep `yaml:"steps"`
 }
 
-var ghExpr = regexp.MustCompile(`\$\{\{\s*([^}]*?)\s*\}\}`)
+// ghExpand replaces each GitHub Actions expression in s, ${{ key }},
+// with value(key).
+func ghExpand(s string, value func(key string) string) string {
+	return replaceEach(s, "${{", "}}", func(key string) string { return value(strings.TrimSpace(key)) })
+}
 
 // The GitHub Actions recipe, as written, for three nights into one
 // history: each night, each matrix job's run: steps in its own workspace
@@ -157,8 +160,7 @@ func runGitHubNight(t *testing.T, bin string, wfEnv map[string]any, shardJob, me
 		var log strings.Builder
 		sub := func(s string) (string, error) {
 			var bad error
-			out := ghExpr.ReplaceAllStringFunc(s, func(m string) string {
-				k := ghExpr.FindStringSubmatch(m)[1]
+			out := ghExpand(s, func(k string) string {
 				v, ok := vars[k]
 				if !ok {
 					bad = fmt.Errorf("%s: the test does not know ${{ %s }}", name, k)

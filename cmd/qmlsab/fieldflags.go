@@ -2,64 +2,80 @@ package main
 
 import (
 	"fmt"
-	"regexp"
+	"slices"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/qmlsab/qmlsab/ftdcimport"
+	"github.com/qmlsab/qmlsab/internal/field"
+	"github.com/qmlsab/qmlsab/report"
+	"github.com/qmlsab/qmlsab/run"
+	"github.com/qmlsab/qmlsab/store"
+	"github.com/qmlsab/qmlsab/sweep"
 )
 
-// fieldFlags maps the configuration fields that library errors name
-// (run.Config, sweep.Config, store.MergeOptions: "Config.N 0: at least
-// one trial per arm") to the flag that sets each, so that the user reads
-// "-n 0: …". It is the one place a field meets its flag: a library
-// speaks in its own fields, and a new flag that sets a checked field adds
-// its row here. The keys are the type and field as the libraries write
-// them; the same field name in two libraries' Config types must mean the
-// same flag (TestFieldFlagsNameRealFieldsAndFlags checks both sides).
+// fieldFlags maps the fields that library errors concern (each a
+// *field.Error naming its package's field: run's Spec, Exec and folders,
+// sweep.Config, store.MergeOptions, ftdcimport's flags and folder,
+// report.Options) to the flag that sets each, so that the user reads
+// "-n 0: …". It is the one place a field meets its flag: a library names
+// its own fields, and a new flag that sets a checked field adds its row
+// here (TestFieldFlagsNameRealFieldsAndFlags checks each row's flag).
 var fieldFlags = map[string]string{
-	// run.Config (qmlsab run)
-	"Config.Arms":     "--arms",
-	"Config.N":        "-n",
-	"Config.Parallel": "--parallel",
-	"Config.Clock":    "--clock",
-	"Config.Topology": "--topology",
-	"Config.Shard":    "--shard",
-	"Config.Profile":  "--profile",
-	"Config.Workload": "--workload",
-	"Config.Seed":     "--seed",
-	"Config.Resume":   "--resume",
-	"Config.Dir":      "--out",
-	// sweep.Config (qmlsab sweep)
-	"Config.Seeds": "-n",
-	"Config.Axes":  "--vary",
-	"Config.Fixed": "--set",
-	// store.MergeOptions (qmlsab merge)
-	"MergeOptions.Expect":       "--expect",
-	"MergeOptions.Out":          "--out",
-	"MergeOptions.AllowPartial": "--allow-partial",
+	// qmlsab run
+	run.FieldArms:     "--arms",
+	run.FieldDefined:  "--arms-file",
+	run.FieldN:        "-n",
+	run.FieldParallel: "--parallel",
+	run.FieldClock:    "--clock",
+	run.FieldTopology: "--topology",
+	run.FieldShard:    "--shard",
+	run.FieldProfile:  "--profile",
+	run.FieldWorkload: "--workload",
+	run.FieldSeed:     "--seed",
+	run.FieldResume:   "--resume",
+	run.FieldDir:      "--out",
+	// qmlsab sweep
+	sweep.FieldArms:     "--arms",
+	sweep.FieldSeeds:    "-n",
+	sweep.FieldAxes:     "--vary",
+	sweep.FieldFixed:    "--set",
+	sweep.FieldParallel: "--parallel",
+	// qmlsab merge
+	store.FieldExpect:       "--expect",
+	store.FieldOut:          "--out",
+	store.FieldAllowPartial: "--allow-partial",
+	// qmlsab import ftdc
+	ftdcimport.FieldArm:      "--arm",
+	ftdcimport.FieldStart:    "--start",
+	ftdcimport.FieldPhases:   "--phases",
+	ftdcimport.FieldOutcomes: "--outcomes",
+	ftdcimport.FieldDir:      "--out",
+	// qmlsab report
+	report.FieldBaseline: "--baseline",
 }
 
-// fieldRef is a field reference as the libraries write one: a
-// configuration type and a dotted field path, not part of a longer word.
-var fieldRef = regexp.MustCompile(`\b(?:Config|MergeOptions)(?:\.[A-Z][A-Za-z0-9]*)+\b`)
+// flagOf is the flag that sets a field ("" for a field no flag sets,
+// which a message then names as its library does).
+func flagOf(f string) string { return fieldFlags[f] }
 
-// inFlags rewrites the field references in a message (an error a library
-// returned, as a command prints it) to the flags that set those fields.
-// A reference with no row in fieldFlags is left as it is: a field no
-// flag sets is still named, not hidden.
-func inFlags(msg string) string {
-	return fieldRef.ReplaceAllStringFunc(msg, func(ref string) string {
-		if flag, ok := fieldFlags[ref]; ok {
-			return flag
+// userText formats a message as fmt.Sprintf does, each error among the
+// arguments with the fields it names called by their flags.
+func userText(format string, args ...any) string {
+	args = slices.Clone(args)
+	for i, a := range args {
+		if err, ok := a.(error); ok {
+			args[i] = field.Text(err, flagOf)
 		}
-		return ref
-	})
+	}
+	return fmt.Sprintf(format, args...)
 }
 
 // refusal is how a command refuses its input or reports a failure: exit
-// 1 with the command's name and the message, the field references of the
-// library errors in it shown as flags (inFlags).
+// 1 with the command's name and the message, the fields of the library
+// errors in it named by their flags (userText).
 func refusal(command string) func(format string, args ...any) error {
 	return func(format string, args ...any) error {
-		return cli.Exit(inFlags(fmt.Sprintf(command+": "+format, args...)), 1)
+		return cli.Exit(command+": "+userText(format, args...), 1)
 	}
 }

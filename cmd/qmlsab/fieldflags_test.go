@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -9,6 +10,10 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/ftdcimport"
+	"github.com/qmlsab/qmlsab/internal/field"
+	"github.com/qmlsab/qmlsab/plan"
+	"github.com/qmlsab/qmlsab/report"
 	"github.com/qmlsab/qmlsab/run"
 	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/sweep"
@@ -50,69 +55,64 @@ func takesFlags(t *testing.T, command string) map[string]bool {
 	return out
 }
 
-// Every row of the table names a field of a library's configuration and
-// a flag of the command that fills that configuration; a field name two
-// configurations share maps to a flag both commands take.
+// Every row of the table names a field a library's errors name and a
+// flag of the command that fills it: a field of a configuration type is
+// one of that type's fields, and a parameter (a folder, a flag's value)
+// one of the functions the command calls.
 func TestFieldFlagsNameRealFieldsAndFlags(t *testing.T) {
-	owners := map[string][]struct {
-		typ     reflect.Type
+	owners := map[string]struct {
+		typ     reflect.Type // nil: a function's parameter
 		command string
 	}{
-		"Config":       {{reflect.TypeFor[run.Config](), "run"}, {reflect.TypeFor[sweep.Config](), "sweep"}},
-		"MergeOptions": {{reflect.TypeFor[store.MergeOptions](), "merge"}},
+		"Spec":         {reflect.TypeFor[run.Spec](), "run"},
+		"Exec":         {reflect.TypeFor[run.Exec](), "run"},
+		"Given":        {reflect.TypeFor[run.Given](), "run"},
+		"Run":          {nil, "run"},
+		"Resume":       {nil, "run"},
+		"Config":       {reflect.TypeFor[sweep.Config](), "sweep"},
+		"MergeOptions": {reflect.TypeFor[store.MergeOptions](), "merge"},
+		"FromFlags":    {nil, "import ftdc"},
+		"Import":       {nil, "import ftdc"},
+		"Options":      {reflect.TypeFor[report.Options](), "report"},
 	}
-	for ref, flag := range fieldFlags {
-		parts := strings.Split(ref, ".")
-		if !fieldRef.MatchString(ref) || fieldRef.FindString(ref) != ref {
-			t.Errorf("%s: not a reference inFlags recognises", ref)
+	for f, flag := range fieldFlags {
+		parts := strings.Split(f, ".")
+		o, ok := owners[parts[0]]
+		switch {
+		case !ok:
+			t.Errorf("%s: no owner known", f)
+			continue
+		case o.typ != nil && !hasField(o.typ, parts[1:]):
+			t.Errorf("%s names no field of %v", f, o.typ)
 		}
-		found := false
-		for _, o := range owners[parts[0]] {
-			if !hasField(o.typ, parts[1:]) {
-				continue
-			}
-			found = true
-			if !takesFlags(t, o.command)[flag] {
-				t.Errorf("%s is %s's field, but qmlsab %s has no flag %s", ref, o.typ, o.command, flag)
-			}
-		}
-		if !found {
-			t.Errorf("%s names no field of %v", ref, owners[parts[0]])
-		}
-	}
-}
-
-// A reference is rewritten only where it stands alone and has a row;
-// anything else in the message, field-like or not, is left as it was.
-func TestInFlagsRewritesWholeReferencesOnly(t *testing.T) {
-	for in, want := range map[string]string{
-		"Config.N 0: at least one trial per arm":                                     "-n 0: at least one trial per arm",
-		"Config.Clock x: r was started with Config.Clock y (leave Config.Clock out)": "--clock x: r was started with --clock y (leave --clock out)",
-		"use Config.Resume d or another Config.Dir.":                                 "use --resume d or another --out.",
-		"Config.Name and Config.Nope stay":                                           "Config.Name and Config.Nope stay",
-		"/tmp/myConfig.N/x and Config.Ns":                                            "/tmp/myConfig.N/x and Config.Ns",
-		"Config.Base.Hardware: no row, kept":                                         "Config.Base.Hardware: no row, kept",
-	} {
-		if got := inFlags(in); got != want {
-			t.Errorf("inFlags(%q)\n = %q\nwant %q", in, got, want)
+		if !takesFlags(t, o.command)[flag] {
+			t.Errorf("%s is qmlsab %s's field, but the command has no flag %s", f, o.command, flag)
 		}
 	}
 }
 
 // The libraries' own errors, as the commands show them, name the flags
-// the user typed.
+// the user typed; a field no flag sets keeps the name its library gives.
 func TestLibraryErrorsReadAsFlags(t *testing.T) {
 	d, _ := arms.Lookup("D")
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
 	_, _, mergeErr := store.MergeShards(context.Background(), store.MergeOptions{Expect: 0, Out: t.TempDir()})
+	two, err := run.NewExperiment(run.Spec{Arms: []arms.Arm{d}, N: 2, Workload: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, shardErr := run.Run(context.Background(), two, t.TempDir(), run.Exec{Shard: plan.Shard{Index: 1, Count: 3}})
+	_, zeroErr := run.NewExperiment(run.Spec{Arms: []arms.Arm{d}, N: 0, Workload: spec})
+	_, startErr := ftdcimport.FromFlags("D", "noon", ftdcimport.Phases{}, "", nil)
 	for _, c := range []struct {
 		err  error
 		want string
 	}{
-		{run.Config{Arms: []arms.Arm{d}, N: 0, Workload: spec}.Validate(), "qmlsab run: -n 0: at least one trial per arm"},
-		{run.Config{Arms: []arms.Arm{d}, N: 2, Workload: spec, Shard: store.Shard{Index: 1, Count: 3}}.Validate(),
-			"qmlsab run: --shard 1/3: the plan has 2 units (one per trial of an arm, -n 2)"},
+		{zeroErr, "qmlsab run: -n 0: at least one trial per arm"},
+		{shardErr, "qmlsab run: --shard 1/3: the plan has 2 units (one per trial of an arm, -n 2)"},
 		{mergeErr, "qmlsab merge: --expect 0: the number of shards"},
+		{startErr, `qmlsab import ftdc: --start "noon": want an RFC 3339 time`},
+		{field.Errorf("Spec.Unflagged", 3, "as %v %d", field.Ref(run.FieldN), 2), "qmlsab run: Spec.Unflagged 3: as -n 2"},
 	} {
 		if c.err == nil {
 			t.Errorf("no error; want %q", c.want)
@@ -121,14 +121,8 @@ func TestLibraryErrorsReadAsFlags(t *testing.T) {
 		command, _, _ := strings.Cut(c.want, ": ")
 		var exit cli.ExitCoder
 		got := refusal(command)("%v", c.err)
-		if !strings.HasPrefix(got.Error(), c.want) || !asExit(got, &exit) || exit.ExitCode() != 1 {
+		if !strings.HasPrefix(got.Error(), c.want) || !errors.As(got, &exit) || exit.ExitCode() != 1 {
 			t.Errorf("%v shown as %q (exit %v); want exit 1 with %q…", c.err, got, exit, c.want)
 		}
 	}
-}
-
-func asExit(err error, exit *cli.ExitCoder) bool {
-	e, ok := err.(cli.ExitCoder)
-	*exit = e
-	return ok
 }

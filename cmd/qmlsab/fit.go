@@ -67,10 +67,8 @@ func fitAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := interruptContext(c.Context, c.App.ErrWriter)
-	defer stop()
-	restoreGC := sweep.TuneGC()
-	defer restoreGC()
+	ctx, done := fitContext(c)
+	defer done()
 	progress := fitProgress(c.App.ErrWriter)
 	if c.IsSet("shard") {
 		shard, err := parseFitShard(c.String("shard"))
@@ -152,7 +150,7 @@ func ensembleSpec(c *cli.Context, fail func(string, ...any) error) (sweep.Ensemb
 		}
 		scale, err := run.ProfileScale(profile)
 		if err != nil {
-			return sweep.EnsembleSpec{}, fail("--profile: %v", err)
+			return sweep.EnsembleSpec{}, fail("%v", err)
 		}
 		cfg.Base.Workload = scaled(cfg.Base.Workload, scale)
 	}
@@ -236,10 +234,8 @@ func fitPredictShard(c *cli.Context, fail func(string, ...any) error) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := interruptContext(c.Context, c.App.ErrWriter)
-	defer stop()
-	restoreGC := sweep.TuneGC()
-	defer restoreGC()
+	ctx, done := fitContext(c)
+	defer done()
 	pred, err := search.RunPredict(ctx, shard, c.Int("parallel"), fitProgress(c.App.ErrWriter))
 	if err != nil {
 		return fitFailed(ctx, fail, err)
@@ -281,13 +277,9 @@ func fitMerge(c *cli.Context, fail func(string, ...any) error) error {
 	}
 	switch kinds[0] {
 	case sweep.SearchSchema:
-		var files []sweep.SearchFile
-		for i, b := range blobs {
-			f, err := sweep.DecodeSearch(b)
-			if err != nil {
-				return fail("--merge %s: %v", names[i], err)
-			}
-			files = append(files, f)
+		files, err := decodeAll(blobs, names, sweep.DecodeSearch)
+		if err != nil {
+			return fail("--merge %v", err)
 		}
 		merged, err := sweep.MergeSearch(names, files)
 		if err != nil {
@@ -304,13 +296,9 @@ func fitMerge(c *cli.Context, fail func(string, ...any) error) error {
 			len(files), len(merged.Points), merged.Trials, filepath.Join(dir, sweep.SearchFileName), dir)
 		return nil
 	case sweep.PredictSchema:
-		var files []sweep.PredictFile
-		for i, b := range blobs {
-			f, err := sweep.DecodePredict(b)
-			if err != nil {
-				return fail("--merge %s: %v", names[i], err)
-			}
-			files = append(files, f)
+		files, err := decodeAll(blobs, names, sweep.DecodePredict)
+		if err != nil {
+			return fail("--merge %v", err)
 		}
 		en, spec, err := sweep.MergePredict(names, files)
 		if err != nil {
@@ -323,6 +311,32 @@ func fitMerge(c *cli.Context, fail func(string, ...any) error) error {
 		return writeEnsemble(c, fail, en, spec, time.Duration(en.WallSeconds*float64(time.Second)), dir)
 	}
 	return fail("--merge %s: schema %q is neither a search shard (%s) nor a prediction shard (%s)", names[0], kinds[0], sweep.SearchSchema, sweep.PredictSchema)
+}
+
+// fitContext is a fit's context, which a signal ends (interruptContext),
+// with the collector tuned for the fit's trials (sweep.TuneGC); done
+// restores both.
+func fitContext(c *cli.Context) (ctx context.Context, done func()) {
+	ctx, stop := interruptContext(c.Context, c.App.ErrWriter)
+	restoreGC := sweep.TuneGC()
+	return ctx, func() {
+		restoreGC()
+		stop()
+	}
+}
+
+// decodeAll decodes each shard's file of one stage; an error names the
+// file.
+func decodeAll[F any](blobs [][]byte, names []string, decode func([]byte) (F, error)) ([]F, error) {
+	var files []F
+	for i, b := range blobs {
+		f, err := decode(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", names[i], err)
+		}
+		files = append(files, f)
+	}
+	return files, nil
 }
 
 // shardFile is the fit file in a shard's folder: its search or its

@@ -14,28 +14,18 @@ import (
 
 // ftdcCommand reads MongoDB's diagnostic data (FTDC).
 func ftdcCommand() *cli.Command {
-	return &cli.Command{
-		Name:  "ftdc",
-		Usage: "read MongoDB diagnostic data (diagnostic.data, FTDC) of mongod or mongosim",
-		Subcommands: []*cli.Command{{
-			Name:      "dump",
-			Usage:     "one line per sample of FTDC files or diagnostic.data directories, as JSON lines or CSV",
-			ArgsUsage: "FILE_OR_DIR... [--paths p1,p2,...] [--format jsonl|csv] [--list]",
-			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "paths", Usage: "the metrics to write, comma-separated dotted paths such as serverStatus.mem.resident (default: all)"},
-				&cli.StringFlag{Name: "format", Value: "jsonl", Usage: "jsonl (an object per sample; start in ms since the epoch) or csv"},
-				&cli.BoolFlag{Name: "list", Usage: "list the metric paths instead of the samples"},
-			},
-			Action: ftdcDumpAction,
-		}},
-	}
+	return group("ftdc", "read MongoDB diagnostic data (diagnostic.data, FTDC) of mongod or mongosim",
+		command("dump", "one line per sample of FTDC files or diagnostic.data directories, as JSON lines or CSV",
+			"FILE_OR_DIR... [--paths p1,p2,...] [--format jsonl|csv] [--list]", ftdcDumpAction,
+			&cli.StringFlag{Name: "paths", Usage: "the metrics to write, comma-separated dotted paths such as serverStatus.mem.resident (default: all)"},
+			&cli.StringFlag{Name: "format", Value: "jsonl", Usage: "jsonl (an object per sample; start in ms since the epoch) or csv"},
+			&cli.BoolFlag{Name: "list", Usage: "list the metric paths instead of the samples"}))
 }
 
 func ftdcDumpAction(c *cli.Context) error {
-	fail := refusal("qmlsab ftdc dump")
-	sources, err := trailingFlags(c)
+	fail, sources, err := operands(c, "qmlsab ftdc dump")
 	if err != nil {
-		return fail("%v", err)
+		return err
 	}
 	if len(sources) == 0 {
 		return fail("name at least one FTDC file or diagnostic.data directory")

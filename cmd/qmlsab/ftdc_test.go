@@ -76,9 +76,11 @@ func TestFTDCOfARunRoundTripsAndImportsToTheSameReport(t *testing.T) {
 	w.Phases = workload.Phases{Warmup: 2 * time.Second, Storm: 10 * time.Second, Recovery: 4 * time.Second}
 	w.ServerSelectionTimeout = 10 * time.Second
 	spec.SpillToDisk = &w
-	cfg := run.Config{Arms: sel, N: 2, Workload: spec, Dir: runDir, Seed: 1, Clock: run.Wall, ToolVersion: "test",
-		CommandLine: []string{"qmlsab", "run", "--arms", "D,E"}}
-	if _, err := run.Execute(context.Background(), cfg); err != nil {
+	e, err := run.NewExperiment(run.Spec{Arms: sel, N: 2, Workload: spec, Seed: 1, Clock: run.Wall})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Run(context.Background(), e, runDir, run.Exec{ToolVersion: "test", CommandLine: []string{"qmlsab", "run", "--arms", "D,E"}}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := store.Open(runDir)

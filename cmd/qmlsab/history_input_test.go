@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -25,7 +24,24 @@ func quickRun(t *testing.T, wl, dir string, seed int, more ...string) {
 	}
 }
 
-var addedNight = regexp.MustCompile(`added .* as night (\S+) \(`)
+// addedNight is what "added … as night N (…" names N in an output, in a
+// one-element slice after the whole match as a regexp's submatches were
+// (nil when no line says so).
+func addedNight(out string) []string {
+	for _, l := range strings.Split(out, "\n") {
+		_, rest, ok := strings.Cut(l, "added ")
+		if !ok {
+			continue
+		}
+		if i := strings.LastIndex(rest, " as night "); i >= 0 {
+			night, tail, _ := strings.Cut(rest[i+len(" as night "):], " ")
+			if night != "" && strings.HasPrefix(tail, "(") {
+				return []string{l, night}
+			}
+		}
+	}
+	return nil
+}
 
 // Nothing unknown passes: a label, arm, metric or workload that matches
 // nothing, or a history that does not exist, is exit 1 naming the value
@@ -116,7 +132,7 @@ func TestHistoryNightIsAPlan(t *testing.T) {
 	dir := filepath.Join(tmp, "results", "nightly")
 	quickRun(t, wl, dir, 5)
 	out, code := add(dir)
-	first := addedNight.FindStringSubmatch(out)
+	first := addedNight(out)
 	if code != 0 || first == nil {
 		t.Fatalf("history add: exit %d:\n%s", code, out)
 	}
@@ -128,7 +144,7 @@ func TestHistoryNightIsAPlan(t *testing.T) {
 	}
 	quickRun(t, wl, dir, 5) // the same experiment again, tomorrow
 	out, code = add(dir)
-	second := addedNight.FindStringSubmatch(out)
+	second := addedNight(out)
 	if code != 0 || second == nil || second[1] == first[1] {
 		t.Fatalf("the same folder name on another night: exit %d (first night %v):\n%s", code, first, out)
 	}
@@ -147,7 +163,7 @@ func TestHistoryNightIsAPlan(t *testing.T) {
 	if code != 0 || strings.Count(out, "history: added") != 1 {
 		t.Fatalf("report --history of three shards: exit %d, want one night added:\n%s", code, out)
 	}
-	night := addedNight.FindStringSubmatch(out)
+	night := addedNight(out)
 	m, err := store.ReadManifest(shards[0])
 	if err != nil {
 		t.Fatal(err)

@@ -17,31 +17,21 @@ import (
 
 // importCommand builds run folders from records qmlsab did not make.
 func importCommand() *cli.Command {
-	return &cli.Command{
-		Name:  "import",
-		Usage: "build a run folder from another record of A/B trials",
-		Subcommands: []*cli.Command{{
-			Name:      "ftdc",
-			Usage:     "a run folder from members' diagnostic.data (FTDC) and which arm each time window was (docs/ftdc.md)",
-			ArgsUsage: "[DIAGNOSTIC_DATA...]",
-			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "spec", Usage: "a YAML `FILE` naming the diagnostic data, each trial's arm and start, and the phases"},
-				&cli.StringFlag{Name: "arm", Usage: "without --spec: the arm of the one trial"},
-				&cli.StringFlag{Name: "start", Usage: "without --spec: the trial's start, RFC 3339 (2025-06-01T10:00:00Z)"},
-				&cli.StringFlag{Name: "phases", Usage: "without --spec: warmup,storm,recovery lengths (30s,150s,60s)"},
-				&cli.StringFlag{Name: "outcomes", Usage: "without --spec: client-side outcomes, JSON lines or CSV (docs/ftdc.md)"},
-				&cli.StringFlag{Name: "out", Usage: "the new run folder (default: results/<timestamp>-<id>)"},
-			},
-			Action: importFTDCAction,
-		}},
-	}
+	return group("import", "build a run folder from another record of A/B trials",
+		command("ftdc", "a run folder from members' diagnostic.data (FTDC) and which arm each time window was (docs/ftdc.md)", "[DIAGNOSTIC_DATA...]",
+			importFTDCAction,
+			&cli.StringFlag{Name: "spec", Usage: "a YAML `FILE` naming the diagnostic data, each trial's arm and start, and the phases"},
+			&cli.StringFlag{Name: "arm", Usage: "without --spec: the arm of the one trial"},
+			&cli.StringFlag{Name: "start", Usage: "without --spec: the trial's start, RFC 3339 (2025-06-01T10:00:00Z)"},
+			&cli.StringFlag{Name: "phases", Usage: "without --spec: warmup,storm,recovery lengths (30s,150s,60s)"},
+			&cli.StringFlag{Name: "outcomes", Usage: "without --spec: client-side outcomes, JSON lines or CSV (docs/ftdc.md)"},
+			&cli.StringFlag{Name: "out", Usage: "the new run folder (default: results/<timestamp>-<id>)"}))
 }
 
 func importFTDCAction(c *cli.Context) error {
-	fail := refusal("qmlsab import ftdc")
-	sources, err := trailingFlags(c)
+	fail, sources, err := operands(c, "qmlsab import ftdc")
 	if err != nil {
-		return fail("%v", err)
+		return err
 	}
 	var spec *ftdcimport.Spec
 	if path := c.String("spec"); path != "" {

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -123,9 +122,24 @@ func (r *recipeRunner) night(date string, cmds ...string) (map[string]int, map[s
 		r.t.Fatalf("the recipe's shell: %v\n%s", err, out)
 	}
 	codes, outs := map[string]int{}, map[string]string{}
-	for _, m := range regexp.MustCompile(`(?s)@@begin (\S+)\n(.*?)@@end (\S+) (\d+)\n`).FindAllStringSubmatch(string(out), -1) {
-		codes[m[1]], _ = strconv.Atoi(m[4])
-		outs[m[1]] = m[2]
+	// Each command's output stands between "@@begin NAME" and
+	// "@@end NAME CODE" lines.
+	for rest := string(out); ; {
+		_, block, ok := strings.Cut(rest, "@@begin ")
+		if !ok {
+			break
+		}
+		name, body, _ := strings.Cut(block, "\n")
+		body, end, ok := strings.Cut(body, "@@end ")
+		if !ok {
+			break
+		}
+		endLine, after, _ := strings.Cut(end, "\n")
+		if f := strings.Fields(endLine); len(f) == 2 && isDigits(f[1]) {
+			codes[name], _ = strconv.Atoi(f[1])
+			outs[name] = body
+		}
+		rest = after
 	}
 	if len(codes) != len(cmds) {
 		r.t.Fatalf("ran %v, got the exit codes of %v:\n%s", cmds, codes, out)

@@ -27,25 +27,18 @@ var formatKinds = map[string]outputfile.Kind{"html": outputfile.HTML, "json": ou
 	"bench": outputfile.BenchTxt, "md": outputfile.SummaryMD}
 
 func reportCommand() *cli.Command {
-	return &cli.Command{
-		Name:      "report",
-		Usage:     "the A/B report of one run (default: the newest in results/) or of several runs of one workload",
-		ArgsUsage: "[RUN_DIR ...]",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "out", Usage: "write the outputs into `DIR` (default: the (first) run folder); a file there is written over only if it is that output of an earlier report"},
-			&cli.StringFlag{Name: "format", Value: "html,json", Usage: "outputs: any of html, json, perf, bench, md"},
-			&cli.StringFlag{Name: "baseline", Usage: "the `ARM` the others are compared with (default: the run's first arm)"},
-			&cli.StringFlag{Name: "gates", Usage: "a gate set: `sweeper-acceptance` (alias seed000) or a gate YAML file; exit 3 when a gate fails"},
-			&cli.BoolFlag{Name: "gate-predictions", Usage: "let the gates of arms whose outcome is the model's prediction (F and G on the simulator) fail the set too; without it they are reported only"},
-			&cli.Float64Flag{Name: "alpha", Value: 0.05, Usage: "significance level of the U test"},
-			&cli.StringFlag{Name: "results", Value: "results", Usage: "where to look for the newest run when none is given"},
-			&cli.BoolFlag{Name: "history", Usage: "also add the run(s) to the history (--history-db) for qmlsab history detect and trend"},
-			historyDBFlag(),
-			labelFlag,
-			reportAllowPartialFlag,
-		},
-		Action: reportAction,
-	}
+	return command("report", "the A/B report of one run (default: the newest in results/) or of several runs of one workload", "[RUN_DIR ...]", reportAction,
+		&cli.StringFlag{Name: "out", Usage: "write the outputs into `DIR` (default: the (first) run folder); a file there is written over only if it is that output of an earlier report"},
+		&cli.StringFlag{Name: "format", Value: "html,json", Usage: "outputs: any of html, json, perf, bench, md"},
+		&cli.StringFlag{Name: "baseline", Usage: "the `ARM` the others are compared with (default: the run's first arm)"},
+		&cli.StringFlag{Name: "gates", Usage: "a gate set: `sweeper-acceptance` (alias seed000) or a gate YAML file; exit 3 when a gate fails"},
+		&cli.BoolFlag{Name: "gate-predictions", Usage: "let the gates of arms whose outcome is the model's prediction (F and G on the simulator) fail the set too; without it they are reported only"},
+		&cli.Float64Flag{Name: "alpha", Value: 0.05, Usage: "significance level of the U test"},
+		&cli.StringFlag{Name: "results", Value: "results", Usage: "where to look for the newest run when none is given"},
+		&cli.BoolFlag{Name: "history", Usage: "also add the run(s) to the history (--history-db) for qmlsab history detect and trend"},
+		historyDBFlag(),
+		labelFlag,
+		reportAllowPartialFlag)
 }
 
 // reportAllowPartialFlag is --allow-partial as report reads it: the
@@ -55,10 +48,9 @@ var reportAllowPartialFlag = &cli.BoolFlag{Name: "allow-partial",
 	Usage: "accept a run with unfinished trials (or missing shards): the gates judge the finished ones, and --history stores the run marked partial; without it report --gates exits 3 on such a run and --history refuses it"}
 
 func reportAction(c *cli.Context) error {
-	fail := refusal("qmlsab report")
-	dirs, err := trailingFlags(c)
+	fail, dirs, err := operands(c, "qmlsab report")
 	if err != nil {
-		return fail("%v", err)
+		return err
 	}
 	var want []string
 	for _, f := range commaList(c, "format") {
@@ -309,7 +301,7 @@ func writeOutputs(outputs []stagedOutput, stopped func() bool) (err error) {
 		if stopped() {
 			return errors.New("interrupted")
 		}
-		if outputs[i].tmp, err = writeTemp(outputs[i].path, outputs[i].data); err != nil {
+		if outputs[i].tmp, err = store.WriteTemp(outputs[i].path, outputs[i].data); err != nil {
 			return err
 		}
 	}
@@ -323,30 +315,6 @@ func writeOutputs(outputs []stagedOutput, stopped func() bool) (err error) {
 		outputs[i].tmp = ""
 	}
 	return nil
-}
-
-// writeTemp writes data to a synced temporary file in path's folder, named
-// as store.WriteFileAtomic names its temporaries, and returns its name.
-func writeTemp(path string, data []byte) (string, error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return "", fmt.Errorf("writing %s: %w", path, err)
-	}
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(0o644) // results are shared; CreateTemp makes them private
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return "", fmt.Errorf("writing %s: %w", path, err)
-	}
-	return tmp.Name(), nil
 }
 
 // sayer prints a command's lines and remembers whether its output is

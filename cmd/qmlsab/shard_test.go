@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/qmlsab/qmlsab/plan"
 	"github.com/qmlsab/qmlsab/store"
 )
 
@@ -41,7 +42,7 @@ func trialFigures(t *testing.T, dir string) map[string]map[string]float64 {
 			for k, v := range tr.Metrics {
 				m[k] = v
 			}
-			out[fmt.Sprint(arm, "#", tr.Index)] = m
+			out[plan.Key(arm, tr.Index)] = m
 		}
 	}
 	return out

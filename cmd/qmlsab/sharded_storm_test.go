@@ -3,7 +3,6 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -106,16 +105,16 @@ func TestRunStormShardedTopology(t *testing.T) {
 	}
 	// probeReport fails any chart that drew blank or holds no data; each
 	// shard's four panels and the router's queries must be among them.
-	charts := regexp.MustCompile(`CHARTS ([^\n]*)\nERRORS .*</pre>`).FindStringSubmatch(probeReport(t, browser, dir))
-	if charts == nil {
+	charts, _, ok := probeLines(probeReport(t, browser, dir))
+	if !ok {
 		t.Fatal("the probe did not report")
 	}
 	for _, sh := range []string{"sh0", "sh1"} {
-		if n := strings.Count(charts[1], "shard-"+sh+"-"); n < 4 {
-			t.Errorf("the browser drew %d charts of shard %s, want its 4 panels at least: %s", n, sh, charts[1])
+		if n := strings.Count(charts, "shard-"+sh+"-"); n < 4 {
+			t.Errorf("the browser drew %d charts of shard %s, want its 4 panels at least: %s", n, sh, charts)
 		}
 	}
-	if !strings.Contains(charts[1], "shard-mongos-") {
-		t.Errorf("the browser drew no chart of the router: %s", charts[1])
+	if !strings.Contains(charts, "shard-mongos-") {
+		t.Errorf("the browser drew no chart of the router: %s", charts)
 	}
 }

@@ -126,12 +126,21 @@ func shardedArms(t *testing.T, set func(a *arms.Arm)) []arms.Arm {
 	return sel
 }
 
-func shardedMergeConfig(t *testing.T, dir string, sel []arms.Arm) run.Config {
+// runShardedMerge runs a sharded merge_partial_write trial of each arm
+// into dir.
+func runShardedMerge(t *testing.T, dir string, sel []arms.Arm) {
+	t.Helper()
 	spec, _ := workload.Builtin(workload.KindMergePartialWrite)
 	w := *spec.Merge
 	w.Ops = 4
 	spec.Merge = &w
-	return run.Config{Arms: sel, N: 1, Workload: spec, Dir: dir, Clock: run.Wall, Topology: arms.TopologySharded, Seed: 1}
+	e, err := run.NewExperiment(run.Spec{Arms: sel, N: 1, Workload: spec, Clock: run.Wall, Topology: arms.TopologySharded, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Run(context.Background(), e, dir, run.Exec{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestRunMergeShardedLocalAndURI: the same through a target local whose
@@ -156,9 +165,7 @@ func TestRunMergeShardedLocalAndURI(t *testing.T) {
 		sel := shardedArms(t, func(a *arms.Arm) {
 			a.Target, a.Mongod, a.Sharded = arms.TargetLocal, bin, arms.Sharded{Mongos: mongos}
 		})
-		if _, err := run.Execute(context.Background(), shardedMergeConfig(t, dir, sel)); err != nil {
-			t.Fatal(err)
-		}
+		runShardedMerge(t, dir, sel)
 		checkShardedMergeRun(t, dir, 1)
 		for _, f := range []string{"cfg/member0/mongod.log", "sh0/member0/mongod.log", "sh1/member0/mongod.log", "router0/mongos.log"} {
 			if _, err := os.Stat(filepath.Join(store.TrialDir(dir, "E", 1), f)); err != nil {
@@ -176,9 +183,7 @@ func TestRunMergeShardedLocalAndURI(t *testing.T) {
 		defer c.Close()
 		dir := filepath.Join(t.TempDir(), "run")
 		sel := shardedArms(t, func(a *arms.Arm) { a.Target, a.URI = arms.TargetURI, c.URI() })
-		if _, err := run.Execute(context.Background(), shardedMergeConfig(t, dir, sel)); err != nil {
-			t.Fatal(err)
-		}
+		runShardedMerge(t, dir, sel)
 		checkShardedMergeRun(t, dir, 1)
 	})
 }

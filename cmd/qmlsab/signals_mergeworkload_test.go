@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,8 +21,16 @@ import (
 	"github.com/qmlsab/qmlsab/workload"
 )
 
-// memberLine is mongosim's start-up log line, which names a member.
-var memberLine = regexp.MustCompile(`msg="waiting for connections" member=(\S+)`)
+// memberOf is the member mongosim's start-up log line names ("" for any
+// other line).
+func memberOf(line string) string {
+	_, rest, ok := strings.Cut(line, `msg="waiting for connections" member=`)
+	if !ok {
+		return ""
+	}
+	member, _, _ := strings.Cut(rest, " ")
+	return member
+}
 
 // mergeOpRunning reports whether one of members runs the merge
 // workload's aggregate.
@@ -81,8 +88,8 @@ func TestMergeWorkloadStopsOnSignalMidOp(t *testing.T) {
 			for sc.Scan() {
 				mu.Lock()
 				logs.WriteString(sc.Text() + "\n")
-				if m := memberLine.FindStringSubmatch(sc.Text()); m != nil {
-					members = append(members, m[1])
+				if m := memberOf(sc.Text()); m != "" {
+					members = append(members, m)
 				}
 				mu.Unlock()
 			}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/qmlsab/qmlsab/internal/stormtest"
 	"github.com/qmlsab/qmlsab/mongosim"
+	"github.com/qmlsab/qmlsab/plan"
 	"github.com/qmlsab/qmlsab/store"
 )
 
@@ -156,7 +157,7 @@ func checkInterrupted(t *testing.T, bin, dir string, p *signalled, trial string,
 	}
 	status := map[string]string{}
 	for _, ts := range r.Manifest.Trials {
-		status[fmt.Sprint(ts.Arm, "#", ts.Index)] = ts.Status
+		status[plan.Key(ts.Arm, ts.Index)] = ts.Status
 	}
 	if status[trial] != store.Interrupted {
 		t.Errorf("trials %v; want %s marked %s", status, trial, store.Interrupted)

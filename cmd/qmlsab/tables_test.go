@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/qmlsab/qmlsab/history"
@@ -91,22 +92,25 @@ func TestDefaultTablesFitATerminal(t *testing.T) {
 		checkFits(t, what, out, "")
 		wide, _ := qmlsab(t, append(c.args, "--wide")...)
 		for _, h := range c.wide {
-			if !regexp.MustCompile(`(?m)^\S.*\b` + h + `\b`).MatchString(wide) {
+			if !slices.ContainsFunc(strings.Split(wide, "\n"), func(l string) bool { return l != "" && !unicode.IsSpace([]rune(l)[0]) && hasWord(l, h) }) {
 				t.Errorf("%s --wide lacks column %s:\n%s", what, h, wide)
 			}
-			if regexp.MustCompile(`(?m)^(NAME|NIGHT)\b.*\b` + h + `\b`).MatchString(out) {
+			if slices.ContainsFunc(strings.Split(out, "\n"), func(l string) bool {
+				f := strings.Fields(l)
+				return len(f) > 0 && (f[0] == "NAME" || f[0] == "NIGHT") && strings.HasPrefix(l, f[0]) && hasWord(l[len(f[0]):], h)
+			}) {
 				t.Errorf("%s shows the wide column %s by default", what, h)
 			}
 		}
 	}
-	if out, _ := qmlsab(t, "history", "detect", "--history-db", db, "--arms", "D", "--metric", "rss_peak_bytes", "--recent", "12"); !regexp.MustCompile(`\d GiB`).MatchString(out) || strings.Contains(out, "e+") {
+	if out, _ := qmlsab(t, "history", "detect", "--history-db", db, "--arms", "D", "--metric", "rss_peak_bytes", "--recent", "12"); !hasDigitBefore(out, " GiB") || strings.Contains(out, "e+") {
 		t.Errorf("history detect does not write bytes in GiB:\n%s", out)
 	}
 
 	// The run's trial table: the essential columns in 80, every one wide.
 	checkFits(t, "run", runOut, dir)
 	for _, arm := range []string{"D", "E", "F"} {
-		if !regexp.MustCompile(`(?m)^` + arm + `#1\s+valid\s`).MatchString(runOut) {
+		if lineWithFields(runOut, arm+"#1", "valid") == "" {
 			t.Errorf("run output lacks arm %s's trial row:\n%s", arm, runOut)
 		}
 	}
@@ -114,18 +118,18 @@ func TestDefaultTablesFitATerminal(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run --wide: exit %d\n%s", code, wideRun)
 	}
-	head := regexp.MustCompile(`(?m)^trial\s+status\s.*$`).FindString(wideRun)
+	head := lineWithFields(wideRun, "trial", "status")
 	for _, col := range run.TrialTableColumns(workload.KindSpillToDisk) {
 		if !strings.Contains(head, col.Title) {
 			t.Errorf("run --wide header %q lacks %q", head, col.Title)
 		}
-		if col.Wide && strings.Contains(regexp.MustCompile(`(?m)^trial\s+status\s.*$`).FindString(runOut), col.Title) {
+		if col.Wide && strings.Contains(lineWithFields(runOut, "trial", "status"), col.Title) {
 			t.Errorf("run shows the wide column %q by default", col.Title)
 		}
 	}
 	// Every outcome of the storm's queries is in the default table:
 	// failed ones are a crash loop's headline.
-	if !regexp.MustCompile(`(?m)^trial\s+status\s.*\bok\s+shed\s+killed\s+failed\b`).MatchString(runOut) {
+	if f := strings.Fields(lineWithFields(runOut, "trial", "status")); !strings.Contains(" "+strings.Join(f, " ")+" ", " ok shed killed failed ") {
 		t.Errorf("the default run table lacks a storm outcome (ok, shed, killed, failed):\n%s", runOut)
 	}
 
@@ -200,7 +204,7 @@ func TestNoOutputSaysMBForABinarySize(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The page's text, without the charting library's code.
-		outs = append(outs, regexp.MustCompile(`(?s)<script.*?</script>`).ReplaceAllString(string(b), ""))
+		outs = append(outs, withoutScripts(string(b)))
 	}
 	db := tableHistory(t)
 	for _, args := range [][]string{{"arms", "list", "--wide"}, {"workloads", "show", "spill_to_disk"}, {"sweep", "--list"},
@@ -209,11 +213,63 @@ func TestNoOutputSaysMBForABinarySize(t *testing.T) {
 		outs = append(outs, out)
 	}
 	// A decimal unit after a number, or as a column's unit: "23 MB", "(MB)", "rss MB".
-	decimal := regexp.MustCompile(`(\d\s?|\(|\b(rss|peak|resident|memory|size)\s)(KB|MB|GB|TB)\b`)
 	for i, o := range outs {
-		if m := decimal.FindString(o); m != "" {
+		if m := decimalUnit(o); m != "" {
 			k := strings.Index(o, m)
 			t.Errorf("output %d says %q for a binary size: …%s…", i, m, o[max(0, k-80):min(len(o), k+80)])
 		}
 	}
+}
+
+// hasDigitBefore reports whether s holds suffix right after a digit.
+func hasDigitBefore(s, suffix string) bool {
+	for i := 0; ; {
+		j := strings.Index(s[i:], suffix)
+		if j < 0 {
+			return false
+		}
+		if k := i + j; k > 0 && s[k-1] >= '0' && s[k-1] <= '9' {
+			return true
+		}
+		i += j + 1
+	}
+}
+
+// withoutScripts is a page's text without its <script> elements.
+func withoutScripts(page string) string {
+	return replaceEach(page, "<script", "</script>", func(string) string { return "" })
+}
+
+// decimalUnit is the first decimal size unit (KB, MB, GB or TB as a
+// word's end) in o written after a number ("23 MB", "23MB"), as a
+// column's unit ("(MB)") or after a memory word ("rss MB"); "" when none.
+func decimalUnit(o string) string {
+	for k := 0; k+2 <= len(o); k++ {
+		unit := o[k : k+2]
+		if unit != "KB" && unit != "MB" && unit != "GB" && unit != "TB" {
+			continue
+		}
+		if r, _ := utf8.DecodeRuneInString(o[k+2:]); k+2 < len(o) && isWordRune(r) {
+			continue
+		}
+		pre := o[:k]
+		last, n := utf8.DecodeLastRuneInString(pre)
+		switch {
+		case last == '(' || unicode.IsDigit(last):
+			return o[k-n : k+2]
+		case unicode.IsSpace(last):
+			before := pre[:len(pre)-n]
+			if r, m := utf8.DecodeLastRuneInString(before); unicode.IsDigit(r) {
+				return o[k-n-m : k+2]
+			}
+			for _, w := range []string{"rss", "peak", "resident", "memory", "size"} {
+				if strings.HasSuffix(before, w) {
+					if r, _ := utf8.DecodeLastRuneInString(before[:len(before)-len(w)]); !isWordRune(r) {
+						return o[len(before)-len(w) : k+2]
+					}
+				}
+			}
+		}
+	}
+	return ""
 }

@@ -23,3 +23,20 @@ func TestQueryShapeIsALeaf(t *testing.T) {
 	depcheck.Forbid(t, module+"internal/queryshape", module+"mongosim", module+"workload", module+"run",
 		module+"store", module+"internal/bsoncheck", "go.mongodb.org")
 }
+
+// The plan is the lowest package of the experiment layer: the run layer
+// makes plans and the results store checks and merges the folders of
+// one, so it depends on neither, nor on anything above them, nor on the
+// simulator or a database driver.
+func TestPlanIsTheLowestExperimentPackage(t *testing.T) {
+	depcheck.Forbid(t, module+"plan", module+"store", module+"run", module+"metric", module+"report", module+"arms", module+"workload",
+		module+"target", module+"collect", module+"sweep", module+"mongosim", module+"internal", "go.mongodb.org")
+}
+
+// Library errors name their own fields (internal/field), never a
+// command's flags: the package that carries them, which libraries of
+// every layer import, imports none of them.
+func TestFieldErrorsAreALeaf(t *testing.T) {
+	depcheck.Forbid(t, module+"internal/field", module+"plan", module+"store", module+"run", module+"metric", module+"report", module+"arms",
+		module+"workload", module+"target", module+"collect", module+"sweep", module+"mongosim", module+"ftdcimport", module+"cmd")
+}
