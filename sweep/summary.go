@@ -8,6 +8,7 @@ import (
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/internal/texttable"
+	"github.com/qmlsab/qmlsab/internal/units"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/run/virtual"
 )
@@ -39,7 +40,7 @@ func WriteSummary(w io.Writer, r *Result) {
 			}
 			f := func(v float64) string {
 				if m.Unit == "B" {
-					return FormatBytes(v)
+					return units.HumanBytes(v)
 				}
 				return fmt.Sprintf("%.3g", v)
 			}
