@@ -13,6 +13,7 @@ import (
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/internal/field"
+	"github.com/qmlsab/qmlsab/internal/parallel"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/plan"
 	"github.com/qmlsab/qmlsab/progress"
@@ -203,77 +204,70 @@ func execute(ctx context.Context, x *execution, m store.Manifest, read map[strin
 	if err := save(func(*store.Manifest) {}); err != nil {
 		return nil, err
 	}
-	parallel := x.exp.defaultParallel(opts.Parallel, len(m.Trials))
-	if err := save(func(m *store.Manifest) { m.Parallel = parallel }); err != nil {
+	limit := x.exp.defaultParallel(opts.Parallel, len(m.Trials))
+	if err := save(func(m *store.Manifest) { m.Parallel = limit }); err != nil {
 		return nil, err
 	}
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
-	var writeErr error
+	// The trials still to run (a resume skips the finished ones), at most
+	// limit at once. Each runs on ctx, not on the context Map hands it: a
+	// trial already running finishes and writes its results whatever
+	// happens to the others, and an error returned here (the results disk
+	// failed) only stops further trials from starting.
+	var todo []int
 	for i, ts := range m.Trials {
-		if finished(ts.Status) {
-			continue // finished before a resume
+		if !finished(ts.Status) {
+			todo = append(todo, i)
 		}
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		mu.Lock()
-		failed := writeErr != nil
-		mu.Unlock()
-		if failed { // the results disk failed: start nothing more
-			<-sem
-			break
-		}
-		arm := x.exp.arms[slices.IndexFunc(x.exp.arms, func(a arms.Arm) bool { return a.Name == ts.Arm })]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			report := func(u progress.Update) {
-				u.Arm, u.Index = ts.Arm, ts.Index
-				opts.Progress.Update(u)
-			}
-			report(progress.Update{Phase: "provisioning"})
-			trial := x.runTrial
-			switch {
-			case x.exp.workload.Merge != nil:
-				trial = x.runMergeTrial
-			case arm.Embedded() && x.exp.clock == Virtual:
-				trial = x.runVirtualTrial
-			}
-			status, reason := trial(ctx, arm, ts.Index, seed[plan.Key(ts.Arm, ts.Index)], report)
-			if status == resultsDiskFailed {
-				// The results disk failed (full, gone): the harness's
-				// fault, not the trial's, so the trial stays to be run
-				// again by a resume, and nothing more starts.
-				mu.Lock()
-				writeErr = errors.Join(writeErr, errors.New(reason))
-				mu.Unlock()
-				status = store.Interrupted
-			}
-			// The trial's last update carries its final figures, those
-			// its table shows, not the last ones seen while it ran.
-			simulated, final := x.finishedTrial(ts.Arm, ts.Index)
-			final.Status, final.Reason = status, reason
-			report(final)
-			if err := save(func(m *store.Manifest) {
-				m.Trials[i].Status, m.Trials[i].Reason = status, reason
-				if finished(status) {
-					m.Trials[i].Host = host.ID
-				}
-				m.Simulated = m.Simulated || simulated // a local cmd/mongosim set is a simulation too
-			}); err != nil {
-				mu.Lock()
-				writeErr = errors.Join(writeErr, err)
-				mu.Unlock()
-			}
-		}()
 	}
-	wg.Wait()
+	var writeErr error
+	_, _ = parallel.Map(ctx, len(todo), limit, func(_ context.Context, k int) (struct{}, error) {
+		i := todo[k]
+		mu.Lock()
+		ts := m.Trials[i]
+		mu.Unlock()
+		arm := x.exp.arms[slices.IndexFunc(x.exp.arms, func(a arms.Arm) bool { return a.Name == ts.Arm })]
+		report := func(u progress.Update) {
+			u.Arm, u.Index = ts.Arm, ts.Index
+			opts.Progress.Update(u)
+		}
+		report(progress.Update{Phase: "provisioning"})
+		trial := x.runTrial
+		switch {
+		case x.exp.workload.Merge != nil:
+			trial = x.runMergeTrial
+		case arm.Embedded() && x.exp.clock == Virtual:
+			trial = x.runVirtualTrial
+		}
+		status, reason := trial(ctx, arm, ts.Index, seed[plan.Key(ts.Arm, ts.Index)], report)
+		var failed error
+		if status == resultsDiskFailed {
+			// The results disk failed (full, gone): the harness's fault,
+			// not the trial's, so the trial stays to be run again by a
+			// resume, and nothing more starts.
+			failed = errors.New(reason)
+			status = store.Interrupted
+		}
+		// The trial's last update carries its final figures, those its
+		// table shows, not the last ones seen while it ran.
+		simulated, final := x.finishedTrial(ts.Arm, ts.Index)
+		final.Status, final.Reason = status, reason
+		report(final)
+		if err := save(func(m *store.Manifest) {
+			m.Trials[i].Status, m.Trials[i].Reason = status, reason
+			if finished(status) {
+				m.Trials[i].Host = host.ID
+			}
+			m.Simulated = m.Simulated || simulated // a local cmd/mongosim set is a simulation too
+		}); err != nil {
+			failed = errors.Join(failed, err)
+		}
+		if failed != nil {
+			mu.Lock()
+			writeErr = errors.Join(writeErr, failed)
+			mu.Unlock()
+		}
+		return struct{}{}, failed
+	})
 	out := &Outcome{Run: x.outcome(m, read)}
 	if writeErr != nil {
 		return out, &Stopped{Dir: x.dir, Err: writeErr}

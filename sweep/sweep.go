@@ -21,9 +21,9 @@ import (
 	"time"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/internal/field"
 	"github.com/qmlsab/qmlsab/internal/parallel"
 	"github.com/qmlsab/qmlsab/internal/units"
-	"github.com/qmlsab/qmlsab/internal/field"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/mongosim/model"
 	"github.com/qmlsab/qmlsab/run/virtual"

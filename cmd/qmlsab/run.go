@@ -240,4 +240,3 @@ func shardFlags(c *cli.Context) (plan.Shard, error) {
 	}
 	return plan.Shard{}, nil
 }
-
