@@ -381,7 +381,7 @@ func (s *Server) cmdAggregate(r *request) (bson.D, error) {
 	if modelled {
 		// The aggregate builds its blocking stage (and spills) as the model
 		// says, holding a ticket; its cursor keeps the stage's buffer.
-		work := s.sim.node.Params().AggregateWork(shape)
+		work := s.sim.params().AggregateWork(shape)
 		work.Exhausts = false
 		env.modelOp = &model.Op{Kind: model.KindAggregate, Eligible: true, CursorID: cursorID, Work: work,
 			ForwardsWrites: p.HasWriteStage() && (!s.IsPrimary() || s.clusterWriter(r) != nil)}
@@ -420,7 +420,7 @@ func (s *Server) cmdAggregate(r *request) (bson.D, error) {
 		}
 	case modelled && hinted && !p.HasWriteStage():
 		c := s.cursor.openWithID(cursorID, ns, rest, &shape)
-		c.hinted, c.works = true, s.sim.node.Params().GetMoreWorks(shape)
+		c.hinted, c.works = true, s.sim.params().GetMoreWorks(shape)
 		id = c.id
 	case modelled && !p.HasWriteStage():
 		id = s.cursor.openExec(cursorID, ns, x, &shape).id

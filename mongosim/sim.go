@@ -342,6 +342,14 @@ func takeShare(works []model.Work, docs, left int, q model.QueryShape) (model.Wo
 	return w, works[k:]
 }
 
+// params are the member's model parameters in force, read under the
+// simulation's lock (setParameter replaces them while queries run).
+func (sim *simulation) params() model.Params {
+	sim.mu.Lock()
+	defer sim.mu.Unlock()
+	return sim.node.Params()
+}
+
 // getMoreWork is the model's work for a getMore returning docs real
 // documents of a modelled cursor.
 func (sim *simulation) getMoreWork(q model.QueryShape, docs int, last bool) model.Work {
