@@ -24,9 +24,9 @@ func quickRun(t *testing.T, wl, dir string, seed int, more ...string) {
 	}
 }
 
-// addedNight is what "added … as night N (…" names N in an output, in a
-// one-element slice after the whole match as a regexp's submatches were
-// (nil when no line says so).
+// addedNight is the N an output's "added … as night N (…" line names, as
+// the second element of a two-element slice (the line's whole match
+// first), or nil when no line says so.
 func addedNight(out string) []string {
 	for _, l := range strings.Split(out, "\n") {
 		_, rest, ok := strings.Cut(l, "added ")
