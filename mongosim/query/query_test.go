@@ -41,6 +41,12 @@ func TestCompareFollowsBSONOrder(t *testing.T) {
 	if Compare(val(t, int32(1)), val(t, 1.0)) != 0 || Compare(val(t, int64(7)), val(t, int32(7))) != 0 {
 		t.Error("numbers of different types must compare by value")
 	}
+	// A deprecated symbol sorts with the strings, by its text (it used to
+	// panic: the fuzzer's input in testdata/fuzz/FuzzCompile sorted two).
+	if Compare(val(t, bson.Symbol("a")), val(t, "b")) >= 0 || Compare(val(t, bson.Symbol("b")), val(t, bson.Symbol("b"))) != 0 ||
+		Compare(val(t, "c"), val(t, bson.Symbol("b"))) <= 0 {
+		t.Error("a symbol must compare with strings by its text")
+	}
 }
 
 func TestFilterOperators(t *testing.T) {

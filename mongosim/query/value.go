@@ -100,6 +100,15 @@ func Float(v bson.RawValue) float64 {
 	return f
 }
 
+// text is a string's or a deprecated symbol's characters: the two share
+// a place in the type order and compare by their text.
+func text(v bson.RawValue) string {
+	if s, ok := v.SymbolOK(); ok {
+		return s
+	}
+	return v.StringValue()
+}
+
 // Compare orders two values as mongod does: first by canonical type order,
 // then by value. Missing sorts as null.
 func Compare(a, b bson.RawValue) int {
@@ -113,7 +122,7 @@ func Compare(a, b bson.RawValue) int {
 	case 3:
 		return compareNumbers(a, b)
 	case 4:
-		return strings.Compare(a.StringValue(), b.StringValue())
+		return strings.Compare(text(a), text(b))
 	case 5:
 		return compareDocs(a.Document(), b.Document())
 	case 6:
