@@ -286,7 +286,7 @@ func (x *execution) runTrial(ctx context.Context, arm arms.Arm, index int, seed 
 		// The embedded set lives in this process: when no member answers,
 		// the host could not keep up, and the trial measured the harness.
 		if lost, total := metric.Unreachable(samples), w.Duration(); lost > max(5*time.Second, total/10) {
-			return store.Invalid, fmt.Sprintf("host saturated: no member of the in-process set answered serverStatus for %.0f s of %.0f s; run fewer trials at once (--parallel) or use --clock virtual",
+			return store.Invalid, fmt.Sprintf("host saturated: no member of the in-process set answered serverStatus for %.0f s of %.0f s; run fewer trials at once (a lower parallelism) or run on the virtual clock",
 				lost.Seconds(), total.Seconds())
 		}
 		// The killOp actor runs on this host too. On a quiet host it
@@ -296,7 +296,7 @@ func (x *execution) runTrial(ctx context.Context, arm arms.Arm, index int, seed 
 		if k := arm.KillOp(); k != nil && inTrial.Load() >= 0 {
 			total := w.Duration()
 			if want := int64(actors) * int64(total/k.Interval); inTrial.Load() < want*4/5 {
-				return store.Invalid, fmt.Sprintf("host saturated: the killOp actor%s decided %d times in the trial's %.0f s where its %v interval asks for %d; run fewer trials at once (--parallel) or use --clock virtual",
+				return store.Invalid, fmt.Sprintf("host saturated: the killOp actor%s decided %d times in the trial's %.0f s where its %v interval asks for %d; run fewer trials at once (a lower parallelism) or run on the virtual clock",
 					actorsNote(actors), inTrial.Load(), total.Seconds(), k.Interval, want)
 			}
 		}
