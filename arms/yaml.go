@@ -158,7 +158,7 @@ func (p parser) arm(n *yaml.Node) (Arm, error) {
 	case !nameSeen || a.Name == "":
 		return Arm{}, p.errf(n, "arm without a name")
 	case strings.ContainsAny(a.Name, ", \t"):
-		return Arm{}, p.errf(n, "arm name %q must not contain commas or spaces (--arms takes a comma-separated list)", a.Name)
+		return Arm{}, p.errf(n, "arm name %q must not contain commas or spaces (a list of arms is comma-separated)", a.Name)
 	case a.Target == TargetLocal && a.Mongod == "":
 		return Arm{}, p.errf(n, "arm %s: target local needs 'mongod' (the path of a mongod binary)", a.Name)
 	case a.Target == TargetURI && a.URI == "":

@@ -160,8 +160,8 @@ func Import(spec *Spec, dir string, opts Options) (*Result, error) {
 				i+1, tr.Arm, start.UTC().Format(time.RFC3339), tr.until.UTC().Format(time.RFC3339), span)
 		}
 		slices.SortStableFunc(samples, func(a, b store.Sample) int { return a.At.Compare(b.At) })
-		rec := store.Records{Results: store.Results{PhaseStarts: map[string]time.Time{
-			"warmup": start, "storm": start.Add(ph.Warmup), "recovery": start.Add(ph.Warmup + ph.Storm), "end": end}}, Samples: samples}
+		rec := store.Records{Results: store.Results{PhaseStarts: map[store.Phase]time.Time{
+			store.PhaseWarmup: start, store.PhaseStorm: start.Add(ph.Warmup), store.PhaseRecovery: start.Add(ph.Warmup + ph.Storm), store.PhaseEnd: end}}, Samples: samples}
 		if outcomes != nil {
 			for j, op := range outcomes.Storm {
 				if in(op.Scheduled) {
@@ -206,9 +206,9 @@ func Import(spec *Spec, dir string, opts Options) (*Result, error) {
 			simulated = simulated || data[src].simulated
 		}
 		meta, _ := json.Marshal(map[string]any{"imported": "ftdc", "members": members, "sources": spec.sources(tr.Arm),
-			"samples": len(samples), "missing": rec.Missing, "clock": "wall"})
-		t := store.Trial{Schema: store.TrialSchema, Arm: tr.Arm, Index: indexes[tr.Arm], Started: start, Clock: "wall", Simulated: simulated,
-			Phases:   map[string]float64{"warmup": 0, "storm": ph.Warmup.Seconds(), "recovery": (ph.Warmup + ph.Storm).Seconds()},
+			"samples": len(samples), "missing": rec.Missing, "clock": store.ClockWall})
+		t := store.Trial{Schema: store.TrialSchema, Arm: tr.Arm, Index: indexes[tr.Arm], Started: start, Clock: store.ClockWall, Simulated: simulated,
+			Phases:   map[store.Phase]float64{store.PhaseWarmup: 0, store.PhaseStorm: ph.Warmup.Seconds(), store.PhaseRecovery: (ph.Warmup + ph.Storm).Seconds()},
 			Metadata: meta}
 		metric.Fill(&t, rec)
 		if !slices.Contains(rec.Missing, store.StormRecords) {
@@ -229,7 +229,7 @@ func Import(spec *Spec, dir string, opts Options) (*Result, error) {
 	wlJSON, _ := json.Marshal(wl)
 	var armList []arms.Arm
 	m := store.Manifest{Schema: store.ManifestSchema, ToolVersion: opts.ToolVersion, Created: time.Now().UTC(), Host: host,
-		CommandLine: opts.CommandLine, WorkloadName: wl.Name, Workload: wlJSON, Target: TargetImported, Simulated: res.Simulated, Clock: "wall",
+		CommandLine: opts.CommandLine, WorkloadName: wl.Name, Workload: wlJSON, Target: TargetImported, Simulated: res.Simulated, Clock: store.ClockWall,
 		Imported: &store.Import{From: "ftdc", Spec: spec.file, Outcomes: spec.Outcomes, Missing: res.Missing}}
 	for _, name := range armOrder {
 		a := spec.Arms[name]

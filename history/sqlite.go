@@ -172,7 +172,7 @@ func openSQLiteReadOnly(ctx context.Context, path string) (Store, error) {
 		return nil, err
 	}
 	if !exists {
-		return nil, fmt.Errorf("history: %s: %w (a reader never creates one: qmlsab history add or report --history does)", abs, ErrNoHistory)
+		return nil, fmt.Errorf("history: %s: %w (a reader never creates one)", abs, ErrNoHistory)
 	}
 	mode := "mode=ro&immutable=1"
 	if _, err := os.Stat(abs + "-wal"); err == nil {

@@ -15,7 +15,7 @@ import (
 func collectedTrial() store.Records {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	r := store.Records{Results: store.Results{PhaseStarts: map[string]time.Time{
+	r := store.Records{Results: store.Results{PhaseStarts: map[store.Phase]time.Time{
 		store.PhaseWarmup: at(0), store.PhaseStorm: at(10), store.PhaseRecovery: at(20), store.PhaseEnd: at(30)}}}
 	for i := range 30 {
 		values := map[string]float64{}

@@ -9,21 +9,21 @@ import (
 )
 
 // Events gathers a trial's events in time order.
-func Events(phases map[string]time.Time, samples []store.Sample, kills []store.Kill, extra ...store.Event) []store.Event {
+func Events(phases map[store.Phase]time.Time, samples []store.Sample, kills []store.Kill, extra ...store.Event) []store.Event {
 	ev := append([]store.Event(nil), extra...)
 	for name, at := range phases {
 		if name != store.PhaseEnd {
-			ev = append(ev, store.Event{At: at, Kind: "phase", Phase: name})
+			ev = append(ev, store.Event{At: at, Kind: store.EventPhase, Phase: name})
 		}
 	}
 	for _, c := range NewPrimaries(samples) {
-		ev = append(ev, store.Event{At: c.At, Kind: "primary", Member: c.Member})
+		ev = append(ev, store.Event{At: c.At, Kind: store.EventPrimary, Member: c.Member})
 	}
 	for _, c := range RestartsSeen(samples) {
-		ev = append(ev, store.Event{At: c.At, Kind: "restart", Member: c.Member})
+		ev = append(ev, store.Event{At: c.At, Kind: store.EventRestart, Member: c.Member})
 	}
 	for i := range kills {
-		ev = append(ev, store.Event{At: kills[i].At, Kind: "kill", Kill: &kills[i]})
+		ev = append(ev, store.Event{At: kills[i].At, Kind: store.EventKill, Kill: &kills[i]})
 	}
 	slices.SortStableFunc(ev, func(a, b store.Event) int { return a.At.Compare(b.At) })
 	return ev

@@ -25,7 +25,7 @@ import (
 func failoverStorm() store.Records {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	r := store.Records{Results: store.Results{PhaseStarts: map[string]time.Time{
+	r := store.Records{Results: store.Results{PhaseStarts: map[store.Phase]time.Time{
 		store.PhaseWarmup: at(0), store.PhaseStorm: at(10), store.PhaseRecovery: at(30), store.PhaseEnd: at(40)}}}
 	census := func(low, running float64) map[string]float64 {
 		return map[string]float64{store.CensusTrackedField(store.QueueLowPriority): low, store.CensusTrackedField(store.QueueNormalPriority): 0,

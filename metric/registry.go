@@ -937,7 +937,7 @@ func noCanaries(cs []store.CanaryOp) string {
 // availability is canaries that succeeded within the SLO over canaries
 // scheduled (those the server answered or failed), of those scheduled in
 // [from, to) when from is set (to zero: no end), in the named phase.
-func availability(cs []store.CanaryOp, from, to time.Time, phase string) (float64, string) {
+func availability(cs []store.CanaryOp, from, to time.Time, phase store.Phase) (float64, string) {
 	ok, n, in := 0, 0, 0
 	for _, c := range cs {
 		if !from.IsZero() && (c.Scheduled.Before(from) || !to.IsZero() && !c.Scheduled.Before(to)) {
@@ -956,7 +956,7 @@ func availability(cs []store.CanaryOp, from, to time.Time, phase string) (float6
 	case n > 0:
 		return float64(ok) / float64(n), ""
 	case phase != "" && in == 0:
-		return 0, "no canary was scheduled in the " + phase
+		return 0, "no canary was scheduled in the " + string(phase)
 	}
 	return 0, noCanaries(cs)
 }
@@ -964,11 +964,11 @@ func availability(cs []store.CanaryOp, from, to time.Time, phase string) (float6
 // phaseAvailability is the availability of the canaries scheduled in one
 // phase: from its start to the next phase's (the trial's end after the
 // recovery).
-func phaseAvailability(phase string) func(t *trial) (float64, string) {
+func phaseAvailability(phase store.Phase) func(t *trial) (float64, string) {
 	return storm(func(t *trial) (float64, string) {
 		from, ok := t.PhaseStarts[phase]
 		if !ok {
-			return 0, "the trial has no " + phase + " phase"
+			return 0, "the trial has no " + string(phase) + " phase"
 		}
 		var to time.Time
 		if i := slices.Index(store.Phases, phase); i+1 < len(store.Phases) {

@@ -13,7 +13,7 @@ import (
 // member a the primary, each sample holding fields(i) for second i.
 func records(fields func(i int) map[string]float64) store.Records {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	r := store.Records{Results: store.Results{PhaseStarts: map[string]time.Time{
+	r := store.Records{Results: store.Results{PhaseStarts: map[store.Phase]time.Time{
 		"warmup": t0, "storm": t0.Add(10 * time.Second), "recovery": t0.Add(20 * time.Second), "end": t0.Add(30 * time.Second)}}}
 	for i := range 30 {
 		at := t0.Add(time.Duration(i) * time.Second)
@@ -308,7 +308,7 @@ func TestActorKillsAreNeverServerSheds(t *testing.T) {
 func handMadeStorm() store.Records {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	r := store.Records{Results: store.Results{PhaseStarts: map[string]time.Time{
+	r := store.Records{Results: store.Results{PhaseStarts: map[store.Phase]time.Time{
 		store.PhaseWarmup: at(0), store.PhaseStorm: at(10), store.PhaseRecovery: at(20), store.PhaseEnd: at(30)}}}
 	for i := range 30 {
 		for _, m := range []string{"a", "b", "c"} {

@@ -203,7 +203,7 @@ func growthFlag(t *testing.T, y []float64) bool {
 	t.Helper()
 	start := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
 	storm := start.Add(10 * time.Second)
-	r := store.Records{Results: store.Results{PhaseStarts: map[string]time.Time{
+	r := store.Records{Results: store.Results{PhaseStarts: map[store.Phase]time.Time{
 		"warmup": start, "storm": storm, "recovery": storm.Add(time.Duration(len(y)) * time.Second),
 		"end": storm.Add(time.Duration(len(y)+10) * time.Second)}}}
 	for i, v := range y {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/qmlsab/qmlsab/store"
 )
 
 // Update is a trial's state. A finished trial has a Status; its update
@@ -21,8 +23,9 @@ import (
 type Update struct {
 	Arm   string
 	Index int
-	// Phase is provisioning, loading, warmup, storm, recovery or writing.
-	Phase          string
+	// Phase is the trial's phase, or the stage around its phases
+	// (provisioning, loading, merge ops, writing).
+	Phase          store.Phase
 	Elapsed, Total time.Duration // on the trial's clock (model time when Virtual)
 	Virtual        bool
 	// Availability so far (the final one when Status is set), when any
@@ -32,8 +35,9 @@ type Update struct {
 	Failovers       int
 	// HasFigures says a finished trial's update carries its final
 	// availability and failovers (a trial that measured nothing has none).
-	HasFigures     bool
-	Status, Reason string
+	HasFigures bool
+	Status     store.Status
+	Reason     string
 }
 
 func (u Update) key() string { return fmt.Sprintf("%s#%d", sanitize(u.Arm), u.Index) }
@@ -86,11 +90,11 @@ func (l *lines) Update(u Update) {
 		fmt.Fprintln(l.w, finishedLine(u))
 		l.last[k] = "done"
 	case !seen:
-		fmt.Fprintf(l.w, "trial %s: started (%s)\n", k, sanitize(u.Phase))
-		l.last[k] = u.Phase
-	case prev != u.Phase:
+		fmt.Fprintf(l.w, "trial %s: started (%s)\n", k, sanitize(string(u.Phase)))
+		l.last[k] = string(u.Phase)
+	case prev != string(u.Phase):
 		fmt.Fprintf(l.w, "trial %s: %s\n", k, describe(u))
-		l.last[k] = u.Phase
+		l.last[k] = string(u.Phase)
 	}
 }
 
@@ -100,7 +104,7 @@ func (l *lines) Close() {}
 // figures when it has them, and why it is not valid when it is not.
 func finishedLine(u Update) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "trial %s: %s", u.key(), sanitize(u.Status))
+	fmt.Fprintf(&b, "trial %s: %s", u.key(), sanitize(string(u.Status)))
 	if u.HasFigures {
 		b.WriteString(figures(u))
 	}
@@ -124,7 +128,7 @@ func figures(u Update) string {
 // describe is a running trial's state in words.
 func describe(u Update) string {
 	var b strings.Builder
-	b.WriteString(sanitize(u.Phase))
+	b.WriteString(sanitize(string(u.Phase)))
 	if u.Total > 0 {
 		unit := "s"
 		if u.Virtual {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/qmlsab/qmlsab/internal/ptytest"
+	"github.com/qmlsab/qmlsab/store"
 )
 
 // trialFigures are trial i's final figures in the fake run.
@@ -61,12 +62,12 @@ func fakeRun(sink Sink, logw io.Writer, armNames []string, n, parallel int, redr
 				total := 240 * time.Second
 				sink.Update(Update{Arm: tr.arm, Index: tr.index, Phase: "provisioning"})
 				for s := 0; s <= 240; s += 10 {
-					phase := "warmup"
+					phase := store.PhaseWarmup
 					if s >= 30 {
-						phase = "storm"
+						phase = store.PhaseStorm
 					}
 					if s >= 180 {
-						phase = "recovery"
+						phase = store.PhaseRecovery
 					}
 					sink.Update(Update{Arm: tr.arm, Index: tr.index, Phase: phase, Elapsed: time.Duration(s) * time.Second, Total: total,
 						Virtual: true, Availability: 0.255, HasAvailability: s > 30, Failovers: s / 30})

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/qmlsab/qmlsab/internal/texttable"
+	"github.com/qmlsab/qmlsab/store"
 )
 
 // defaultWidth and defaultHeight are assumed when a terminal does not
@@ -52,12 +53,12 @@ type region struct {
 	mu            sync.Mutex
 	width, height int
 	planned       int
-	order         []string          // running trials, in the order they started
-	running       map[string]Update // by key
-	finished      map[string]int    // finished trials by status
-	above         []string          // lines to print above the region at the next draw
-	partial       []byte            // the start of a log line not yet ended
-	drawn         int               // rows the region took at its last draw
+	order         []string             // running trials, in the order they started
+	running       map[string]Update    // by key
+	finished      map[store.Status]int // finished trials by status
+	above         []string             // lines to print above the region at the next draw
+	partial       []byte               // the start of a log line not yet ended
+	drawn         int                  // rows the region took at its last draw
 	dirty         bool
 	closed        bool
 
@@ -93,7 +94,7 @@ func newTerminalRegionTicking(f *os.File, ticks <-chan time.Time) *region {
 // one is taken: once a second send on an unbuffered ticks returns, the
 // first one's redraw has been written.
 func newRegion(w io.Writer, size func() (int, int, error), resized <-chan os.Signal, ticks <-chan time.Time) *region {
-	r := &region{w: w, size: size, running: map[string]Update{}, finished: map[string]int{},
+	r := &region{w: w, size: size, running: map[string]Update{}, finished: map[store.Status]int{},
 		stop: make(chan struct{}), done: make(chan struct{}), release: func() {}}
 	r.readSize()
 	go func() {
@@ -258,21 +259,21 @@ func (r *region) rowsLocked() []string {
 // running (hidden of them not shown for want of rows).
 func (r *region) countsLocked(hidden int) string {
 	done := 0
-	var statuses []string
+	var statuses []store.Status
 	for s, n := range r.finished {
 		done += n
 		statuses = append(statuses, s)
 	}
-	rank := func(s string) int {
+	rank := func(s store.Status) int {
 		switch s {
-		case "valid":
+		case store.Valid:
 			return 0
-		case "invalid":
+		case store.Invalid:
 			return 1
 		}
 		return 2
 	}
-	slices.SortFunc(statuses, func(a, b string) int { return cmp.Or(cmp.Compare(rank(a), rank(b)), strings.Compare(a, b)) })
+	slices.SortFunc(statuses, func(a, b store.Status) int { return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a, b)) })
 	var b strings.Builder
 	if r.planned > 0 {
 		fmt.Fprintf(&b, "%d of %s finished", done, texttable.Count(r.planned, "trial"))
@@ -284,7 +285,7 @@ func (r *region) countsLocked(hidden int) string {
 		if i == 0 {
 			sep = ": "
 		}
-		fmt.Fprintf(&b, "%s%d %s", sep, r.finished[s], sanitize(s))
+		fmt.Fprintf(&b, "%s%d %s", sep, r.finished[s], sanitize(string(s)))
 	}
 	if n := len(r.order); n > 0 {
 		fmt.Fprintf(&b, "; %d running", n)

@@ -119,7 +119,7 @@ func (a *Analysis) GateFailures() []string {
 		out = append(out, fmt.Sprintf("no trial finished (%d planned): there is nothing to judge", a.In.Planned))
 	}
 	if inc := a.In.Incomplete(); inc != "" && !a.AllowPartial {
-		out = append(out, fmt.Sprintf("the run is incomplete (%s): its gates are not judged on part of it; finish it (qmlsab run --resume) or accept it with --allow-partial", inc))
+		out = append(out, fmt.Sprintf("the run is incomplete (%s): its gates are not judged on part of it; finish the run (resume it), or let the gates judge the finished trials (allow a partial run)", inc))
 	}
 	for _, arm := range a.Arms {
 		var gates []string

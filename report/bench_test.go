@@ -59,7 +59,7 @@ func synthRun(tb testing.TB, dir string, armNames []string, n int, dur time.Dura
 			events := []store.Event{{At: start, Kind: "phase", Phase: "warmup"}, {At: start.Add(w.Phases.Warmup), Kind: "phase", Phase: "storm"},
 				{At: start.Add(w.Phases.Warmup + w.Phases.Storm), Kind: "phase", Phase: "recovery"}}
 			tr := store.Trial{Schema: store.TrialSchema, Arm: arm, Index: i, Started: start, Simulated: true, Clock: "virtual", Victims: victims,
-				Phases:  map[string]float64{"warmup": 0, "storm": w.Phases.Warmup.Seconds(), "recovery": (w.Phases.Warmup + w.Phases.Storm).Seconds()},
+				Phases:  map[store.Phase]float64{"warmup": 0, "storm": w.Phases.Warmup.Seconds(), "recovery": (w.Phases.Warmup + w.Phases.Storm).Seconds()},
 				Metrics: map[string]float64{"availability": 0.95 + 0.01*rng.Float64(), "failovers": 0, "server_sheds_per_s": 50 + rng.Float64(), "admissions_per_s": 160 + rng.Float64()}}
 			for _, err := range []error{
 				store.WriteJSONLinesGz(filepath.Join(tdir, "samples.jsonl.gz"), samples),

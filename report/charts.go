@@ -506,7 +506,7 @@ func noDataWhy(id string) string {
 // trialPhases are a trial's phases, from its start to its end.
 func trialPhases(d *trialData) []chart.Phase {
 	storm, recovery := d.Phases[store.PhaseStorm], d.Phases[store.PhaseRecovery]
-	return []chart.Phase{{Name: "warmup", From: 0, To: storm}, {Name: "storm", From: storm, To: recovery}, {Name: "recovery", From: recovery, To: d.length}}
+	return []chart.Phase{{Name: string(store.PhaseWarmup), From: 0, To: storm}, {Name: string(store.PhaseStorm), From: storm, To: recovery}, {Name: string(store.PhaseRecovery), From: recovery, To: d.length}}
 }
 
 // addMemoryMarks draws the shedder's low and high marks and the memory

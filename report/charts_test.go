@@ -15,6 +15,7 @@ import (
 	"github.com/qmlsab/qmlsab/internal/chartcheck"
 	"github.com/qmlsab/qmlsab/mongosim"
 	"github.com/qmlsab/qmlsab/run"
+	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/workload"
 )
 
@@ -102,7 +103,7 @@ func TestReportChartsHoldEveryTrialSecond(t *testing.T) {
 	}
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
 	length := spec.SpillToDisk.Phases.Total().Seconds()
-	e, err := run.NewExperiment(run.Spec{Arms: sel, N: 2, Workload: spec, Seed: 3, Clock: run.Virtual,
+	e, err := run.NewExperiment(run.Spec{Arms: sel, N: 2, Workload: spec, Seed: 3, Clock: store.ClockVirtual,
 		Sim: mongosim.SimOptions{CPUs: 8}, SimMemLimitMB: 32 << 10})
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +205,7 @@ func TestReportChartsOfAWallClockRun(t *testing.T) {
 	w.StormRate, w.CanaryRate = 15, 10
 	w.ServerSelectionTimeout = 10 * time.Second
 	spec.SpillToDisk = &w
-	e, err := run.NewExperiment(run.Spec{Arms: sel, N: 1, Workload: spec, Seed: 3, Clock: run.Wall,
+	e, err := run.NewExperiment(run.Spec{Arms: sel, N: 1, Workload: spec, Seed: 3, Clock: store.ClockWall,
 		Sim: mongosim.SimOptions{CPUs: 4, BaselineMB: 512, ScanScale: 100}, SimMemLimitMB: 4096})
 	if err != nil {
 		t.Fatal(err)

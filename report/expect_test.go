@@ -14,6 +14,7 @@ import (
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/mongosim"
 	"github.com/qmlsab/qmlsab/run"
+	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/workload"
 )
 
@@ -23,7 +24,7 @@ func runArms(t *testing.T, list []arms.Arm, n int) *Analysis {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "run")
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
-	e, err := run.NewExperiment(run.Spec{Arms: list, N: n, Workload: spec, Seed: 1, Clock: run.Virtual,
+	e, err := run.NewExperiment(run.Spec{Arms: list, N: n, Workload: spec, Seed: 1, Clock: store.ClockVirtual,
 		Sim: mongosim.SimOptions{CPUs: 8}, SimMemLimitMB: 32 << 10})
 	if err != nil {
 		t.Fatal(err)

@@ -111,7 +111,7 @@ type trialCell struct{ Value, Absent string }
 
 // HTML renders the report page: one self-contained file.
 func HTML(a *Analysis, toolVersion string) ([]byte, error) {
-	p := page{ToolVersion: toolVersion, Workload: a.In.Workload.Name, Clock: a.In.Clock, Conditions: a.In.Conditions(), Baseline: a.Baseline, Alpha: a.Alpha,
+	p := page{ToolVersion: toolVersion, Workload: a.In.Workload.Name, Clock: string(a.In.Clock), Conditions: a.In.Conditions(), Baseline: a.Baseline, Alpha: a.Alpha,
 		Fit: investigation.Fitted, Simulated: a.In.Simulated, Dirs: a.In.Dirs, Arms: a.In.Arms, Servers: a.In.Servers, ArmRows: a.Arms, MaxPoints: MaxPoints,
 		EchartsNotice: templates.EchartsNotice(), EchartsJS: templates.EchartsJS()}
 	if a.GateSet != nil {
@@ -182,7 +182,7 @@ func HTML(a *Analysis, toolVersion string) ([]byte, error) {
 	}
 	for _, arm := range a.In.Arms {
 		for _, t := range a.In.Trials[arm] {
-			row := trialRow{Arm: arm, Index: t.Index, Status: t.Status, Reason: t.Reason, Run: t.Run}
+			row := trialRow{Arm: arm, Index: t.Index, Status: string(t.Status), Reason: t.Reason, Run: t.Run}
 			for _, m := range keyMetrics(a) {
 				v, ok := t.Metrics[m]
 				if b, censored := t.AtLeast[m]; censored {

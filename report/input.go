@@ -16,9 +16,9 @@ import (
 
 // Trial is one finished trial of an input.
 type Trial struct {
-	Run    string // the run folder it came from
-	Dir    string // its own folder
-	Status string // valid or invalid
+	Run    string       // the run folder it came from
+	Dir    string       // its own folder
+	Status store.Status // valid or invalid
 	Reason string
 	// Host is the ID of the host that ran it (Input.Hosts).
 	Host string
@@ -36,7 +36,7 @@ type Input struct {
 	Arms      []string
 	Trials    map[string][]Trial // by arm, valid and invalid
 	Simulated bool
-	Clock     string
+	Clock     store.Clock
 	// Parallel is how many trials ran at once on a host (0: not
 	// recorded, or not one number across the runs).
 	Parallel int
@@ -164,7 +164,7 @@ func Load(dirs []string) (*Input, error) {
 			// Model seconds and wall seconds are different measurements.
 			return nil, fmt.Errorf("%s: its trials ran on the %s clock, %s's on the %s clock: runs are combined only when their clocks match",
 				dir, clockName(m.Clock), dirs[0], clockName(in.Clock))
-		} else if m.Clock == "wall" && m.Parallel != 0 && in.Parallel != 0 && m.Parallel != in.Parallel {
+		} else if m.Clock == store.ClockWall && m.Parallel != 0 && in.Parallel != 0 && m.Parallel != in.Parallel {
 			return nil, fmt.Errorf("%s: ran %d wall-clock trials at once, %s ran %d: runs are combined only when measured under the same conditions",
 				dir, m.Parallel, dirs[0], in.Parallel)
 		} else if m.Parallel != in.Parallel {
@@ -267,9 +267,9 @@ func (in *Input) Invalid() int {
 func (in *Input) Conditions() string {
 	var parts []string
 	switch in.Clock {
-	case "virtual":
+	case store.ClockVirtual:
 		parts = append(parts, "virtual clock (model time, no wire)")
-	case "wall":
+	case store.ClockWall:
 		parts = append(parts, "wall clock")
 	}
 	switch {
@@ -284,11 +284,11 @@ func (in *Input) Conditions() string {
 }
 
 // clockName is how a manifest's clock reads in a message.
-func clockName(c string) string {
+func clockName(c store.Clock) string {
 	if c == "" {
 		return "unrecorded"
 	}
-	return c
+	return string(c)
 }
 
 // Valid are an arm's valid trials.

@@ -78,7 +78,7 @@ func writeOutageRun(t *testing.T, dir string) {
 			}
 			start := time.Date(2026, 12, 1, 0, i, 0, 0, time.UTC)
 			at := func(s int) time.Time { return start.Add(time.Duration(s) * time.Second) }
-			phases := map[string]time.Time{store.PhaseWarmup: start, store.PhaseStorm: at(20), store.PhaseRecovery: at(80), store.PhaseEnd: at(outageLength)}
+			phases := map[store.Phase]time.Time{store.PhaseWarmup: start, store.PhaseStorm: at(20), store.PhaseRecovery: at(80), store.PhaseEnd: at(outageLength)}
 			var samples []store.Sample
 			born := [3]int{} // when each member's process started
 			removed, canceled, queue := 0.0, 0.0, 0.0
@@ -129,7 +129,7 @@ func writeOutageRun(t *testing.T, dir string) {
 			res = store.Results{PhaseStarts: phases, Canaries: canaries}
 			recs := store.Records{Results: res, Samples: samples}
 			tr := store.Trial{Schema: store.TrialSchema, Arm: arm, Index: i, Started: start, Clock: "wall",
-				Phases: map[string]float64{store.PhaseWarmup: 0, store.PhaseStorm: 20, store.PhaseRecovery: 80}}
+				Phases: map[store.Phase]float64{store.PhaseWarmup: 0, store.PhaseStorm: 20, store.PhaseRecovery: 80}}
 			metric.Fill(&tr, recs)
 			for _, err := range []error{
 				store.WriteJSONLinesGz(filepath.Join(tdir, store.SamplesFile), samples),

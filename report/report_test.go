@@ -57,7 +57,7 @@ func makeRun(dir string, names []string, n int, seed uint64) error {
 	// report has failovers, primary lives and timed-out canaries to show.
 	w.StormRate, w.MaxPoolSize = 300, 3000
 	spec.SpillToDisk = &w
-	e, err := run.NewExperiment(run.Spec{Arms: sel, N: n, Workload: spec, Seed: seed, Clock: run.Virtual,
+	e, err := run.NewExperiment(run.Spec{Arms: sel, N: n, Workload: spec, Seed: seed, Clock: store.ClockVirtual,
 		Sim: mongosim.SimOptions{CPUs: 8}, SimMemLimitMB: 32 << 10})
 	if err != nil {
 		return err

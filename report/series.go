@@ -123,7 +123,7 @@ func (d *trialData) actorKillsPerSecond() [][2]float64 {
 // actorKillsOf is actorKillsPerSecond of the kills mine picks (on a
 // sharded cluster: one shard's actor's).
 func (d *trialData) actorKillsOf(mine func(*store.Kill) bool) [][2]float64 {
-	kill := func(e store.Event) bool { return e.Kind == "kill" && e.Kill != nil && mine(e.Kill) }
+	kill := func(e store.Event) bool { return e.Kind == store.EventKill && e.Kill != nil && mine(e.Kill) }
 	if !slices.ContainsFunc(d.events, kill) {
 		return nil
 	}
@@ -154,9 +154,9 @@ func (d *trialData) marks() (failovers, restarts []float64) {
 			continue
 		}
 		switch e.Kind {
-		case "primary":
+		case store.EventPrimary:
 			failovers = append(failovers, x)
-		case "restart":
+		case store.EventRestart:
 			restarts = append(restarts, x)
 		}
 	}

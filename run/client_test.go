@@ -114,11 +114,11 @@ func TestOneClientOnBothClocks(t *testing.T) {
 		}
 		return ""
 	}
-	views := map[string]clientView{}
-	for _, clock := range []string{Virtual, Wall} {
+	views := map[store.Clock]clientView{}
+	for _, clock := range []store.Clock{store.ClockVirtual, store.ClockWall} {
 		cfg := base
-		cfg.Clock, cfg.Dir = clock, filepath.Join(t.TempDir(), clock)
-		if clock == Wall {
+		cfg.Clock, cfg.Dir = clock, filepath.Join(t.TempDir(), string(clock))
+		if clock == store.ClockWall {
 			cfg.Dir = executeWhileTheHostKeepsUp(t, cfg, cfg.Dir, restarted).Dir
 		} else {
 			out, err := cfg.run(t, context.Background())

@@ -25,7 +25,7 @@ func runOne(t *testing.T, cfg trialRun, pressured func(*store.Run) string) (stor
 	t.Helper()
 	cfg.N, cfg.ToolVersion = 1, "test"
 	var r *store.Run
-	if cfg.Clock == Wall {
+	if cfg.Clock == store.ClockWall {
 		r = executeWhileTheHostKeepsUp(t, cfg, cfg.Dir, pressured)
 		cfg.Dir = r.Dir
 	} else {
@@ -72,8 +72,8 @@ func TestOneWorkloadSpecOnBothClocks(t *testing.T) {
 	spec.SpillToDisk = &w
 	base := trialRun{Spec: Spec{Arms: []arms.Arm{d}, Workload: spec, Profile: "quick", Seed: 3}}
 	virt, wall := base, base
-	virt.Clock, virt.Dir = Virtual, filepath.Join(t.TempDir(), "virtual")
-	wall.Clock, wall.Dir = Wall, filepath.Join(t.TempDir(), "wall")
+	virt.Clock, virt.Dir = store.ClockVirtual, filepath.Join(t.TempDir(), "virtual")
+	wall.Clock, wall.Dir = store.ClockWall, filepath.Join(t.TempDir(), "wall")
 	// D's actor acts above 70 % of the M50's 32 GiB: a wall trial whose
 	// busy host never let memory climb that far, or starved the actor (it
 	// runs on this machine too) so that it killed nothing, has no victims
@@ -122,7 +122,7 @@ func TestParameterTypesAreTheSameOnBothClocks(t *testing.T) {
 	w.StormRate = 5
 	spec.SpillToDisk = &w
 	e, _ := arms.Lookup("E")
-	for _, clock := range []string{Virtual, Wall} {
+	for _, clock := range []store.Clock{store.ClockVirtual, store.ClockWall} {
 		good := e
 		good.SetParameters = map[string]string{"queryMemoryLoadSheddingLowMarkPercent": "30", "queryMemoryLoadSheddingHighMarkPercent": "87.5"}
 		cfg := trialRun{Spec: Spec{Arms: []arms.Arm{good}, N: 1, Workload: spec, Clock: clock}, Exec: Exec{ToolVersion: "test"}, Dir: filepath.Join(t.TempDir(), "good")}
@@ -145,7 +145,7 @@ func TestBadEmbeddedParameterIsRefusedBeforeAnyTrial(t *testing.T) {
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
 	e, _ := arms.Lookup("E")
 	d, _ := arms.Lookup("D")
-	for _, clock := range []string{Virtual, Wall} {
+	for _, clock := range []store.Clock{store.ClockVirtual, store.ClockWall} {
 		for params, want := range map[string]string{
 			"throughputProbingMinConcurrency=4.5":      "throughputProbingMinConcurrency",
 			"noSuchParameter=1":                        "noSuchParameter",

@@ -35,14 +35,14 @@ func TestArmContrastOnBothClocks(t *testing.T) {
 		a, _ := arms.Lookup(n)
 		sel = append(sel, a)
 	}
-	for _, clock := range []string{Virtual, Wall} {
+	for _, clock := range []store.Clock{store.ClockVirtual, store.ClockWall} {
 		// A smaller machine than the M50, with 3 GiB of mongod's own, so
 		// that the short storm brings resident memory to D's 70 % threshold; wall-clock trials one at
 		// a time (the default), so that each set has the CPUs to itself.
 		cfg := trialRun{Spec: Spec{Arms: sel, N: 1, Workload: spec, Seed: 11, Clock: clock, Sim: mongosim.SimOptions{BaselineMB: 3 << 10}, SimMemLimitMB: 8 << 10},
-			Exec: Exec{ToolVersion: "test"}, Dir: filepath.Join(t.TempDir(), clock)}
+			Exec: Exec{ToolVersion: "test"}, Dir: filepath.Join(t.TempDir(), string(clock))}
 		var r *store.Run
-		if clock == Wall {
+		if clock == store.ClockWall {
 			// D's actor acts above 70 % of the memory limit: a trial whose
 			// busy host never let memory climb that far tested the host.
 			r = executeWhileTheHostKeepsUp(t, cfg, cfg.Dir, reachedRSS(cfg.SimMemLimitMB, 0.7, "D"))

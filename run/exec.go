@@ -230,22 +230,21 @@ func execute(ctx context.Context, x *execution, m store.Manifest, read map[strin
 			u.Arm, u.Index = ts.Arm, ts.Index
 			opts.Progress.Update(u)
 		}
-		report(progress.Update{Phase: "provisioning"})
+		report(progress.Update{Phase: store.PhaseProvisioning})
 		trial := x.runTrial
 		switch {
 		case x.exp.workload.Merge != nil:
 			trial = x.runMergeTrial
-		case arm.Embedded() && x.exp.clock == Virtual:
+		case arm.Embedded() && x.exp.clock == store.ClockVirtual:
 			trial = x.runVirtualTrial
 		}
 		status, reason := trial(ctx, arm, ts.Index, seed[plan.Key(ts.Arm, ts.Index)], report)
 		var failed error
-		if status == resultsDiskFailed {
+		if diskFailed(status, reason) {
 			// The results disk failed (full, gone): the harness's fault,
 			// not the trial's, so the trial stays to be run again by a
 			// resume, and nothing more starts.
 			failed = errors.New(reason)
-			status = store.Interrupted
 		}
 		// The trial's last update carries its final figures, those its
 		// table shows, not the last ones seen while it ran.
@@ -279,7 +278,7 @@ func execute(ctx context.Context, x *execution, m store.Manifest, read map[strin
 }
 
 // finished reports whether a trial's status is final.
-func finished(status string) bool { return status == store.Valid || status == store.Invalid }
+func finished(status store.Status) bool { return status == store.Valid || status == store.Invalid }
 
 // outcome is the run folder as m and the trials say: each finished trial
 // of m that wrote its trial.json, as read (read) or written (this

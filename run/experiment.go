@@ -51,10 +51,10 @@ type Spec struct {
 	Workload workload.Spec
 	// Profile scales the workload's phases (Profiles; "": default).
 	Profile string
-	// Clock is how embedded arms run: Virtual (also ""; asked for by
-	// name, every arm must be embedded) or Wall. Other targets always run
+	// Clock is how embedded arms run: store.ClockVirtual (also ""; asked for by
+	// name, every arm must be embedded) or store.ClockWall. Other targets always run
 	// on the wall clock, as the merge workload does.
-	Clock string
+	Clock store.Clock
 	// Topology, when set, is every arm's (arms.TopologySharded: each arm
 	// runs on a sharded cluster, sized by its sharded: block or the
 	// defaults); empty keeps each arm's own.
@@ -82,7 +82,7 @@ type Experiment struct {
 	n             int
 	workload      workload.Spec // scaled
 	profile       string
-	clock         string // the clock its trials run on: Virtual or Wall
+	clock         store.Clock // the clock its trials run on: store.ClockVirtual or store.ClockWall
 	topology      string
 	seed          uint64
 	sim           mongosim.SimOptions
@@ -148,7 +148,7 @@ func onTopology(in []arms.Arm, topology string) []arms.Arm {
 // refusal is a *field.Error naming the Spec field it concerns.
 func NewExperiment(s Spec) (Experiment, error) {
 	asked := s.Clock
-	s.Clock = cmp.Or(s.Clock, Virtual)
+	s.Clock = cmp.Or(s.Clock, store.ClockVirtual)
 	s.Profile = cmp.Or(s.Profile, "default")
 	scale, err := ProfileScale(s.Profile)
 	if err != nil {
@@ -190,8 +190,8 @@ func (s Spec) check() error {
 		return field.Errorf(FieldN, s.N, "at least one trial per arm")
 	case len(s.Arms) == 0:
 		return field.Errorf(FieldArms, nil, "no arms to run")
-	case s.Clock != Virtual && s.Clock != Wall:
-		return field.Errorf(FieldClock, strconv.Quote(s.Clock), "want %s or %s", Virtual, Wall)
+	case s.Clock != store.ClockVirtual && s.Clock != store.ClockWall:
+		return field.Errorf(FieldClock, strconv.Quote(string(s.Clock)), "want %s or %s", store.ClockVirtual, store.ClockWall)
 	case s.Topology != "" && s.Topology != arms.TopologyReplicaSet && s.Topology != arms.TopologySharded:
 		return field.Errorf(FieldTopology, strconv.Quote(s.Topology), "want %s or %s", arms.TopologyReplicaSet, arms.TopologySharded)
 	}
@@ -208,18 +208,18 @@ func (s Spec) check() error {
 // engine models one replica set), a local sharded arm without its mongos,
 // and an embedded arm whose server parameters the model does not take
 // (refused here, once, not in each of its trials).
-func (e Experiment) checkArms(asked, clock string) error {
+func (e Experiment) checkArms(asked, clock store.Clock) error {
 	for _, a := range e.arms {
-		if asked == Virtual && !a.Embedded() {
+		if asked == store.ClockVirtual && !a.Embedded() {
 			return field.Errorf(FieldClock, asked, "arm %s runs on the %s target; only the embedded model can run in model time", a.Name, a.Target)
 		}
 		if a.IsSharded() && e.workload.Merge == nil && e.workload.SpillToDisk == nil {
 			return field.Errorf(FieldTopology, arms.TopologySharded, "arm %s: %v %s does not run on a sharded cluster (spill_to_disk and merge_partial_write do)",
 				a.Name, field.Ref(FieldWorkload), e.workload.Name)
 		}
-		if a.IsSharded() && e.workload.SpillToDisk != nil && a.Embedded() && clock == Virtual {
-			return field.Errorf(FieldClock, Virtual, "with %v sharded (arm %s): the virtual clock's engine models one replica set, so the storm runs on an embedded sharded cluster only on the %s clock",
-				field.Ref(FieldTopology), a.Name, Wall)
+		if a.IsSharded() && e.workload.SpillToDisk != nil && a.Embedded() && clock == store.ClockVirtual {
+			return field.Errorf(FieldClock, store.ClockVirtual, "with %v sharded (arm %s): the virtual clock's engine models one replica set, so the storm runs on an embedded sharded cluster only on the %s clock",
+				field.Ref(FieldTopology), a.Name, store.ClockWall)
 		}
 		if a.IsSharded() && a.Target == arms.TargetLocal && a.Sharded.Mongos == "" {
 			return field.Errorf(FieldTopology, arms.TopologySharded, "arm %s runs on the local target, which needs its sharded.mongos binary (an arms file's 'sharded: {mongos: <path>}')", a.Name)
@@ -238,8 +238,8 @@ func (e Experiment) checkArms(asked, clock string) error {
 // the phases (check held the workload as given to its bounds). asked is
 // the clock as the Spec gave it: the budget binds trials run in this
 // process on the virtual clock.
-func (e Experiment) checkTrialMemory(asked string) error {
-	if e.workload.SpillToDisk == nil || asked != Virtual {
+func (e Experiment) checkTrialMemory(asked store.Clock) error {
+	if e.workload.SpillToDisk == nil || asked != store.ClockVirtual {
 		return nil
 	}
 	w := e.workload.SpillToDisk
@@ -256,11 +256,11 @@ func (e Experiment) checkTrialMemory(asked string) error {
 // clock asked for: the virtual one when an embedded arm runs the storm in
 // model time, else the wall clock (other targets, and the merge workload,
 // which always crosses the wire).
-func trialClock(list []arms.Arm, clock string, w workload.Spec) string {
-	if clock == Virtual && w.SpillToDisk != nil && slices.ContainsFunc(list, arms.Arm.Embedded) {
-		return Virtual
+func trialClock(list []arms.Arm, clock store.Clock, w workload.Spec) store.Clock {
+	if clock == store.ClockVirtual && w.SpillToDisk != nil && slices.ContainsFunc(list, arms.Arm.Embedded) {
+		return store.ClockVirtual
 	}
-	return Wall
+	return store.ClockWall
 }
 
 // simRecord is the simulated machine as a manifest records it
@@ -338,7 +338,7 @@ func (e Experiment) conditions() (plan.Conditions, error) {
 	if err != nil {
 		return plan.Conditions{}, err
 	}
-	return plan.Conditions{Workload: wl, Arms: armsYAML, Clock: e.clock, Sim: sim}, nil
+	return plan.Conditions{Workload: wl, Arms: armsYAML, Clock: string(e.clock), Sim: sim}, nil
 }
 
 // Arms are the experiment's arms, the baseline first, each on the
@@ -355,9 +355,9 @@ func (e Experiment) Workload() workload.Spec { return e.workload.Scaled(1) }
 // made before profiles were recorded).
 func (e Experiment) Profile() string { return e.profile }
 
-// Clock is the clock the trials run on: Virtual when the embedded model
-// runs the storm in model time, else Wall.
-func (e Experiment) Clock() string { return e.clock }
+// Clock is the clock the trials run on: store.ClockVirtual when the embedded model
+// runs the storm in model time, else store.ClockWall.
+func (e Experiment) Clock() store.Clock { return e.clock }
 
 // Topology is every arm's topology ("": each arm's own).
 func (e Experiment) Topology() string { return e.topology }
@@ -416,7 +416,7 @@ func (e Experiment) defaultParallel(parallel, trials int) int {
 	if parallel > 0 {
 		return parallel
 	}
-	if e.clock == Virtual && e.workload.Merge == nil {
+	if e.clock == store.ClockVirtual && e.workload.Merge == nil {
 		return max(1, min(trials, runtime.GOMAXPROCS(0)))
 	}
 	return 1

@@ -20,7 +20,7 @@ import (
 func TestFailoversTakeTheDriversWitnessFromTheRecords(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0).UTC()
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	rec := store.Records{Results: store.Results{PhaseStarts: map[string]time.Time{
+	rec := store.Records{Results: store.Results{PhaseStarts: map[store.Phase]time.Time{
 		store.PhaseWarmup: t0, store.PhaseStorm: at(1), store.PhaseRecovery: at(3), store.PhaseEnd: at(4)}}}
 	// The samples see one primary throughout: no failover of theirs.
 	for s := 0.0; s <= 4; s++ {
@@ -37,7 +37,7 @@ func TestFailoversTakeTheDriversWitnessFromTheRecords(t *testing.T) {
 	}
 	dir := t.TempDir()
 	x := &execution{exec: Exec{}.withDefaults(), dir: dir}
-	trial := store.Trial{Schema: store.TrialSchema, Arm: "D", Index: 1, Started: t0, Clock: Wall}
+	trial := store.Trial{Schema: store.TrialSchema, Arm: "D", Index: 1, Started: t0, Clock: store.ClockWall}
 	if status, reason := x.writeTrial(dir, trial, t0, rec); status != store.Valid {
 		t.Fatalf("writing the trial: %s %s", status, reason)
 	}

@@ -372,7 +372,7 @@ func TestResultsDiskFullLeavesTheTrialToResume(t *testing.T) {
 	sel, _ := arms.Select([]string{"D", "E"}, nil)
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
 	dir := filepath.Join(t.TempDir(), "run")
-	cfg := trialRun{Spec: Spec{Arms: sel, N: 3, Workload: spec, Profile: "quick", Seed: 1, Clock: Virtual},
+	cfg := trialRun{Spec: Spec{Arms: sel, N: 3, Workload: spec, Profile: "quick", Seed: 1, Clock: store.ClockVirtual},
 		Exec: Exec{Parallel: 1, ToolVersion: "test", Host: &store.Host{ID: "h1", Hostname: "one"}}, Dir: dir}
 	writes := 0
 	cfg.writeFiles = func(dir string, files store.TrialFiles) error {
@@ -401,7 +401,7 @@ func TestResultsDiskFullStopsTheRunCleanly(t *testing.T) {
 	defer exec.Command("umount", "-l", mnt).Run()
 	sel, _ := arms.Select([]string{"D", "E"}, nil)
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
-	cfg := trialRun{Spec: Spec{Arms: sel, N: 5, Workload: spec, Seed: 1, Clock: Virtual, Sim: quickConfig(t, "", 1).Sim, SimMemLimitMB: 32 << 10},
+	cfg := trialRun{Spec: Spec{Arms: sel, N: 5, Workload: spec, Seed: 1, Clock: store.ClockVirtual, Sim: quickConfig(t, "", 1).Sim, SimMemLimitMB: 32 << 10},
 		Exec: Exec{Parallel: 1}, Dir: filepath.Join(mnt, "run")}
 	cfg.Sim.CPUs, cfg.Sim.BaselineMB = 8, 6<<10
 	_, err := cfg.run(t, context.Background())
@@ -479,7 +479,7 @@ func TestResultsDiskReadOnlyStopsTheRunCleanly(t *testing.T) {
 	sel, _ := arms.Select([]string{"D", "E"}, nil)
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
 	var buf stormtest.SyncBuffer
-	cfg := trialRun{Spec: Spec{Arms: sel, N: 5, Workload: spec, Seed: 1, Clock: Virtual, SimMemLimitMB: 32 << 10},
+	cfg := trialRun{Spec: Spec{Arms: sel, N: 5, Workload: spec, Seed: 1, Clock: store.ClockVirtual, SimMemLimitMB: 32 << 10},
 		Exec: Exec{Parallel: 1, Progress: progress.Lines(&buf)}, Dir: filepath.Join(mnt, "run")}
 	cfg.Sim.CPUs, cfg.Sim.BaselineMB = 8, 6<<10
 	go func() { // once the first trial is in, the disk turns read-only

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/workload"
 )
 
@@ -37,7 +38,7 @@ func TestNewExperimentChecksTrialMemoryAfterTheProfile(t *testing.T) {
 		}
 	}
 	// The wall clock runs no trial in this process's memory.
-	s.Clock = Wall
+	s.Clock = store.ClockWall
 	if _, err := NewExperiment(s); err != nil {
 		t.Errorf("profile long on the wall clock: %v", err)
 	}

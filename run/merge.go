@@ -19,7 +19,7 @@ import (
 // target: the hole it measures is a secondary forwarding its $merge
 // writes to the primary. On a sharded cluster it runs the sharded cases
 // through the routers (workload.MergeDriver.ShardOf).
-func (x *execution) runMergeTrial(ctx context.Context, arm arms.Arm, index int, seed uint64, report func(progress.Update)) (status, reason string) {
+func (x *execution) runMergeTrial(ctx context.Context, arm arms.Arm, index int, seed uint64, report func(progress.Update)) (status store.Status, reason string) {
 	dir, dep, status, reason := x.provision(ctx, arm, index)
 	if dep == nil {
 		return status, reason
@@ -49,7 +49,7 @@ func (x *execution) runMergeTrial(ctx context.Context, arm arms.Arm, index int, 
 		}
 	}
 	start := time.Now()
-	report(progress.Update{Phase: "merge ops"})
+	report(progress.Update{Phase: store.PhaseMergeOps})
 	res, err := d.Run(tctx)
 	stop()
 	bg.Wait()
@@ -59,8 +59,8 @@ func (x *execution) runMergeTrial(ctx context.Context, arm arms.Arm, index int, 
 	if err != nil {
 		return store.Invalid, "workload: " + err.Error()
 	}
-	trial := store.Trial{Schema: store.TrialSchema, Arm: arm.Name, Index: index, Started: start, Simulated: dep.Simulated(), Clock: Wall}
-	for k, v := range map[string]any{"target": dep.Describe(), "members": dep.Startup(), "capabilities": dep.Capabilities(), "seed": seed, "clock": Wall,
+	trial := store.Trial{Schema: store.TrialSchema, Arm: arm.Name, Index: index, Started: start, Simulated: dep.Simulated(), Clock: store.ClockWall}
+	for k, v := range map[string]any{"target": dep.Describe(), "members": dep.Startup(), "capabilities": dep.Capabilities(), "seed": seed, "clock": store.ClockWall,
 		"forced": res.Forced, "forced_note": res.ForcedNote} {
 		meta[k] = v
 	}

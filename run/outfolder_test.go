@@ -22,7 +22,7 @@ func TestNewRunRefusesAFolderThatHoldsOtherFiles(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := trialRun{Spec: Spec{Arms: planArms(t, "D", "E"), N: 1, Workload: spec, Profile: "quick", Seed: 9, Clock: Virtual},
+	cfg := trialRun{Spec: Spec{Arms: planArms(t, "D", "E"), N: 1, Workload: spec, Profile: "quick", Seed: 9, Clock: store.ClockVirtual},
 		Exec: Exec{ToolVersion: "test", Host: &store.Host{ID: "h1", Hostname: "one"}}, Dir: dir}
 	_, err := cfg.run(t, context.Background())
 	if err == nil || !isField(err, FieldDir) || !strings.Contains(err.Error(), FieldDir+" "+dir+" exists and is not empty (it holds notes.txt)") || !strings.Contains(err.Error(), "not a run") {
@@ -43,7 +43,7 @@ func TestNewRunRefusesAFolderThatHoldsOtherFiles(t *testing.T) {
 // of the seed keeping the digest is caught, and such a run is not resumed.
 func TestARunsPlanDigestRecomputesFromItsManifest(t *testing.T) {
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
-	cfg := trialRun{Spec: Spec{Arms: planArms(t, "A", "D", "E"), N: 3, Workload: spec, Profile: "quick", Seed: 9, Clock: Virtual},
+	cfg := trialRun{Spec: Spec{Arms: planArms(t, "A", "D", "E"), N: 3, Workload: spec, Profile: "quick", Seed: 9, Clock: store.ClockVirtual},
 		Exec: Exec{ToolVersion: "test", Shard: plan.Shard{Index: 1, Count: 2}}, Dir: t.TempDir()}
 	m, err := newManifest(cfg.experiment(t), cfg.Exec)
 	if err != nil {
@@ -84,7 +84,7 @@ func TestARunsPlanDigestRecomputesFromItsManifest(t *testing.T) {
 // removes them, and leaves a report's, which no lock guards.
 func TestResumeRemovesWhatAKilledWriterLeft(t *testing.T) {
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
-	cfg := trialRun{Spec: Spec{Arms: planArms(t, "D"), N: 1, Workload: spec, Profile: "quick", Seed: 9, Clock: Virtual},
+	cfg := trialRun{Spec: Spec{Arms: planArms(t, "D"), N: 1, Workload: spec, Profile: "quick", Seed: 9, Clock: store.ClockVirtual},
 		Exec: Exec{ToolVersion: "test", Host: &store.Host{ID: "h1", Hostname: "one"}}, Dir: t.TempDir()}
 	if _, err := cfg.run(t, context.Background()); err != nil {
 		t.Fatal(err)
@@ -114,7 +114,7 @@ func TestResumeRemovesWhatAKilledWriterLeft(t *testing.T) {
 // an Exec.RunID given is kept as it is. A stamp's seed is the stamp's own.
 func TestNewRunIDIsTheManifestsRunID(t *testing.T) {
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
-	cfg := trialRun{Spec: Spec{Arms: planArms(t, "D", "E"), N: 2, Workload: spec, Profile: "quick", Seed: StampSeed("night-3"), Clock: Virtual},
+	cfg := trialRun{Spec: Spec{Arms: planArms(t, "D", "E"), N: 2, Workload: spec, Profile: "quick", Seed: StampSeed("night-3"), Clock: store.ClockVirtual},
 		Exec: Exec{ToolVersion: "test", RunStamp: "night-3"}, Dir: t.TempDir()}
 	e := cfg.experiment(t)
 	id, err := e.RunID("night-3", time.Now())

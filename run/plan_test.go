@@ -47,7 +47,7 @@ func TestSeedsOfARunWithoutAPlan(t *testing.T) {
 // the plan has units.
 func TestShardRunsItsUnitsWithTheirSeeds(t *testing.T) {
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
-	base := trialRun{Spec: Spec{Arms: planArms(t, "D", "E"), N: 3, Workload: spec, Profile: "quick", Seed: 9, Clock: Virtual},
+	base := trialRun{Spec: Spec{Arms: planArms(t, "D", "E"), N: 3, Workload: spec, Profile: "quick", Seed: 9, Clock: store.ClockVirtual},
 		Exec: Exec{ToolVersion: "test", Host: &store.Host{ID: "h1", Hostname: "one"}}}
 	whole, shard := base, base
 	whole.Dir = filepath.Join(t.TempDir(), "whole")

@@ -20,7 +20,7 @@ import (
 func TestResumeReadsItsManifestOnce(t *testing.T) {
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
 	dir := filepath.Join(t.TempDir(), "run")
-	cfg := trialRun{Spec: Spec{Arms: planArms(t, "D", "E"), N: 2, Workload: spec, Profile: "quick", Seed: 3, Clock: Virtual},
+	cfg := trialRun{Spec: Spec{Arms: planArms(t, "D", "E"), N: 2, Workload: spec, Profile: "quick", Seed: 3, Clock: store.ClockVirtual},
 		Exec: Exec{Parallel: 1, ToolVersion: "test", Host: &store.Host{ID: "h1", Hostname: "one"}}, Dir: dir}
 	if _, err := cfg.run(t, context.Background()); err != nil {
 		t.Fatal(err)

@@ -35,7 +35,7 @@ type Given struct {
 	// than the run was started with is refused, naming its field.
 	N        *int
 	Seed     *uint64
-	Clock    *string
+	Clock    *store.Clock
 	Profile  *string
 	Topology *string
 	// Workload is a workload's name.
@@ -88,7 +88,7 @@ func resumed(r *store.Run, x Exec, g Given) (Experiment, store.Manifest, error) 
 	}
 	e := Experiment{n: planN(m), profile: m.Profile, clock: m.Clock, topology: m.Topology, seed: m.Seed}
 	if e.clock == "" {
-		e.clock = Wall // written before the virtual clock, and clocks, were
+		e.clock = store.ClockWall // written before the virtual clock, and clocks, were
 	}
 	if err := json.Unmarshal(m.Workload, &e.workload); err != nil {
 		return Experiment{}, m, fmt.Errorf("%s: workload: %w", mpath, err)

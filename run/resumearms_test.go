@@ -48,7 +48,7 @@ func TestResumeRunsTheArmsItsManifestRecords(t *testing.T) {
 	custom.Actors, custom.Description = nil, "D without its actor"
 	e, _ := arms.Lookup("E")
 	dir := filepath.Join(t.TempDir(), "run")
-	cfg := trialRun{Spec: Spec{Arms: []arms.Arm{custom, e}, N: 2, Workload: spec, Profile: "quick", Seed: 3, Clock: Virtual},
+	cfg := trialRun{Spec: Spec{Arms: []arms.Arm{custom, e}, N: 2, Workload: spec, Profile: "quick", Seed: 3, Clock: store.ClockVirtual},
 		Exec: Exec{Parallel: 1, ToolVersion: "test", Host: &store.Host{ID: "h1", Hostname: "one"}}, Dir: dir}
 	if _, err := cfg.run(t, context.Background()); err != nil {
 		t.Fatal(err)
@@ -102,7 +102,7 @@ func TestResumedURIArmTakesItsCredentialsFromTheArmsFile(t *testing.T) {
 	spec, _ := workload.Builtin(workload.KindSpillToDisk)
 	u := arms.Arm{Name: "U", Target: arms.TargetURI, URI: "mongodb://bob:s3cret@127.0.0.1:1/?replicaSet=rs0", SetParameters: map[string]string{}}
 	e, _ := arms.Lookup("E")
-	cfg := trialRun{Spec: Spec{Arms: []arms.Arm{u, e}, N: 1, Workload: spec, Profile: "quick", Seed: 9, Clock: Wall},
+	cfg := trialRun{Spec: Spec{Arms: []arms.Arm{u, e}, N: 1, Workload: spec, Profile: "quick", Seed: 9, Clock: store.ClockWall},
 		Exec: Exec{ToolVersion: "test"}, Dir: t.TempDir()}
 	m, err := newManifest(cfg.experiment(t), cfg.Exec)
 	if err != nil {

@@ -56,10 +56,11 @@ func (x *execution) guard() mongoclient.Guard {
 
 // provision makes a trial's folder and deployment; without a deployment
 // it says why the trial ended (interrupted, or invalid: a harness fault).
-func (x *execution) provision(ctx context.Context, arm arms.Arm, index int) (dir string, dep target.Deployment, status, reason string) {
+func (x *execution) provision(ctx context.Context, arm arms.Arm, index int) (dir string, dep target.Deployment, status store.Status, reason string) {
 	dir = store.TrialDir(x.dir, arm.Name, index)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return dir, nil, resultsDiskFailed, writingResults + err.Error()
+		status, reason := resultsDiskFailed(err)
+		return dir, nil, status, reason
 	}
 	dep, err := target.Provision(ctx, arm, target.Options{Dir: dir, AllowRemote: x.exec.AllowRemote, Logger: x.exec.Log,
 		Sim: x.exp.sim, SimMemLimitMB: x.exp.simMemLimitMB, Deadline: provisionDeadline})
@@ -108,7 +109,7 @@ func workloadDeadline(d time.Duration) time.Duration { return d + max(d, time.Mi
 
 // closeTrial tears a trial's deployment down within closeDeadline; a
 // teardown that expires makes a trial that was valid invalid, naming it.
-func closeTrial(dep target.Deployment, status, reason *string) {
+func closeTrial(dep target.Deployment, status *store.Status, reason *string) {
 	ctx, cancel := context.WithTimeout(context.Background(), closeDeadline)
 	defer cancel()
 	err := dep.Close(ctx)
@@ -149,7 +150,7 @@ func realDocs(arm arms.Arm) int {
 
 // runTrial provisions, drives and records one trial. Failures of the
 // system under test are outcomes; only harness faults make it invalid.
-func (x *execution) runTrial(ctx context.Context, arm arms.Arm, index int, seed uint64, report func(progress.Update)) (status, reason string) {
+func (x *execution) runTrial(ctx context.Context, arm arms.Arm, index int, seed uint64, report func(progress.Update)) (status store.Status, reason string) {
 	dir, dep, status, reason := x.provision(ctx, arm, index)
 	if dep == nil {
 		return status, reason
@@ -169,7 +170,7 @@ func (x *execution) runTrial(ctx context.Context, arm arms.Arm, index int, seed 
 		sampler.ShardOf, sampler.Routers = sh.ShardOf(), sh.Routers()
 		meta["topology"], meta["shards"], meta["routers"] = arms.TopologySharded, sh.ShardOf(), sh.Routers()
 	}
-	report(progress.Update{Phase: "loading"})
+	report(progress.Update{Phase: store.PhaseLoading})
 	lctx, cancelLoad := context.WithTimeout(ctx, loadDeadline(d.RealDocs))
 	err := d.Load(lctx)
 	loadExpired := lctx.Err() == context.DeadlineExceeded
@@ -237,7 +238,7 @@ func (x *execution) runTrial(ctx context.Context, arm arms.Arm, index int, seed 
 				return
 			case <-time.After(time.Until(start.Add(f.At))):
 			}
-			ev := store.Event{At: time.Now(), Kind: "fault", Fault: f.Name}
+			ev := store.Event{At: time.Now(), Kind: store.EventFault, Fault: f.Name}
 			if err := f.Do(tctx, dep); err != nil {
 				ev.Err = err.Error()
 			}
@@ -252,7 +253,7 @@ func (x *execution) runTrial(ctx context.Context, arm arms.Arm, index int, seed 
 	cancelRun()
 	stop()
 	bg.Wait()
-	report(progress.Update{Phase: "writing"})
+	report(progress.Update{Phase: store.PhaseWriting})
 	if ctx.Err() != nil {
 		return store.Interrupted, ""
 	}
@@ -265,8 +266,8 @@ func (x *execution) runTrial(ctx context.Context, arm arms.Arm, index int, seed 
 	samples := x.fillGaps(dep, start, sampler.Samples()) // seconds the sampler missed, from diagnostic.data (gapfill.go)
 	kmu.Lock()
 	defer kmu.Unlock()
-	trial := store.Trial{Schema: store.TrialSchema, Arm: arm.Name, Index: index, Started: start, Simulated: dep.Simulated(), Clock: Wall,
-		Phases: map[string]float64{"warmup": 0, "storm": res.PhaseStarts["storm"].Sub(start).Seconds(), "recovery": res.PhaseStarts["recovery"].Sub(start).Seconds()},
+	trial := store.Trial{Schema: store.TrialSchema, Arm: arm.Name, Index: index, Started: start, Simulated: dep.Simulated(), Clock: store.ClockWall,
+		Phases: map[store.Phase]float64{store.PhaseWarmup: 0, store.PhaseStorm: res.PhaseStarts[store.PhaseStorm].Sub(start).Seconds(), store.PhaseRecovery: res.PhaseStarts[store.PhaseRecovery].Sub(start).Seconds()},
 	}
 	rec := store.Records{Results: res, Samples: samples, Kills: kills, KillOpActor: arm.KillOp() != nil}
 	// The driver's topology changes are failovers' third witness
@@ -274,7 +275,7 @@ func (x *execution) runTrial(ctx context.Context, arm arms.Arm, index int, seed 
 	for _, c := range watcher.Changes() {
 		rec.DriverPrimaries = append(rec.DriverPrimaries, store.Event{At: c.At, Kind: store.EventTopology, Member: c.Member})
 	}
-	for k, v := range map[string]any{"target": dep.Describe(), "members": dep.Startup(), "capabilities": dep.Capabilities(), "seed": seed, "clock": Wall} {
+	for k, v := range map[string]any{"target": dep.Describe(), "members": dep.Startup(), "capabilities": dep.Capabilities(), "seed": seed, "clock": store.ClockWall} {
 		meta[k] = v
 	}
 	trial.Metadata, _ = json.Marshal(meta)
@@ -285,7 +286,7 @@ func (x *execution) runTrial(ctx context.Context, arm arms.Arm, index int, seed 
 		// The embedded set lives in this process: when no member answers,
 		// the host could not keep up, and the trial measured the harness.
 		if lost, total := metric.Unreachable(samples), w.Duration(); lost > max(5*time.Second, total/10) {
-			return store.Invalid, fmt.Sprintf("host saturated: no member of the in-process set answered serverStatus for %.0f s of %.0f s; run fewer trials at once (--parallel) or use --clock virtual",
+			return store.Invalid, fmt.Sprintf("host saturated: no member of the in-process set answered serverStatus for %.0f s of %.0f s; run fewer trials at once (a lower parallelism) or run on the virtual clock",
 				lost.Seconds(), total.Seconds())
 		}
 		// The killOp actor runs on this host too. On a quiet host it
@@ -295,7 +296,7 @@ func (x *execution) runTrial(ctx context.Context, arm arms.Arm, index int, seed 
 		if k := arm.KillOp(); k != nil && inTrial.Load() >= 0 {
 			total := w.Duration()
 			if want := int64(actors) * int64(total/k.Interval); inTrial.Load() < want*4/5 {
-				return store.Invalid, fmt.Sprintf("host saturated: the killOp actor%s decided %d times in the trial's %.0f s where its %v interval asks for %d; run fewer trials at once (--parallel) or use --clock virtual",
+				return store.Invalid, fmt.Sprintf("host saturated: the killOp actor%s decided %d times in the trial's %.0f s where its %v interval asks for %d; run fewer trials at once (a lower parallelism) or run on the virtual clock",
 					actorsNote(actors), inTrial.Load(), total.Seconds(), k.Interval, want)
 			}
 		}
@@ -335,33 +336,41 @@ func liveProgress(ctx context.Context, d *workload.Driver, s *collect.Sampler, s
 }
 
 // phaseAt is the phase at a time into the trial.
-func phaseAt(ph workload.Phases, el time.Duration) string {
+func phaseAt(ph workload.Phases, el time.Duration) store.Phase {
 	switch {
 	case el < ph.Warmup:
-		return "warmup"
+		return store.PhaseWarmup
 	case el < ph.Warmup+ph.Storm:
-		return "storm"
+		return store.PhaseStorm
 	}
-	return "recovery"
+	return store.PhaseRecovery
 }
 
 // writingResults begins the reason of a trial whose files could not be
 // written: the results disk failed, and the run stops.
 const writingResults = "writing results: "
 
-// resultsDiskFailed is the status a trial function returns when the run
-// folder could not take the trial's files (a full or read-only results
-// disk): a fault of the harness, not of the trial. The run stops and
-// records the trial interrupted, so that Resume runs it again; it is
-// never written to a manifest.
-const resultsDiskFailed = "results disk failed"
+// resultsDiskFailed is what a trial function returns when the run folder
+// could not take the trial's files (a full or read-only results disk): a
+// fault of the harness, not of the trial, so the trial is interrupted,
+// for Resume to run again, with the reason the run stops for. A trial
+// interrupted by the run's stop has no reason (diskFailed tells the two
+// apart).
+func resultsDiskFailed(err error) (store.Status, string) {
+	return store.Interrupted, writingResults + err.Error()
+}
+
+// diskFailed says a trial function's result is resultsDiskFailed's.
+func diskFailed(status store.Status, reason string) bool {
+	return status == store.Interrupted && reason != ""
+}
 
 // writeTrial computes a finished trial's metrics (and why any is absent)
 // from its records and writes its files, trial.json last: a trial folder
 // without trial.json is unfinished. A trial whose records measured a
 // server that cannot run the workload is invalid (metric.Validity).
 // Extra events are those the records do not hold (injected faults).
-func (x *execution) writeTrial(dir string, trial store.Trial, start time.Time, rec store.Records, extra ...store.Event) (status, reason string) {
+func (x *execution) writeTrial(dir string, trial store.Trial, start time.Time, rec store.Records, extra ...store.Event) (status store.Status, reason string) {
 	metric.Fill(&trial, rec)
 	extra = append(slices.Clone(extra), rec.DriverPrimaries...)
 	files := store.TrialFiles{Trial: trial, Samples: rec.Samples, Merge: rec.Merge}
@@ -374,7 +383,7 @@ func (x *execution) writeTrial(dir string, trial store.Trial, start time.Time, r
 		// The per-second series cover the trial's window and nothing of
 		// the sampling before or after it; a window the records do not
 		// give is a harness fault, never a series at a made-up time.
-		end := rec.PhaseStarts["end"]
+		end := rec.PhaseStarts[store.PhaseEnd]
 		if start.IsZero() || !end.After(start) {
 			return store.Invalid, fmt.Sprintf("harness: the trial's window is unknown (start %s, end %s)", start.Format(time.RFC3339), end.Format(time.RFC3339))
 		}
@@ -385,7 +394,7 @@ func (x *execution) writeTrial(dir string, trial store.Trial, start time.Time, r
 		files.Events = metric.Events(rec.PhaseStarts, rec.Samples, rec.Kills, extra...)
 	}
 	if err := x.exec.writeFiles(dir, files); err != nil {
-		return resultsDiskFailed, writingResults + err.Error()
+		return resultsDiskFailed(err)
 	}
 	x.mu.Lock()
 	if x.written == nil {

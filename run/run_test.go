@@ -28,7 +28,7 @@ func quickConfig(t *testing.T, dir string, n int) trialRun {
 	w.Phases = workload.Phases{Warmup: time.Second, Storm: 3 * time.Second, Recovery: time.Second}
 	w.StormRate, w.CanaryRate = 15, 10
 	w.ServerSelectionTimeout = 10 * time.Second
-	return trialRun{Spec: Spec{Arms: sel, N: n, Workload: spec, Seed: 1, Clock: Wall,
+	return trialRun{Spec: Spec{Arms: sel, N: n, Workload: spec, Seed: 1, Clock: store.ClockWall,
 		Sim: mongosim.SimOptions{CPUs: 4, BaselineMB: 512, ScanScale: 100}, SimMemLimitMB: 4096},
 		Exec: Exec{SampleInterval: 250 * time.Millisecond, ToolVersion: "test", CommandLine: []string{"qmlsab", "run", "--arms", "D,E"}}, Dir: dir}
 }
@@ -142,7 +142,7 @@ func TestInterruptedRunResumesToExactlyNTrials(t *testing.T) {
 	}
 	// Another clock, profile, n or parallelism than the run's is refused,
 	// naming the field, before anything is written.
-	virtual, quick, three, nine := Virtual, "quick", 3, uint64(9)
+	virtual, quick, three, nine := store.ClockVirtual, "quick", 3, uint64(9)
 	for f, change := range map[string]func(*Exec, *Given){
 		FieldClock:    func(_ *Exec, g *Given) { g.Clock = &virtual },
 		FieldProfile:  func(_ *Exec, g *Given) { g.Profile = &quick },
@@ -176,7 +176,7 @@ func TestInterruptedRunResumesToExactlyNTrials(t *testing.T) {
 			t.Fatalf("%s: %d valid trials after resume, want exactly 2", arm, n)
 		}
 		for _, tr := range r.Trials[arm] {
-			if tr.Clock != Wall {
+			if tr.Clock != store.ClockWall {
 				t.Errorf("%s#%d ran on the %s clock after the resume of a wall-clock run", arm, tr.Index, tr.Clock)
 			}
 		}

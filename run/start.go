@@ -7,6 +7,7 @@ import (
 	"github.com/qmlsab/qmlsab/internal/texttable"
 	"github.com/qmlsab/qmlsab/internal/units"
 	"github.com/qmlsab/qmlsab/plan"
+	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/workload"
 )
 
@@ -27,7 +28,7 @@ type Start struct {
 // of a resumed one its clock, profile and what is left.
 func (s Start) Summary() string {
 	e := s.Experiment
-	length := TrialLength(e.workload, e.clock == Virtual)
+	length := TrialLength(e.workload, e.clock == store.ClockVirtual)
 	if s.Resumed {
 		var names []string
 		for _, a := range e.arms {

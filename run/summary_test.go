@@ -24,7 +24,7 @@ func TestStartSummarySaysWhatTheRunWillDo(t *testing.T) {
 	if got, want := shard.Summary(), "spill_to_disk, 2 arms × 3 trials, shard 1/2 (repetition blocks 1, 3), 24s of model time per trial, seed 9"; got != want {
 		t.Errorf("a shard's summary\n%q\nwant\n%q", got, want)
 	}
-	wall := trialRun{Spec: Spec{Arms: planArms(t, "D"), N: 1, Workload: spec, Clock: Wall, Seed: 9}}.experiment(t)
+	wall := trialRun{Spec: Spec{Arms: planArms(t, "D"), N: 1, Workload: spec, Clock: store.ClockWall, Seed: 9}}.experiment(t)
 	resumed := Start{Experiment: wall, Resumed: true, Trials: 1, Left: 0}
 	if got, want := resumed.Summary(), "spill_to_disk, 1 arm (D) × 1 trial, 4m per trial, wall clock, profile default; 0 of 1 trial left"; got != want {
 		t.Errorf("a resumed run's summary\n%q\nwant\n%q", got, want)
@@ -35,10 +35,10 @@ func TestStartSummarySaysWhatTheRunWillDo(t *testing.T) {
 // verdict is an error listing the reasons; one valid trial, or none
 // finished, is no such verdict.
 func TestOutcomeOfARunThatMeasuredNothing(t *testing.T) {
-	outcome := func(statuses ...string) *Outcome {
+	outcome := func(statuses ...store.Status) *Outcome {
 		m := store.Manifest{}
 		for i, s := range statuses {
-			m.Trials = append(m.Trials, store.TrialStatus{Arm: "D", Index: i + 1, Status: s, Reason: "why " + s})
+			m.Trials = append(m.Trials, store.TrialStatus{Arm: "D", Index: i + 1, Status: s, Reason: "why " + string(s)})
 		}
 		return &Outcome{Run: &store.Run{Manifest: m}}
 	}

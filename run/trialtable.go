@@ -66,11 +66,11 @@ var mergeColumns = []column{
 func WriteTrialTable(w io.Writer, r *store.Run, wide bool) error {
 	if r.Manifest.Simulated {
 		texttable.FoldParagraph(w, "SIMULATED: the trials ran on mongosim, a model of mongod, not a real server.", "", "")
-		if r.Manifest.Clock == Virtual {
+		if r.Manifest.Clock == store.ClockVirtual {
 			texttable.FoldParagraph(w, "The model ran in virtual time (no wire protocol); durations are model seconds.", "", "")
 		}
 	}
-	status := map[string]string{}
+	status := map[string]store.Status{}
 	for _, ts := range r.Manifest.Trials {
 		status[plan.Key(ts.Arm, ts.Index)] = ts.Status
 	}
@@ -93,7 +93,7 @@ func WriteTrialTable(w io.Writer, r *store.Run, wide bool) error {
 	for _, name := range r.Manifest.ArmNames() {
 		for _, tr := range r.Trials[name] {
 			key := plan.Key(name, tr.Index)
-			row := []texttable.Cell{texttable.Text(key), texttable.Text(status[key])}
+			row := []texttable.Cell{texttable.Text(key), texttable.Text(string(status[key]))}
 			for _, col := range cols {
 				v, ok := tr.Metrics[col.metric]
 				bound, censored := tr.AtLeast[col.metric]

@@ -14,7 +14,7 @@ import (
 // "–" with a numbered note saying why (one note per reason), never 0;
 // a wide-only column's note appears only in the wide table.
 func TestTrialTableMarksBoundsAndAbsentValues(t *testing.T) {
-	r := &store.Run{Manifest: store.Manifest{Simulated: true, Clock: Virtual,
+	r := &store.Run{Manifest: store.Manifest{Simulated: true, Clock: store.ClockVirtual,
 		ArmList: []store.ArmInfo{{Name: "E"}},
 		Trials:  []store.TrialStatus{{Arm: "E", Index: 1, Status: store.Valid}, {Arm: "E", Index: 2, Status: store.Invalid}}},
 		Trials: map[string][]store.Trial{"E": {

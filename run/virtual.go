@@ -12,27 +12,15 @@ import (
 	"github.com/qmlsab/qmlsab/store"
 )
 
-// Clocks an embedded trial can run on.
-const (
-	// Virtual runs the embedded set's model in model time, without the
-	// wire, as fast as the CPU computes it (docs/benchmarks.md has the
-	// engine's measured speed). Members are sampled through the
-	// same serverStatus document and extractor table as over the wire.
-	Virtual = "virtual"
-	// Wall runs the embedded set in real time behind the wire protocol:
-	// every storm query, canary, sample and killOp is a real command.
-	Wall = "wall"
-)
-
 // runVirtualTrial runs an embedded arm's trial on the model in model time
 // (the virtual engine) and writes the same files as a wall-clock trial.
-func (x *execution) runVirtualTrial(ctx context.Context, arm arms.Arm, index int, seed uint64, report func(progress.Update)) (status, reason string) {
+func (x *execution) runVirtualTrial(ctx context.Context, arm arms.Arm, index int, seed uint64, report func(progress.Update)) (status store.Status, reason string) {
 	if ctx.Err() != nil {
 		return store.Interrupted, ""
 	}
 	dir := store.TrialDir(x.dir, arm.Name, index)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return resultsDiskFailed, writingResults + err.Error()
+		return resultsDiskFailed(err)
 	}
 	w := *x.exp.workload.SpillToDisk
 	vcfg := x.exp.virtualConfig(seed, x.exec.SampleInterval)
@@ -50,10 +38,10 @@ func (x *execution) runVirtualTrial(ctx context.Context, arm arms.Arm, index int
 	// The engine decided the instant model time 0 stands for (vcfg is
 	// this function's copy of the config, not the engine's).
 	start := t.Start
-	trial := store.Trial{Schema: store.TrialSchema, Arm: arm.Name, Index: index, Started: start, Simulated: true, Clock: Virtual,
-		Phases: map[string]float64{"warmup": 0, "storm": w.Phases.Warmup.Seconds(), "recovery": (w.Phases.Warmup + w.Phases.Storm).Seconds()}}
+	trial := store.Trial{Schema: store.TrialSchema, Arm: arm.Name, Index: index, Started: start, Simulated: true, Clock: store.ClockVirtual,
+		Phases: map[store.Phase]float64{store.PhaseWarmup: 0, store.PhaseStorm: w.Phases.Warmup.Seconds(), store.PhaseRecovery: (w.Phases.Warmup + w.Phases.Storm).Seconds()}}
 	trial.Metadata, _ = json.Marshal(map[string]any{"target": "embedded mongosim replica set, model run in virtual time (no wire)",
-		"clock": Virtual, "hardware": vcfg.Hardware, "seed": seed, "parameters": arm.SetParameters})
+		"clock": store.ClockVirtual, "hardware": vcfg.Hardware, "seed": seed, "parameters": arm.SetParameters})
 	return x.writeTrial(dir, trial, start, t.Records)
 }
 

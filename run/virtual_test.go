@@ -3,7 +3,7 @@ package run
 import (
 	"context"
 	"path/filepath"
-	"strings"
+	"slices"
 	"testing"
 	"time"
 
@@ -29,7 +29,7 @@ func TestVirtualTrialRecordsWhatTheModelDid(t *testing.T) {
 	w := *spec.SpillToDisk
 	w.Phases = workload.Phases{Warmup: 10 * time.Second, Storm: 60 * time.Second, Recovery: 20 * time.Second}
 	spec.SpillToDisk = &w
-	cfg := trialRun{Spec: Spec{Arms: sel, N: 1, Workload: spec, Seed: 7, Clock: Virtual, Sim: mongosim.SimOptions{CPUs: 8}, SimMemLimitMB: 32 << 10},
+	cfg := trialRun{Spec: Spec{Arms: sel, N: 1, Workload: spec, Seed: 7, Clock: store.ClockVirtual, Sim: mongosim.SimOptions{CPUs: 8}, SimMemLimitMB: 32 << 10},
 		Exec: Exec{ToolVersion: "test"}, Dir: dir}
 	exp := cfg.experiment(t)
 	out, err := Run(context.Background(), exp, dir, cfg.Exec)
@@ -37,12 +37,12 @@ func TestVirtualTrialRecordsWhatTheModelDid(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := out.Run
-	if !r.Manifest.Simulated || r.Manifest.Clock != Virtual {
+	if !r.Manifest.Simulated || r.Manifest.Clock != store.ClockVirtual {
 		t.Errorf("manifest simulated=%v clock=%q, want true and virtual", r.Manifest.Simulated, r.Manifest.Clock)
 	}
 	for i, a := range sel {
 		tr := r.Trials[a.Name][0]
-		if !tr.Simulated || tr.Clock != Virtual {
+		if !tr.Simulated || tr.Clock != store.ClockVirtual {
 			t.Errorf("%s: simulated=%v clock=%q", a.Name, tr.Simulated, tr.Clock)
 		}
 		vt, err := virtual.Run(context.Background(), exp.virtualConfig(cfg.Seed+uint64(i), time.Second), a)
@@ -100,17 +100,17 @@ func TestVirtualTrialRecordsWhatTheModelDid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var phases []string
+	var phases []store.Phase
 	kills := 0
 	for _, ev := range events {
 		switch ev.Kind {
-		case "phase":
+		case store.EventPhase:
 			phases = append(phases, ev.Phase)
-		case "kill":
+		case store.EventKill:
 			kills++
 		}
 	}
-	if strings.Join(phases, ",") != "warmup,storm,recovery" || kills == 0 {
+	if !slices.Equal(phases, store.Phases) || kills == 0 {
 		t.Errorf("D's events: phases %v, %d kills", phases, kills)
 	}
 	// Per-second outcomes add up to the trial's ops, histograms included.

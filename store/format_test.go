@@ -110,15 +110,15 @@ func TestV2RunIsSnakeCaseInSecondsAndReadsBack(t *testing.T) {
 	host := store.Host{Hostname: "h", CPUModel: "cpu", Cores: 2, MemoryBytes: 1 << 30, Kernel: "k", Target: "embedded"}.WithID()
 	m := store.Manifest{Schema: store.ManifestSchema, ToolVersion: "t", Created: at, Host: "h", CommandLine: []string{"qmlsab", "run"},
 		WorkloadName: spec.Name, Workload: wl, ArmList: []store.ArmInfo{{Name: "E", Build: "b", Parameters: map[string]string{"queryMemoryLoadSheddingLowMarkPercent": "30"}}},
-		Seed: 3, Target: "embedded", Simulated: true, Clock: "virtual", Hosts: []store.Host{host},
+		Seed: 3, Target: "embedded", Simulated: true, Clock: store.ClockVirtual, Hosts: []store.Host{host},
 		Plan:   &store.Plan{Digest: "d", Units: 1, Arms: []string{"E"}},
 		Trials: []store.TrialStatus{{Arm: "E", Index: 1, Status: store.Valid, Host: host.ID}}}
 	victims := &store.Victims{}
 	victims.Add(20<<20, "$sort")
 	kill := &store.Kill{At: at, OpID: 9, AppName: "qmlsab-storm", TrackedBytes: 5 << 20, Queued: true, Stage: "$sort", ResidentMB: 900}
 	files := store.TrialFiles{
-		Trial: store.Trial{Schema: store.TrialSchema, Arm: "E", Index: 1, Started: at, Phases: map[string]float64{"warmup": 0, "storm": 30},
-			Metrics: map[string]float64{"storm_shed": 1}, Simulated: true, Clock: "virtual", Victims: victims},
+		Trial: store.Trial{Schema: store.TrialSchema, Arm: "E", Index: 1, Started: at, Phases: map[store.Phase]float64{"warmup": 0, "storm": 30},
+			Metrics: map[string]float64{"storm_shed": 1}, Simulated: true, Clock: store.ClockVirtual, Victims: victims},
 		Samples:  []store.Sample{{At: at, Member: "m0", Up: true, Primary: true, ProcessID: "p1", Values: map[string]float64{"queues.execution.read.totalTickets": 128}, FromFTDC: true}},
 		Series:   []store.Second{{T: 1, Primary: "m0", ReadTix: ptr(64), LowQueue: ptr(3), Admissions: ptr(2), Kills: ptr(0), Sheds: ptr(1), ResidentMB: ptr(900), LowMark: ptr(1), HighMark: ptr(2), MemLimit: ptr(3), FTDC: true}},
 		Storm:    []store.StormOp{{Scheduled: at, Latency: 1500 * time.Millisecond, Stage: "$sort", Outcome: store.Shed, Code: "QueryMemoryLimitExceeded", TrackedBytes: 20 << 20}},

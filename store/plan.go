@@ -52,7 +52,7 @@ func (m Manifest) CheckPlan(dir string) error {
 		}
 	}
 	units := plan.Units(m.Plan.Arms, m.Plan.Units, m.Seed)
-	digest, err := plan.Digest(plan.Conditions{Workload: m.Workload, Arms: armsYAML, Clock: m.Clock, Sim: m.Sim}, m.Seed, units)
+	digest, err := plan.Digest(plan.Conditions{Workload: m.Workload, Arms: armsYAML, Clock: string(m.Clock), Sim: m.Sim}, m.Seed, units)
 	if err != nil {
 		return fmt.Errorf("%s: %w", mpath, err)
 	}
@@ -216,7 +216,7 @@ func CheckShards(runs []*Run, expect int) (*ShardSet, error) {
 			return nil, fmt.Errorf("%s: plan %.12s differs from %s's plan %.12s (another seed, n, arms or clock): it is a shard of another experiment",
 				r.Dir, m.Plan.Digest, first.Dir, set.Plan.Digest)
 		}
-		if fp := first.Manifest.Parallel; m.Clock == "wall" && m.Parallel != 0 && fp != 0 && m.Parallel != fp {
+		if fp := first.Manifest.Parallel; m.Clock == ClockWall && m.Parallel != 0 && fp != 0 && m.Parallel != fp {
 			// Wall-clock trials at once share their host's CPUs: shards run
 			// at other parallelism measured under other conditions.
 			return nil, fmt.Errorf("%s: ran %d wall-clock trials at once, but %s ran %d: its figures were measured under other conditions",
@@ -245,7 +245,7 @@ func CheckShards(runs []*Run, expect int) (*ShardSet, error) {
 			}
 			trialDir[key] = r.Dir
 			if ts.Status != Valid && ts.Status != Invalid {
-				set.Unfinished[r.Dir] = append(set.Unfinished[r.Dir], key+" "+ts.Status)
+				set.Unfinished[r.Dir] = append(set.Unfinished[r.Dir], key+" "+string(ts.Status))
 			}
 		}
 		for _, k := range m.Shard.Units(m.Plan.Units) {

@@ -20,7 +20,7 @@ func writeShard(t *testing.T, root string, i, n, units int, edit func(*Manifest)
 	m := Manifest{Schema: ManifestSchema, Created: time.Unix(1, 0).UTC(), Seed: 1, Target: "embedded", Simulated: true,
 		WorkloadName: "w", Workload: []byte(`{"name":"w","kind":"spill_to_disk"}`), ArmList: []ArmInfo{{Name: "D"}, {Name: "E"}},
 		Plan: &Plan{Units: units, Arms: []string{"D", "E"}}, Shard: &plan.Shard{Index: i, Count: n}}
-	digest, err := plan.Digest(plan.Conditions{Workload: m.Workload, Clock: m.Clock}, m.Seed, plan.Units(m.Plan.Arms, units, m.Seed))
+	digest, err := plan.Digest(plan.Conditions{Workload: m.Workload, Clock: string(m.Clock)}, m.Seed, plan.Units(m.Plan.Arms, units, m.Seed))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestMergeShardsChecksBeforeWriting(t *testing.T) {
 		{"out inside a shard", func() []string { return []string{s1, s2} }, MergeOptions{Expect: 2, Out: filepath.Join(s1, "m")}, "is inside shard folder"},
 		{"a merged run", func() []string { return []string{out} }, MergeOptions{Expect: 2}, out + " is a merged run"},
 		{"wall-clock shards run at other parallelism", func() []string {
-			wall := func(par int) func(*Manifest) { return func(m *Manifest) { m.Clock, m.Parallel = "wall", par } }
+			wall := func(par int) func(*Manifest) { return func(m *Manifest) { m.Clock, m.Parallel = ClockWall, par } }
 			return []string{writeShard(t, bad, 1, 2, 3, wall(1)), writeShard(t, bad, 2, 2, 3, wall(4))}
 		}, MergeOptions{Expect: 2}, "ran 4 wall-clock trials at once, but"},
 	}

@@ -146,7 +146,7 @@ func (c CanaryOp) LowerBound() bool { return c.Censored || c.Code == ClientTimeo
 
 // Results are a trial's workload outcomes.
 type Results struct {
-	PhaseStarts map[string]time.Time
+	PhaseStarts map[Phase]time.Time
 	Storm       []StormOp
 	Canaries    []CanaryOp
 }
@@ -365,21 +365,13 @@ type PrimaryLife struct {
 	HeaviestQueue string           `json:"heaviest_queue,omitempty"`
 }
 
-// EventTopology is the kind of an event the workload's driver saw: a new
-// primary, through its topology monitoring.
-const EventTopology = "topology"
-
 // Event is one timestamped thing that happened in a trial (events.jsonl.gz).
 type Event struct {
-	At time.Time `json:"at"`
-	// Kind is phase (a phase began), primary (a new primary was seen),
-	// restart (a member came back as a new process), topology (the
-	// driver saw a new primary), kill (the killOp actor's kill) or fault
-	// (an injected fault began).
-	Kind   string `json:"kind"`
-	Phase  string `json:"phase,omitempty"`
-	Member string `json:"member,omitempty"`
-	Kill   *Kill  `json:"kill,omitempty"`
+	At     time.Time `json:"at"`
+	Kind   EventKind `json:"kind"`
+	Phase  Phase     `json:"phase,omitempty"`
+	Member string    `json:"member,omitempty"`
+	Kill   *Kill     `json:"kill,omitempty"`
 	// Fault names an injected fault (kind fault); Err says why it could
 	// not be applied.
 	Fault string `json:"fault,omitempty"`

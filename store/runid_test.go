@@ -52,7 +52,7 @@ func TestRunIDs(t *testing.T) {
 
 func TestCompletion(t *testing.T) {
 	recorded := &Plan{Digest: "d", Units: 4, Arms: []string{"D", "E"}}
-	run := func(statuses ...string) *Run {
+	run := func(statuses ...Status) *Run {
 		m := Manifest{Plan: recorded, Shard: &plan.Shard{Index: 1, Count: 2}}
 		for i, s := range statuses {
 			m.Trials = append(m.Trials, TrialStatus{Arm: "D", Index: i + 1, Status: s})

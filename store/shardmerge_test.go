@@ -244,11 +244,11 @@ func TestMergeRecomputesThePlanDigest(t *testing.T) {
 	for name, edit := range map[string]func(*Manifest){
 		"n":        func(m *Manifest) { m.Plan.Units = 5 },
 		"arms":     func(m *Manifest) { m.Plan.Arms = []string{"E", "D"} },
-		"clock":    func(m *Manifest) { m.Clock = "wall" },
+		"clock":    func(m *Manifest) { m.Clock = ClockWall },
 		"workload": func(m *Manifest) { m.Workload = []byte(`{"name":"w","kind":"spill_to_disk","x":1}`) },
 	} {
-		m := Manifest{Workload: []byte(`{"name":"w","kind":"spill_to_disk"}`), Seed: 3, Clock: "virtual", Plan: &Plan{Units: 4, Arms: []string{"D", "E"}}}
-		m.Plan.Digest, _ = plan.Digest(plan.Conditions{Workload: m.Workload, Clock: m.Clock}, m.Seed, plan.Units(m.Plan.Arms, 4, m.Seed))
+		m := Manifest{Workload: []byte(`{"name":"w","kind":"spill_to_disk"}`), Seed: 3, Clock: ClockVirtual, Plan: &Plan{Units: 4, Arms: []string{"D", "E"}}}
+		m.Plan.Digest, _ = plan.Digest(plan.Conditions{Workload: m.Workload, Clock: string(m.Clock)}, m.Seed, plan.Units(m.Plan.Arms, 4, m.Seed))
 		if err := m.CheckPlan("run"); err != nil {
 			t.Fatalf("an unedited plan: %v", err)
 		}

@@ -47,14 +47,6 @@ const (
 	TrialSchemaV1    = "qmlsab/trial/v1"
 )
 
-// Trial statuses.
-const (
-	Pending     = "pending"
-	Valid       = "valid"
-	Invalid     = "invalid"     // a harness fault; Reason says which
-	Interrupted = "interrupted" // the run was stopped during the trial
-)
-
 // Manifest describes a run.
 type Manifest struct {
 	Schema      string    `json:"schema"`
@@ -75,9 +67,9 @@ type Manifest struct {
 	Seed      uint64    `json:"seed"`
 	Target    string    `json:"target"`
 	Simulated bool      `json:"simulated"`
-	// Clock is "virtual" when the embedded model ran in model time
-	// (faster than the wall clock, no wire), "wall" otherwise.
-	Clock string `json:"clock,omitempty"`
+	// Clock is ClockVirtual when the embedded model ran in model time
+	// (faster than the wall clock, no wire), ClockWall otherwise.
+	Clock Clock `json:"clock,omitempty"`
 	// Profile is the phase profile the workload was scaled by (quick,
 	// default, long); empty in runs written before it was recorded.
 	Profile string `json:"profile,omitempty"`
@@ -132,7 +124,7 @@ func (m Manifest) ArmNames() []string {
 type TrialStatus struct {
 	Arm    string `json:"arm"`
 	Index  int    `json:"index"`
-	Status string `json:"status"`
+	Status Status `json:"status"`
 	Reason string `json:"reason,omitempty"`
 	// Host is the ID of the host (Manifest.Hosts) that ran the trial;
 	// empty in runs written before hosts were recorded.
@@ -145,11 +137,11 @@ type Trial struct {
 	Arm       string             `json:"arm"`
 	Index     int                `json:"index"`
 	Started   time.Time          `json:"started"`
-	Phases    map[string]float64 `json:"phases,omitempty"` // phase -> start, seconds into the trial
+	Phases    map[Phase]float64  `json:"phases,omitempty"` // phase -> start, seconds into the trial
 	Metadata  json.RawMessage    `json:"metadata,omitempty"`
 	Metrics   map[string]float64 `json:"metrics"`
 	Simulated bool               `json:"simulated"`
-	Clock     string             `json:"clock,omitempty"` // as Manifest.Clock
+	Clock     Clock              `json:"clock,omitempty"` // as Manifest.Clock
 	// Victims summarizes the storm's shed and killed ops (the raw ops are
 	// in storm.jsonl.gz and events.jsonl.gz).
 	Victims *Victims `json:"victims,omitempty"`

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/internal/field"
 	"github.com/qmlsab/qmlsab/investigation"
 	"github.com/qmlsab/qmlsab/mongosim/model"
 	"github.com/qmlsab/qmlsab/run/virtual"
@@ -410,7 +411,7 @@ func CheckShard(s ShardOf, starts int) error {
 	case s.Count < 1 || s.Index < 1 || s.Index > s.Count:
 		return fmt.Errorf("shard %s: want i/N with 1 ≤ i ≤ N", s)
 	case s.Count > starts:
-		return fmt.Errorf("shard %s: the search has %d chains (--starts), so at most %d shards", s, starts, starts)
+		return field.Errorf("", nil, "shard %s: the search has %d chains (%v), so at most %d shards", s, starts, field.Ref(FieldStarts), starts)
 	}
 	return nil
 }
@@ -636,7 +637,7 @@ func MergePredict(names []string, files []PredictFile) (*Ensemble, EnsembleSpec,
 	}
 	for i, f := range files {
 		if f.PlanDigest != files[0].PlanDigest {
-			return nil, EnsembleSpec{}, fmt.Errorf("%s: planned from another search than %s (plan digest %s, not %s): every shard must run --from the same merged search",
+			return nil, EnsembleSpec{}, fmt.Errorf("%s: planned from another search than %s (plan digest %s, not %s): every shard must be planned from the same merged search",
 				names[i], names[0], shortDigest(f.PlanDigest), shortDigest(files[0].PlanDigest))
 		}
 	}

@@ -91,7 +91,7 @@ func ParseDim(text string) (Dim, error) {
 	name, spec, _ := strings.Cut(text, "=")
 	k, ok := LookupKnob(strings.TrimSpace(name))
 	if !ok {
-		return Dim{}, fmt.Errorf("%q: unknown name %s", text, name)
+		return Dim{}, fmt.Errorf("%q: %w %s", text, ErrUnknownKnob, name)
 	}
 	d := Dim{Knob: k}
 	if parts := strings.Split(spec, ":"); len(parts) == 2 || len(parts) == 3 && parts[2] == "log" {

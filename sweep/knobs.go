@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -439,6 +440,10 @@ const (
 	MaxAxisPoints = 101
 )
 
+// ErrUnknownKnob is ParseVary's error (and ParseSet's, ParseDim's) for a
+// name that is no knob of the namespace.
+var ErrUnknownKnob = errors.New("unknown name")
+
 // ParseVary reads one --vary: NAME=FROM:TO:STEP (numbers; byte knobs take
 // KiB, MiB, GiB or TiB suffixes) or NAME=V1,V2,... (any knob; the only
 // form for choice knobs). The grid is FROM, FROM+STEP, ... up to TO.
@@ -450,7 +455,7 @@ func ParseVary(text string) (Axis, error) {
 	}
 	k, found := LookupKnob(name)
 	if !found {
-		return Axis{}, fmt.Errorf("%q: unknown name %s (want host.*, hw.*, workload.*, param.* or killop.*; qmlsab sweep --list shows them)", text, name)
+		return Axis{}, fmt.Errorf("%q: %w %s (want host.*, hw.*, workload.*, param.* or killop.*)", text, ErrUnknownKnob, name)
 	}
 	ax := Axis{Knob: k, Spec: text}
 	if strings.Contains(spec, ":") {

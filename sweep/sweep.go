@@ -161,6 +161,9 @@ const (
 	FieldAxes     = "Config.Axes"
 	FieldFixed    = "Config.Fixed"
 	FieldParallel = "Config.Parallel"
+	// FieldStarts is EnsembleConfig.Starts (the search's chains), which a
+	// shard of the search is checked against.
+	FieldStarts = "EnsembleConfig.Starts"
 )
 
 // Validate checks a sweep's shape and builds every cell's setting once,

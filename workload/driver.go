@@ -181,7 +181,7 @@ func (d *Driver) Run(ctx context.Context, start time.Time, seed uint64) (store.R
 	ph := d.Spec.Phases
 	stormStart, stormEnd := start.Add(ph.Warmup), start.Add(ph.Warmup+ph.Storm)
 	end := start.Add(ph.Total())
-	res := store.Results{PhaseStarts: map[string]time.Time{store.PhaseWarmup: start, store.PhaseStorm: stormStart, store.PhaseRecovery: stormEnd, store.PhaseEnd: end}}
+	res := store.Results{PhaseStarts: map[store.Phase]time.Time{store.PhaseWarmup: start, store.PhaseStorm: stormStart, store.PhaseRecovery: stormEnd, store.PhaseEnd: end}}
 
 	events := storm.Database(d.DB).Collection("events")
 	rng := rand.New(rand.NewPCG(seed, 0x570))

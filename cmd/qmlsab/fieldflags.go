@@ -41,6 +41,8 @@ var fieldFlags = map[string]string{
 	sweep.FieldAxes:     "--vary",
 	sweep.FieldFixed:    "--set",
 	sweep.FieldParallel: "--parallel",
+	// qmlsab calibrate --fit
+	sweep.FieldStarts: "--starts",
 	// qmlsab merge
 	store.FieldExpect:       "--expect",
 	store.FieldOut:          "--out",

@@ -64,16 +64,17 @@ func TestFieldFlagsNameRealFieldsAndFlags(t *testing.T) {
 		typ     reflect.Type // nil: a function's parameter
 		command string
 	}{
-		"Spec":         {reflect.TypeFor[run.Spec](), "run"},
-		"Exec":         {reflect.TypeFor[run.Exec](), "run"},
-		"Given":        {reflect.TypeFor[run.Given](), "run"},
-		"Run":          {nil, "run"},
-		"Resume":       {nil, "run"},
-		"Config":       {reflect.TypeFor[sweep.Config](), "sweep"},
-		"MergeOptions": {reflect.TypeFor[store.MergeOptions](), "merge"},
-		"FromFlags":    {nil, "import ftdc"},
-		"Import":       {nil, "import ftdc"},
-		"Options":      {reflect.TypeFor[report.Options](), "report"},
+		"Spec":           {reflect.TypeFor[run.Spec](), "run"},
+		"Exec":           {reflect.TypeFor[run.Exec](), "run"},
+		"Given":          {reflect.TypeFor[run.Given](), "run"},
+		"Run":            {nil, "run"},
+		"Resume":         {nil, "run"},
+		"Config":         {reflect.TypeFor[sweep.Config](), "sweep"},
+		"EnsembleConfig": {reflect.TypeFor[sweep.EnsembleConfig](), "calibrate"},
+		"MergeOptions":   {reflect.TypeFor[store.MergeOptions](), "merge"},
+		"FromFlags":      {nil, "import ftdc"},
+		"Import":         {nil, "import ftdc"},
+		"Options":        {reflect.TypeFor[report.Options](), "report"},
 	}
 	for f, flag := range fieldFlags {
 		parts := strings.Split(f, ".")

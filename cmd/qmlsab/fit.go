@@ -177,7 +177,7 @@ func ensembleSpec(c *cli.Context, fail func(string, ...any) error) (sweep.Ensemb
 		for _, text := range given {
 			d, err := sweep.ParseDim(text)
 			if err != nil {
-				return sweep.EnsembleSpec{}, fail("--space %v", err)
+				return sweep.EnsembleSpec{}, fail("--space %v%s", err, knobsHint(err))
 			}
 			if slices.ContainsFunc(dims, func(x sweep.Dim) bool { return x.Knob.Name == d.Knob.Name }) {
 				return sweep.EnsembleSpec{}, fail("--space %s: %s is given twice", text, d.Knob.Name)

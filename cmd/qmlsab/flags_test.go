@@ -150,6 +150,9 @@ func TestRenamedFlagsWorkWithADeprecationLine(t *testing.T) {
 	if oldCode != newCode || newCode != 1 {
 		t.Fatalf("exit %d with --db, %d with --history-db; want both 1 (no history there)", oldCode, newCode)
 	}
+	if !strings.Contains(newOut, "no history there (a reader never creates one); qmlsab history add or report --history creates it") {
+		t.Errorf("a missing history, as history list reads it: %s; want it to say which commands create one", newOut)
+	}
 	deprecation := "qmlsab history list: --db is deprecated and will be removed; use --history-db\n"
 	if !strings.HasPrefix(oldOut, deprecation) || strings.TrimPrefix(oldOut, deprecation) != newOut {
 		t.Errorf("--db output:\n%s\nwant the deprecation line, then --history-db's:\n%s", oldOut, newOut)

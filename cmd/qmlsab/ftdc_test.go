@@ -76,7 +76,7 @@ func TestFTDCOfARunRoundTripsAndImportsToTheSameReport(t *testing.T) {
 	w.Phases = workload.Phases{Warmup: 2 * time.Second, Storm: 10 * time.Second, Recovery: 4 * time.Second}
 	w.ServerSelectionTimeout = 10 * time.Second
 	spec.SpillToDisk = &w
-	e, err := run.NewExperiment(run.Spec{Arms: sel, N: 2, Workload: spec, Seed: 1, Clock: run.Wall})
+	e, err := run.NewExperiment(run.Spec{Arms: sel, N: 2, Workload: spec, Seed: 1, Clock: store.ClockWall})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -455,7 +455,7 @@ func tolerances(t *testing.T, r *store.Run) map[string]map[string]float64 {
 				}
 			}
 			start := tr.Started
-			ph := map[string]time.Time{"warmup": start, "storm": start.Add(2 * time.Second), "recovery": start.Add(12 * time.Second), "end": start.Add(16 * time.Second)}
+			ph := map[store.Phase]time.Time{store.PhaseWarmup: start, store.PhaseStorm: start.Add(2 * time.Second), store.PhaseRecovery: start.Add(12 * time.Second), store.PhaseEnd: start.Add(16 * time.Second)}
 			rec := func(ss []store.Sample) store.Records {
 				return store.Records{Results: store.Results{PhaseStarts: ph, Storm: storm, Canaries: canaries}, Samples: ss, Kills: kills}
 			}

@@ -140,7 +140,7 @@ func TestLargestVirtualTrialIsBoundedAndInterruptible(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		status := map[string]string{}
+		status := map[string]store.Status{}
 		for _, ts := range r.Manifest.Trials {
 			status[ts.Arm] = ts.Status
 		}

@@ -94,6 +94,9 @@ var filterFlags = []cli.Flag{
 // an empty answer.
 func openHistory(ctx context.Context, loc string) (history.Store, error) {
 	st, err := history.OpenReadOnly(ctx, loc)
+	if errors.Is(err, history.ErrNoHistory) {
+		return nil, fmt.Errorf("history %s: %w; qmlsab history add or report --history creates it", history.RedactURI(loc), err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("history %s: %w", history.RedactURI(loc), err)
 	}

@@ -39,7 +39,7 @@ func qmlsabSplit(t *testing.T, args ...string) (stdout, stderr string, code int)
 // as the manifest's status (pending or interrupted: their folders are
 // removed, as a run stopped before them has none; invalid: the manifest
 // says why), the others as they were.
-func withTrials(t *testing.T, run string, marks map[string]string) string {
+func withTrials(t *testing.T, run string, marks map[string]store.Status) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "run")
 	if err := os.CopyFS(dir, os.DirFS(run)); err != nil {
@@ -95,7 +95,7 @@ func TestReportGatesFailClosed(t *testing.T) {
 	}
 
 	// No finished trial: nothing to report, and no gate set can pass.
-	none := withTrials(t, run, map[string]string{"D#1": store.Interrupted, "D#2": store.Pending, "E#1": store.Pending, "E#2": store.Pending})
+	none := withTrials(t, run, map[string]store.Status{"D#1": store.Interrupted, "D#2": store.Pending, "E#1": store.Pending, "E#2": store.Pending})
 	_, errOut, code := qmlsabSplit(t, "report", "--format", "html,json", "--gates", lenient, none)
 	if code != exitGateFailed || !strings.Contains(errOut, "no trial finished (4 planned)") {
 		t.Errorf("report --gates on a run with no finished trial: exit %d, want %d saying no trial finished:\n%s", code, exitGateFailed, errOut)
@@ -109,7 +109,7 @@ func TestReportGatesFailClosed(t *testing.T) {
 
 	// An arm without a valid trial: its gates cannot be judged, even when
 	// the incomplete run is accepted.
-	noE := withTrials(t, run, map[string]string{"E#1": store.Pending, "E#2": store.Interrupted})
+	noE := withTrials(t, run, map[string]store.Status{"E#1": store.Pending, "E#2": store.Interrupted})
 	_, errOut, code = qmlsabSplit(t, "report", "--format", "json", "--gates", lenient, "--allow-partial", noE)
 	if code != exitGateFailed || !strings.Contains(errOut, `arm E has no valid trial (2 unfinished): its gates "answered" cannot be judged`) {
 		t.Errorf("report --gates with arm E without trials: exit %d, want %d naming E:\n%s", code, exitGateFailed, errOut)
@@ -117,7 +117,7 @@ func TestReportGatesFailClosed(t *testing.T) {
 	if strings.Contains(errOut, "arm D") {
 		t.Errorf("arm D's gate passed, yet:\n%s", errOut)
 	}
-	invalidE := withTrials(t, run, map[string]string{"E#1": store.Invalid, "E#2": store.Invalid})
+	invalidE := withTrials(t, run, map[string]store.Status{"E#1": store.Invalid, "E#2": store.Invalid})
 	_, errOut, code = qmlsabSplit(t, "report", "--format", "json", "--gates", lenient, invalidE)
 	if code != exitGateFailed || !strings.Contains(errOut, `arm E has no valid trial (2 invalid)`) || !strings.Contains(errOut, "2 finished trial(s) are invalid") {
 		t.Errorf("report --gates with E's trials invalid: exit %d, want %d naming E and counting the invalid:\n%s", code, exitGateFailed, errOut)
@@ -125,7 +125,7 @@ func TestReportGatesFailClosed(t *testing.T) {
 
 	// An incomplete run: said on stderr with counts; its gates are not
 	// judged on part of it unless --allow-partial.
-	partial := withTrials(t, run, map[string]string{"D#2": store.Interrupted, "E#2": store.Pending})
+	partial := withTrials(t, run, map[string]store.Status{"D#2": store.Interrupted, "E#2": store.Pending})
 	stdout, errOut, code := qmlsabSplit(t, "report", "--format", "json", partial)
 	if code != 0 || !strings.Contains(errOut, "2 planned trial(s) did not finish (2 of 4 planned trials finished)") || !strings.Contains(errOut, "--allow-partial") {
 		t.Errorf("report of an incomplete run: exit %d, want 0 with the counts on stderr:\nstdout:\n%s\nstderr:\n%s", code, stdout, errOut)

@@ -29,7 +29,7 @@ func runCommand() *cli.Command {
 		&cli.IntFlag{Name: "n", Value: 5, Usage: "trials per arm"},
 		&cli.StringFlag{Name: "workload", Value: workload.KindSpillToDisk, Usage: "a built-in workload (qmlsab workloads list) or a workload YAML `FILE`"},
 		&cli.StringFlag{Name: "profile", Value: "default", Usage: "phase lengths: quick, default or long"},
-		&cli.StringFlag{Name: "clock", Value: run.Virtual, Usage: "embedded target only: virtual (the model in model time, no wire; seconds per trial) or wall (real time over the wire protocol)"},
+		&cli.StringFlag{Name: "clock", Value: string(store.ClockVirtual), Usage: "embedded target only: virtual (the model in model time, no wire; seconds per trial) or wall (real time over the wire protocol)"},
 		&cli.StringFlag{Name: "topology", Usage: "run every arm on `TOPOLOGY`: sharded (a config server, 2 shards and a router: mongosim's on the embedded target, the arm's mongod and sharded.mongos on a local one; merge_partial_write only) or replset; default: each arm's own (an arms file's topology:)"},
 		&cli.StringFlag{Name: "out", Usage: "run folder; without it the run's folder is named after the run, as its manifest and the history name it (default: results/<run id>)"},
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of every random draw (arrivals, query shapes, the model); when not given and $QMLSAB_RUN_ID is set, one drawn from it (each night its own, alike in its shards)"},
@@ -132,7 +132,7 @@ func newExperiment(c *cli.Context, fromFile []arms.Arm, x *run.Exec) (run.Experi
 	}
 	s := run.Spec{Arms: selected, N: c.Int("n"), Workload: spec, Profile: c.String("profile"), Topology: c.String("topology"), Seed: c.Uint64("seed")}
 	if c.IsSet("clock") {
-		s.Clock = c.String("clock") // asked for by name: every arm must run on it
+		s.Clock = store.Clock(c.String("clock")) // asked for by name: every arm must run on it
 	}
 	seedFrom := ""
 	if stamp := os.Getenv(store.RunIDEnv); !c.IsSet("seed") && stamp != "" {
@@ -160,7 +160,7 @@ func newExperiment(c *cli.Context, fromFile []arms.Arm, x *run.Exec) (run.Experi
 		}
 	}
 	x.Starting = func(st run.Start) {
-		if st.Experiment.Workload().Merge != nil && s.Clock == run.Virtual {
+		if st.Experiment.Workload().Merge != nil && s.Clock == store.ClockVirtual {
 			fmt.Fprintln(c.App.Writer, "note: merge_partial_write always crosses the wire (wall clock): the hole it measures is a secondary forwarding its writes")
 		}
 		fmt.Fprintf(c.App.Writer, "qmlsab run: %s%s, into %s\n", st.Summary(), seedFrom, st.Dir)
@@ -191,7 +191,11 @@ func resumeGiven(c *cli.Context, fromFile []arms.Arm) (run.Given, error) {
 		seed := c.Uint64("seed")
 		g.Seed = &seed
 	}
-	for flag, stated := range map[string]**string{"clock": &g.Clock, "profile": &g.Profile, "topology": &g.Topology} {
+	if c.IsSet("clock") {
+		clock := store.Clock(c.String("clock"))
+		g.Clock = &clock
+	}
+	for flag, stated := range map[string]**string{"profile": &g.Profile, "topology": &g.Topology} {
 		if v := c.String(flag); c.IsSet(flag) || (flag == "topology" && v != "") {
 			*stated = &v
 		}

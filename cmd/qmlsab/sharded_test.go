@@ -134,7 +134,7 @@ func runShardedMerge(t *testing.T, dir string, sel []arms.Arm) {
 	w := *spec.Merge
 	w.Ops = 4
 	spec.Merge = &w
-	e, err := run.NewExperiment(run.Spec{Arms: sel, N: 1, Workload: spec, Clock: run.Wall, Topology: arms.TopologySharded, Seed: 1})
+	e, err := run.NewExperiment(run.Spec{Arms: sel, N: 1, Workload: spec, Clock: store.ClockWall, Topology: arms.TopologySharded, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

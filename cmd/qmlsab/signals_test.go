@@ -155,7 +155,7 @@ func checkInterrupted(t *testing.T, bin, dir string, p *signalled, trial string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	status := map[string]string{}
+	status := map[string]store.Status{}
 	for _, ts := range r.Manifest.Trials {
 		status[plan.Key(ts.Arm, ts.Index)] = ts.Status
 	}

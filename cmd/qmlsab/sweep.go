@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -186,11 +187,20 @@ func parseEach[T any](c *cli.Context, flag string, parse func(string) (T, error)
 	for _, v := range repeatedFlag(c, flag) {
 		x, err := parse(v)
 		if err != nil {
-			return nil, fmt.Errorf("--%s %v", flag, err)
+			return nil, fmt.Errorf("--%s %v%s", flag, err, knobsHint(err))
 		}
 		out = append(out, x)
 	}
 	return out, nil
+}
+
+// knobsHint says where the names of knobs are listed, after an error
+// about a name that is none ("" after any other error).
+func knobsHint(err error) string {
+	if errors.Is(err, sweep.ErrUnknownKnob) {
+		return "; qmlsab sweep --list shows them"
+	}
+	return ""
 }
 
 // sweepProgress prints a line at every tenth of the trials.

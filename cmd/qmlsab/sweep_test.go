@@ -16,7 +16,7 @@ func TestSweepBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"sweep", "--out", out}, "qmlsab sweep: --vary: give one or two"},
-		{[]string{"sweep", "--vary", "host.nope=1:2:1", "--out", out}, `qmlsab sweep: --vary "host.nope=1:2:1": unknown name host.nope`},
+		{[]string{"sweep", "--vary", "host.nope=1:2:1", "--out", out}, `qmlsab sweep: --vary "host.nope=1:2:1": unknown name host.nope (want host.*, hw.*, workload.*, param.* or killop.*); qmlsab sweep --list shows them`},
 		{[]string{"sweep", "--vary", "workload.stormRate=300:100:50", "--out", out}, `qmlsab sweep: --vary "workload.stormRate=300:100:50": TO is below FROM`},
 		{[]string{"sweep", "--vary", "workload.stormRate=100:300:0", "--out", out}, `qmlsab sweep: --vary "workload.stormRate=100:300:0": STEP must be above 0`},
 		{[]string{"sweep", "--vary", "hw.cpus=4,8", "--vary", "hw.allocOverhead=1,2", "--vary", "workload.stormRate=1,2", "--out", out}, "qmlsab sweep: --vary: 3 given; at most 2"},
@@ -25,7 +25,7 @@ func TestSweepBadInput(t *testing.T) {
 		{[]string{"sweep", "--vary", "hw.cpus=4,8", "--arms", "D,Q", "--out", out}, `qmlsab sweep: --arms: unknown arm "Q"`},
 		{[]string{"sweep", "--arms", "E", "--vary", "param.queryMemoryLoadSheddingHighMarkPercent=20,80", "--out", out}, "qmlsab sweep: --vary [param.queryMemoryLoadSheddingHighMarkPercent=20,80]: arm E at [param.queryMemoryLoadSheddingHighMarkPercent=20 %]: queryMemoryLoadSheddingHighMarkPercent (20) must be above the low mark (30)"},
 		{[]string{"sweep", "--vary", "hw.cpus=4,8", "stray", "--out", out}, `qmlsab sweep: unexpected argument "stray" (flags only)`},
-		{[]string{"calibrate", "--fit", "--space", "host.nope=1:2"}, `qmlsab calibrate: --space "host.nope=1:2": unknown name host.nope`},
+		{[]string{"calibrate", "--fit", "--space", "host.nope=1:2"}, `qmlsab calibrate: --space "host.nope=1:2": unknown name host.nope; qmlsab sweep --list shows them`},
 		{[]string{"calibrate", "--fit", "--space", "workload.stormRate=300:100"}, `qmlsab calibrate: --space "workload.stormRate=300:100": want LO < HI`},
 		{[]string{"calibrate", "--fit", "--arms", "D"}, "qmlsab calibrate: --arms: table mode, or with --fit --observed the run's arms to fit"},
 		{[]string{"calibrate", "--fit", "--fit-seeds", "0"}, "qmlsab calibrate: --fit-seeds 0: at least 1"},

@@ -213,7 +213,7 @@ func newSim(cfg Config, arm arms.Arm) (*sim, error) {
 	}
 	ph := cfg.Workload.Phases
 	s.stormStart, s.stormEnd = ph.Warmup, ph.Warmup+ph.Storm
-	s.rec.PhaseStarts = map[string]time.Time{"warmup": s.at(0), "storm": s.at(ph.Warmup), "recovery": s.at(ph.Warmup + ph.Storm), "end": s.at(ph.Total())}
+	s.rec.PhaseStarts = map[store.Phase]time.Time{store.PhaseWarmup: s.at(0), store.PhaseStorm: s.at(ph.Warmup), store.PhaseRecovery: s.at(ph.Warmup + ph.Storm), store.PhaseEnd: s.at(ph.Total())}
 	s.rec.KillOpActor = s.arm.KillOp() != nil
 	// The records' expected sizes up front: growing slices of tens of
 	// thousands of ops by doubling cost a trial several percent.

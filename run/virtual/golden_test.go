@@ -231,7 +231,7 @@ func recordsDigest(r store.Records) string {
 	}
 	at := func(t time.Time) { num(uint64(t.UnixNano())) }
 	for _, k := range slices.Sorted(maps.Keys(r.PhaseStarts)) {
-		str(k)
+		str(string(k))
 		at(r.PhaseStarts[k])
 	}
 	for _, s := range r.Samples {

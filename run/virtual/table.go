@@ -94,7 +94,7 @@ func summarize(arm string, seed uint64, r store.Records) Summary {
 // queue grows" that the investigation reported for E. ok is false when
 // the queue never grew.
 func growthFlows(r store.Records) (arrivals, admissions, seconds float64, ok bool) {
-	from, to := r.PhaseStarts["storm"], r.PhaseStarts["recovery"]
+	from, to := r.PhaseStarts[store.PhaseStorm], r.PhaseStarts[store.PhaseRecovery]
 	var prev *store.Sample
 	var added, admitted float64
 	for i := range r.Samples {
