@@ -139,8 +139,10 @@ func (t *connTable[K]) add(ctx context.Context, key K, nc net.Conn, limit int) e
 	}
 	if len(t.open) >= limit {
 		t.mu.Unlock()
-		nc.Close()
+		// Counted before the close: a client that sees its connection
+		// closed and asks serverStatus at once must find it counted.
 		t.rejected.Add(1)
+		nc.Close()
 		return errTooManyConnections
 	}
 	if t.open == nil {
