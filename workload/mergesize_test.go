@@ -96,7 +96,9 @@ func TestMergeTrialAtItsLargestFinishesAndACancelStopsIt(t *testing.T) {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { _, err := d.Run(runCtx); done <- err }()
-	waitForMergeOp(t, ctx, rs)
+	if err, ended := waitForMergeOp(t, ctx, rs, done); ended {
+		t.Fatalf("the second trial ended (%v) before its op showed in currentOp", err)
+	}
 	stop()
 	select {
 	case err := <-done:
@@ -117,10 +119,17 @@ func TestMergeTrialAtItsLargestFinishesAndACancelStopsIt(t *testing.T) {
 }
 
 // waitForMergeOp waits until a member runs the merge workload's
-// aggregate.
-func waitForMergeOp(t *testing.T, ctx context.Context, rs *mongosim.ReplicaSet) {
+// aggregate, or until the trial ends first (ended, with its error): a
+// trial that failed at once must not leave the test polling until its
+// deadline.
+func waitForMergeOp(t *testing.T, ctx context.Context, rs *mongosim.ReplicaSet, done <-chan error) (err error, ended bool) {
 	t.Helper()
 	for ctx.Err() == nil {
+		select {
+		case err := <-done:
+			return err, true
+		default:
+		}
 		for _, h := range rs.Hosts() {
 			m, err := mongo.Connect(options.Client().ApplyURI(rs.URI()).SetHosts([]string{h}).SetDirect(true))
 			if err != nil {
@@ -133,10 +142,11 @@ func waitForMergeOp(t *testing.T, ctx context.Context, rs *mongosim.ReplicaSet) 
 				t.Fatal(err)
 			}
 			if ops, _ := res.Lookup("inprog").Array().Values(); len(ops) > 0 {
-				return
+				return nil, false
 			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatal("the merge op never showed in currentOp")
+	return nil, false
 }
