@@ -12,6 +12,7 @@ import (
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/internal/field"
+	"github.com/qmlsab/qmlsab/internal/units"
 	"github.com/qmlsab/qmlsab/mongosim"
 	"github.com/qmlsab/qmlsab/mongosim/model"
 	"github.com/qmlsab/qmlsab/plan"
@@ -249,7 +250,7 @@ func (e Experiment) checkTrialMemory(asked store.Clock) error {
 	}
 	return field.Errorf(FieldWorkload, e.workload.Name, "%v %s with %v %s: the %v trial of canaryRate %v and stormRate %v over a %v storm needs ~%s a virtual trial, the budget is %s a trial; lower canaryRate, stormRate or the phases, or use a shorter %v",
 		field.Ref(FieldWorkload), e.workload.Name, field.Ref(FieldProfile), e.profile, w.Phases.Total(), w.CanaryRate, w.StormRate, w.Phases.Storm,
-		workload.FormatBytes(need), workload.FormatBytes(workload.MaxTrialHeapBytes), field.Ref(FieldProfile))
+		units.HumanBytes(float64(need)), units.HumanBytes(float64(workload.MaxTrialHeapBytes)), field.Ref(FieldProfile))
 }
 
 // trialClock is the clock the trials of these arms run on, given the

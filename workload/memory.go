@@ -80,12 +80,8 @@ func (w SpillToDisk) checkTrialBytes() error {
 		key, what = "stormRate", fmt.Sprintf("stormRate %v over a %v storm (%.0f queries)", w.StormRate, w.Phases.Storm, queries)
 	}
 	return fieldErr(fmt.Sprintf("%s: a virtual trial needs ~%s, the budget is %s a trial; lower canaryRate, stormRate or the phases",
-		what, FormatBytes(need), FormatBytes(MaxTrialHeapBytes)), KindSpillToDisk, key)
+		what, units.HumanBytes(float64(need)), units.HumanBytes(float64(MaxTrialHeapBytes))), KindSpillToDisk, key)
 }
-
-// FormatBytes is a size as the bounds' messages give it: units.HumanBytes,
-// the one rule for a size in text, of a whole number of bytes.
-func FormatBytes(b int64) string { return units.HumanBytes(float64(b)) }
 
 // A merge_partial_write trial's memory. It runs on a deployment over the
 // wire, in this process for the embedded target, whose members keep
@@ -141,10 +137,10 @@ func (w MergePartialWrite) checkTrialBytes() error {
 	one.Ops = 1
 	if one.TrialBytes() > MaxTrialHeapBytes {
 		return fieldErr(fmt.Sprintf("%d source documents: even one op over them needs ~%s, the budget is %s a trial; lower sourceDocs",
-			w.SourceDocs, FormatBytes(one.TrialBytes()), FormatBytes(MaxTrialHeapBytes)), KindMergePartialWrite, "sourceDocs")
+			w.SourceDocs, units.HumanBytes(float64(one.TrialBytes())), units.HumanBytes(float64(MaxTrialHeapBytes))), KindMergePartialWrite, "sourceDocs")
 	}
 	return fieldErr(fmt.Sprintf("%d ops over %d source documents (an op that is not shed writes them all: %d documents): a trial needs ~%s, the budget is %s a trial; lower ops or sourceDocs",
-		w.Ops, w.SourceDocs, int64(w.Ops)*int64(w.SourceDocs), FormatBytes(need), FormatBytes(MaxTrialHeapBytes)), KindMergePartialWrite, "ops")
+		w.Ops, w.SourceDocs, int64(w.Ops)*int64(w.SourceDocs), units.HumanBytes(float64(need)), units.HumanBytes(float64(MaxTrialHeapBytes))), KindMergePartialWrite, "ops")
 }
 
 // LargestMergeSource is the most source documents a merge_partial_write

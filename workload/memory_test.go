@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qmlsab/qmlsab/internal/units"
 	"github.com/qmlsab/qmlsab/store"
 )
 
@@ -44,7 +45,7 @@ func TestTrialBytesRefusesWhatDoesNotFit(t *testing.T) {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: refused: %v", tc.name, err)
 		case tc.want == "" && s.SpillToDisk.TrialBytes() > MaxTrialHeapBytes:
-			t.Errorf("%s: accepted, but needs %s", tc.name, FormatBytes(s.SpillToDisk.TrialBytes()))
+			t.Errorf("%s: accepted, but needs %s", tc.name, units.HumanBytes(float64(s.SpillToDisk.TrialBytes())))
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%s: error %v, want it to contain %q", tc.name, err, tc.want)
 		}
@@ -105,7 +106,7 @@ func TestMergeTrialBytesRefusesWhatDoesNotFit(t *testing.T) {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: refused: %v", tc.name, err)
 		case tc.want == "" && w.TrialBytes() > MaxTrialHeapBytes:
-			t.Errorf("%s: accepted, but needs %s", tc.name, FormatBytes(w.TrialBytes()))
+			t.Errorf("%s: accepted, but needs %s", tc.name, units.HumanBytes(float64(w.TrialBytes())))
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%s: error %v, want it to contain %q", tc.name, err, tc.want)
 		}
