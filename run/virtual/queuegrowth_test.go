@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
+	"time"
 
 	ms "github.com/aclements/go-moremath/stats"
 	"golang.org/x/sync/errgroup"
@@ -57,7 +58,7 @@ func TestQueueGrowthTestOnModelSeries(t *testing.T) {
 	}
 	var sources []*source
 	for _, a := range builtins(t, names...) {
-		for i, r := range runTrials(t, a, seedRange(1, seeds)) {
+		for i, r := range runTrials(t, a, seedRange(1, seeds), 0) {
 			if v := metric.Summarize(r)[metric.Failovers]; v != 0 {
 				t.Logf("%s seed %d: %v failovers, its queue is more than one primary's: left out", a.Name, i+1, v)
 				continue
@@ -129,16 +130,20 @@ func TestQueueGrowthTestOnModelSeries(t *testing.T) {
 // same ten every run) × 5 trials each (the seeds that follow, as a run's
 // trials have), and D's over seeds 1–20, printed with -v
 // (`go test ./run/virtual -run TestQueueGrowthVerdictOfF -v`). Issue 36
-// asked that F's flag give one verdict in at least 90 % of the 50 trials;
-// at the refitted default F's queue has a real but small trend whose size
-// varies from trial to trial (+0.0 to +0.4 ops/s after the fill, 0–60 ops
-// over the storm), and the flag splits 30 of 50 (60 %): the test does not
-// assert the share, which no test can give on a trend that straddles its
-// threshold, and docs/statistics.md records it. What it holds is the
-// power the test is built for: a trial whose queue after the fill visibly
-// rose — the median of its last quarter at least 1 op/s above the median
-// of its first quarter — must be flagged, and no trial whose queue fell
-// after the fill may be.
+// asked that F's flag give one verdict in at least 90 % of the 50 trials.
+// At the refitted default F's queue has not reached its working level when
+// a 150 s storm ends: it fills, nearly empties between about 15 s and 60 s,
+// and climbs back to about 47 ops only by 120–150 s, so the trend the test
+// sees after the fill varies from trial to trial and the flag splits 30 of
+// 50 (60 %). The test does not assert the share, which no test can give on
+// a queue still on its way to its level; it logs the queue's median
+// profile and what a window of the storm's later half would have flagged
+// (TestQueueGrowthOfFOverALongerStorm shows where the queue goes), and
+// docs/statistics.md records both. What it holds is the power the test is
+// built for: a trial whose queue after the fill visibly rose — the median
+// of its last quarter at least 1 op/s above the median of its first
+// quarter — must be flagged, and no trial whose queue fell after the fill
+// may be.
 func TestQueueGrowthVerdictOfFAgreesAcrossTrials(t *testing.T) {
 	if testing.Short() {
 		t.Skip("70 default-profile virtual trials")
@@ -150,25 +155,89 @@ func TestQueueGrowthVerdictOfFAgreesAcrossTrials(t *testing.T) {
 		fSeeds = append(fSeeds, seedRange(base, 5)...)
 	}
 	f, d := builtins(t, "F")[0], builtins(t, "D")[0]
-	flaggedF := checkFlags(t, f, fSeeds)
-	flaggedD := checkFlags(t, d, seedRange(1, 20))
+	fTrials := runTrials(t, f, fSeeds, 0)
+	flaggedF := checkFlags(t, f.Name, fSeeds, fTrials)
+	flaggedD := checkFlags(t, d.Name, seedRange(1, 20), runTrials(t, d, seedRange(1, 20), 0))
 	agree := max(flaggedF, len(fSeeds)-flaggedF)
 	t.Logf("F: sustained growth flagged in %d of %d trials: one verdict in %d of %d (%.0f %%)",
 		flaggedF, len(fSeeds), agree, len(fSeeds), 100*float64(agree)/float64(len(fSeeds)))
 	t.Logf("D: sustained growth flagged in %d of 20 trials", flaggedD)
+	logProfile(t, "F", fTrials, 15)
+	later := 0
+	for _, r := range fTrials {
+		if laterHalfGrows(stormQueue(r)) {
+			later++
+		}
+	}
+	t.Logf("F: a window of the storm's later half (the same test on it) would flag %d of %d", later, len(fTrials))
 }
 
-// checkFlags runs arm's trials at seeds, logs each one's test, fails a
-// trial whose queue visibly rose but is not flagged, and returns how
-// many were flagged.
-func checkFlags(t *testing.T, arm arms.Arm, seeds []uint64) (flagged int) {
+// F's queue over a storm four times the default's (600 s), at seeds 1–10:
+// where the queue goes once it has had time to reach its level. The
+// profile (the median over the trials of each minute's mean queue) is
+// logged with -v. The checks are checkFlags': a visible rise is flagged,
+// a fall is not.
+func TestQueueGrowthOfFOverALongerStorm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10 virtual trials with a 600 s storm")
+	}
+	f := builtins(t, "F")[0]
+	seeds := seedRange(1, 10)
+	trials := runTrials(t, f, seeds, 600*time.Second)
+	flagged := checkFlags(t, f.Name, seeds, trials)
+	t.Logf("F, 600 s storm: sustained growth flagged in %d of %d trials", flagged, len(seeds))
+	logProfile(t, "F, 600 s storm", trials, 60)
+}
+
+// logProfile logs the median over trials of the storm queue's mean in
+// each bin of binSecs seconds.
+func logProfile(t *testing.T, name string, trials []store.Records, binSecs float64) {
+	t.Helper()
+	var bins [][]float64
+	for _, r := range trials {
+		sum, n := map[int]float64{}, map[int]int{}
+		for _, p := range stormQueue(r) {
+			k := int(p[0] / binSecs)
+			sum[k] += p[1]
+			n[k]++
+		}
+		for k := range n {
+			for len(bins) <= k {
+				bins = append(bins, nil)
+			}
+			bins[k] = append(bins[k], sum[k]/float64(n[k]))
+		}
+	}
+	for k, b := range bins {
+		t.Logf("%s: %4.0f–%4.0f s: median queue %5.1f ops over %d trials",
+			name, float64(k)*binSecs, float64(k+1)*binSecs, metric.Median(b), len(b))
+	}
+}
+
+// laterHalfGrows is the growth verdict (metric.GrowthLevel,
+// metric.GrowthMinOps) on the storm's later half instead of the samples
+// after the fill: a variant measured for docs/statistics.md, not the test.
+func laterHalfGrows(pts [][2]float64) bool {
+	w := pts[len(pts)/2:]
+	tr, ok := metric.TrendTest(w)
+	if !ok {
+		return false
+	}
+	added := tr.Slope * (w[len(w)-1][0] - w[0][0])
+	return tr.Slope > 0 && tr.P < metric.GrowthLevel && added >= metric.GrowthMinOps
+}
+
+// checkFlags logs the test of each of arm's trials (run at seeds), fails a
+// trial whose queue visibly rose but is not flagged, and returns how many
+// were flagged.
+func checkFlags(t *testing.T, arm string, seeds []uint64, trials []store.Records) (flagged int) {
 	t.Helper()
 	old := 0
-	for i, r := range runTrials(t, arm, seeds) {
+	for i, r := range trials {
 		g, why := metric.StormQueueGrowth(r)
 		flag, ok := metric.Summarize(r)[metric.LowQueueGrowth]
 		if why != "" || !ok {
-			t.Errorf("%s seed %d: no verdict: %s", arm.Name, seeds[i], why)
+			t.Errorf("%s seed %d: no verdict: %s", arm, seeds[i], why)
 			continue
 		}
 		if flag == 1 {
@@ -180,29 +249,34 @@ func checkFlags(t *testing.T, arm arms.Arm, seeds []uint64) (flagged int) {
 		}
 		rise := quarterRise(g.Window)
 		t.Logf("%s seed %d: fill %.0f s, trend %+.3f/s ± %.3f (p %.3g), adds %.0f ops, quarter rise %+.2f/s, flag %v",
-			arm.Name, seeds[i], g.FillSeconds, g.Slope, g.SE, g.P, g.Added, rise, flag)
+			arm, seeds[i], g.FillSeconds, g.Slope, g.SE, g.P, g.Added, rise, flag)
 		if rise >= 1 && flag != 1 {
 			t.Errorf("%s seed %d: its queue rose %.2f/s after the fill (last quarter's median against the first's) and is not flagged (%+v)",
-				arm.Name, seeds[i], rise, g.Trend)
+				arm, seeds[i], rise, g.Trend)
 		}
 		if g.Slope < 0 && flag == 1 {
-			t.Errorf("%s seed %d: its queue fell after the fill (%+.3f/s) and is flagged for growth", arm.Name, seeds[i], g.Slope)
+			t.Errorf("%s seed %d: its queue fell after the fill (%+.3f/s) and is flagged for growth", arm, seeds[i], g.Slope)
 		}
 	}
-	t.Logf("%s: the retired test (least squares over the whole storm) flags %d of %d", arm.Name, old, len(seeds))
+	t.Logf("%s: the retired test (least squares over the whole storm) flags %d of %d", arm, old, len(seeds))
 	return flagged
 }
 
 // runTrials runs arm's default-profile trial for each seed, a few at a
-// time, and returns their records in the seeds' order.
-func runTrials(t *testing.T, arm arms.Arm, seeds []uint64) []store.Records {
+// time, and returns their records in the seeds' order; a storm other than
+// 0 replaces the profile's storm phase.
+func runTrials(t *testing.T, arm arms.Arm, seeds []uint64, storm time.Duration) []store.Records {
 	t.Helper()
 	out := make([]store.Records, len(seeds))
 	var g errgroup.Group
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, s := range seeds {
 		g.Go(func() error {
-			tr, err := Run(context.Background(), DefaultConfig(s), arm)
+			cfg := DefaultConfig(s)
+			if storm > 0 {
+				cfg.Workload.Phases.Storm = storm
+			}
+			tr, err := Run(context.Background(), cfg, arm)
 			if err != nil {
 				return fmt.Errorf("%s seed %d: %w", arm.Name, s, err)
 			}
