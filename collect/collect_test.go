@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/qmlsab/qmlsab/internal/stormtest"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/mongosim"
 	"github.com/qmlsab/qmlsab/store"
@@ -240,7 +241,9 @@ func TestCensusCountsTrackedBytesByQueue(t *testing.T) {
 }
 
 // The census's $currentOp (idle cursors included, its $match an $or) is
-// one mongosim answers: the sampler's census is never silently empty.
+// one mongosim answers: the sampler's census is never silently empty, and
+// a storm query's cursor between getMores is counted as an idle cursor
+// holding its buffer.
 func TestCensusPipelineRunsOnMongosim(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -258,7 +261,23 @@ func TestCensusPipelineRunsOnMongosim(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Disconnect(context.Background())
-	if _, err := censusOps(ctx, c); err != nil {
+	coll := c.Database("storm").Collection("events")
+	stormtest.LoadData(t, ctx, coll)
+	cur, err := coll.Aggregate(ctx, mongo.Pipeline{{{Key: "$setWindowFields", Value: bson.D{
+		{Key: "partitionBy", Value: "$p"}, {Key: "sortBy", Value: bson.D{{Key: "_id", Value: 1}}},
+		{Key: "output", Value: bson.D{{Key: "s", Value: bson.D{{Key: "$sum", Value: "$v"}}}}}}}}},
+		options.Aggregate().SetAllowDiskUse(true).SetBatchSize(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close(context.Background())
+	ops, err := censusOps(ctx, c)
+	if err != nil {
 		t.Fatalf("census: %v", err)
+	}
+	values := map[string]float64{}
+	AddCensus(values, ops)
+	if got := values[store.CensusTrackedField(store.QueueIdleCursors)]; got <= 0 {
+		t.Errorf("an open storm cursor between getMores: census tracked bytes in idle cursors %v, want its buffer (%d ops counted)", got, len(ops))
 	}
 }

@@ -284,7 +284,7 @@ func (s *Server) cmdFind(r *request) (bson.D, error) {
 	if n == 0 && !r.body.Lookup("batchSize").IsNumber() {
 		n = 101
 	}
-	return s.replyWithCursor(r.db+"."+coll, docs, int(n), single), nil
+	return s.replyWithCursor(r, r.db+"."+coll, docs, int(n), single), nil
 }
 
 func (s *Server) cmdCount(r *request) (bson.D, error) {
@@ -413,22 +413,26 @@ func (s *Server) cmdAggregate(r *request) (bson.D, error) {
 		return nil, err
 	}
 	id := int64(0)
+	origin := originOf(r, len(first))
+	origin.collectionlessPipe = p.Collectionless
+	if env.modelOp != nil {
+		origin.peakTrackedBytes = s.sim.peakTracked(env.modelOp)
+	}
 	switch {
 	case !more:
 		if modelled {
 			s.sim.killCursor(cursorID)
 		}
 	case modelled && hinted && !p.HasWriteStage():
-		c := s.cursor.openWithID(cursorID, ns, rest, &shape)
-		c.hinted, c.works = true, s.sim.params().GetMoreWorks(shape)
-		id = c.id
+		id = s.cursor.add(&cursor{id: cursorID, ns: ns, docs: rest, shape: &shape, origin: origin,
+			hinted: true, works: s.sim.params().GetMoreWorks(shape)}).id
 	case modelled && !p.HasWriteStage():
-		id = s.cursor.openExec(cursorID, ns, x, &shape).id
+		id = s.cursor.add(&cursor{id: cursorID, ns: ns, exec: x, shape: &shape, origin: origin}).id
 	default:
 		if modelled {
 			s.sim.killCursor(cursorID)
 		}
-		id = s.cursor.openExec(s.cursor.newID(), ns, x, nil).id
+		id = s.cursor.add(&cursor{id: s.cursor.newID(), ns: ns, exec: x, origin: origin}).id
 	}
 	reply := cursorReply(ns, id, first, "firstBatch")
 	if env.wrote {
@@ -504,7 +508,7 @@ func (e *pipelineEnv) Scan(db, coll string) []bson.Raw {
 	return docs
 }
 
-func (e *pipelineEnv) CurrentOp(bson.Raw) ([]bson.Raw, error) { return e.s.currentOps(nil) }
+func (e *pipelineEnv) CurrentOp(opts bson.Raw) ([]bson.Raw, error) { return e.s.currentOpStage(opts) }
 
 func (e *pipelineEnv) CheckForInterrupt() error { return e.r.op.CheckForInterrupt() }
 

@@ -2,6 +2,7 @@ package mongosim
 
 import (
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,6 +21,10 @@ type cursor struct {
 	docs    []bson.Raw
 	exec    *query.Execution
 	created time.Time
+	// origin is what $currentOp's idleCursors lists besides the id: the
+	// command that opened the cursor, its session, what the cursor has
+	// returned so far and its tracked-memory peak.
+	origin cursorOrigin
 	// shape is the modelled query behind the cursor (nil: not modelled).
 	shape *model.QueryShape
 	// works, for a query that came with a shape hint, are its modelled
@@ -35,8 +40,35 @@ type cursorTable struct {
 
 func newCursorTable() *cursorTable { return &cursorTable{m: map[int64]*cursor{}} }
 
-func (t *cursorTable) open(ns string, docs []bson.Raw) *cursor {
-	return t.openWithID(t.newID(), ns, docs, nil)
+// cursorOrigin is a cursor's history as $currentOp shows an idle cursor.
+type cursorOrigin struct {
+	command            bson.Raw // the originating command, as sent
+	lsid               bson.RawValue
+	lastAccess         time.Time
+	docs, batches      int64 // returned so far, first batch included
+	peakTrackedBytes   int64 // the query's tracked-memory peak so far
+	collectionlessPipe bool  // no plan over a collection (no planSummary)
+}
+
+// originOf starts a cursor's history at the reply to r that returned
+// first documents.
+func originOf(r *request, first int) cursorOrigin {
+	o := cursorOrigin{command: slices.Clone(r.body), lastAccess: time.Now(), docs: int64(first), batches: 1}
+	if v := r.body.Lookup("lsid"); v.Type != 0 {
+		o.lsid = bson.RawValue{Type: v.Type, Value: slices.Clone(v.Value)}
+	}
+	return o
+}
+
+// returned records a getMore's batch of n documents.
+func (o *cursorOrigin) returned(n int) {
+	o.docs += int64(n)
+	o.batches++
+	o.lastAccess = time.Now()
+}
+
+func (t *cursorTable) open(ns string, docs []bson.Raw, origin cursorOrigin) *cursor {
+	return t.add(&cursor{id: t.newID(), ns: ns, docs: docs, origin: origin})
 }
 
 // newID reserves a fresh cursor id.
@@ -51,19 +83,13 @@ func (t *cursorTable) newID() int64 {
 	}
 }
 
-func (t *cursorTable) openWithID(id int64, ns string, docs []bson.Raw, shape *model.QueryShape) *cursor {
+// add enters a cursor, complete: once in the table, $currentOp may read
+// it (idle) until a getMore takes it.
+func (t *cursorTable) add(c *cursor) *cursor {
+	c.created = time.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	c := &cursor{id: id, ns: ns, docs: docs, created: time.Now(), shape: shape}
 	t.m[c.id] = c
-	return c
-}
-
-// openExec opens a cursor on an aggregate's execution: each getMore
-// reads its batch from it.
-func (t *cursorTable) openExec(id int64, ns string, x *query.Execution, shape *model.QueryShape) *cursor {
-	c := t.openWithID(id, ns, nil, shape)
-	c.exec = x
 	return c
 }
 
@@ -81,6 +107,20 @@ func (t *cursorTable) put(c *cursor) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.m[c.id] = c
+}
+
+// idle copies the cursors no operation holds: a getMore takes its cursor
+// out of the table (take) until it puts it back, so what the table holds
+// is idle, as mongod's idleCursors lists only cursors that are not pinned.
+func (t *cursorTable) idle() []cursor {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]cursor, 0, len(t.m))
+	for _, c := range t.m {
+		out = append(out, *c)
+	}
+	slices.SortFunc(out, func(a, b cursor) int { return a.created.Compare(b.created) })
+	return out
 }
 
 func (t *cursorTable) count() int {
@@ -105,12 +145,12 @@ func batch(docs []bson.Raw, n int) (first, rest []bson.Raw) {
 	return docs, nil
 }
 
-// replyWithCursor returns the first batch and opens a cursor for the rest.
-func (s *Server) replyWithCursor(ns string, docs []bson.Raw, batchSize int, single bool) bson.D {
+// replyWithCursor returns r's first batch and opens a cursor for the rest.
+func (s *Server) replyWithCursor(r *request, ns string, docs []bson.Raw, batchSize int, single bool) bson.D {
 	first, rest := batch(docs, batchSize)
 	var id int64
 	if len(rest) > 0 && !single {
-		id = s.cursor.open(ns, rest).id
+		id = s.cursor.open(ns, rest, originOf(r, len(first))).id
 	}
 	return cursorReply(ns, id, first, "firstBatch")
 }
@@ -160,11 +200,15 @@ func (s *Server) cmdGetMore(r *request) (bson.D, error) {
 		} else {
 			w = s.sim.getMoreWork(*c.shape, len(next), !more)
 		}
-		if err := s.enter(r, &model.Op{Kind: model.KindGetMore, Eligible: true, CursorID: c.id, Work: w}); err != nil {
+		op := &model.Op{Kind: model.KindGetMore, Eligible: true, CursorID: c.id, Work: w}
+		err := s.enter(r, op)
+		c.origin.peakTrackedBytes = max(c.origin.peakTrackedBytes, s.sim.peakTracked(op))
+		if err != nil {
 			s.dropModelCursor(c)
 			return nil, err
 		}
 	}
+	c.origin.returned(len(next))
 	if more {
 		c.docs = rest
 		s.cursor.put(c)

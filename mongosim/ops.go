@@ -1,6 +1,7 @@
 package mongosim
 
 import (
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -209,6 +210,81 @@ func (s *Server) currentOps(filter bson.Raw) ([]bson.Raw, error) {
 		}
 	}
 	return out, nil
+}
+
+// currentOpStageOptions are the $currentOp stage's options, all boolean,
+// as mongod parses them. mongosim lists active operations whatever the
+// others say (one user, no idle connections or sessions of note) and
+// idle cursors when idleCursors is true.
+var currentOpStageOptions = []string{"allUsers", "idleConnections", "idleCursors", "idleSessions", "localOps", "truncateOps", "backtrace"}
+
+// currentOpStage is what a $currentOp stage with opts lists: the active
+// operations, then (idleCursors: true) the cursors no operation holds.
+func (s *Server) currentOpStage(opts bson.Raw) ([]bson.Raw, error) {
+	elems, err := opts.Elements()
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "$currentOp options must be specified in an object")
+	}
+	idleCursors := false
+	for _, e := range elems {
+		name := e.Key()
+		if !slices.Contains(currentOpStageOptions, name) {
+			return nil, mongoerr.New(mongoerr.FailedToParse, "Unrecognized option '%s' in $currentOp stage.", name)
+		}
+		b, ok := e.Value().BooleanOK()
+		if !ok {
+			return nil, mongoerr.New(mongoerr.FailedToParse, "The '%s' parameter of the $currentOp stage must be a boolean value, but found: %s",
+				name, query.TypeName(e.Value().Type))
+		}
+		if name == "idleCursors" {
+			idleCursors = b
+		}
+	}
+	ops, err := s.currentOps(nil)
+	if err != nil || !idleCursors {
+		return ops, err
+	}
+	for _, c := range s.cursor.idle() {
+		b, err := bson.Marshal(s.idleCursorDoc(c))
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, b)
+	}
+	return ops, nil
+}
+
+// idleCursorDoc is an idle cursor as mongod's $currentOp lists it: type
+// "idleCursor", the host, namespace and session, the plan, the cursor's
+// history with the command that opened it, and the tracked memory its
+// query holds (the model's figure for the buffer a modelled cursor keeps
+// between getMores).
+func (s *Server) idleCursorDoc(c cursor) bson.D {
+	d := bson.D{{Key: "type", Value: "idleCursor"}, {Key: "host", Value: s.addr}, {Key: "ns", Value: c.ns}}
+	if c.origin.lsid.Type != 0 {
+		d = append(d, bson.E{Key: "lsid", Value: c.origin.lsid})
+	}
+	if !c.origin.collectionlessPipe {
+		d = append(d, bson.E{Key: "planSummary", Value: "COLLSCAN"})
+	}
+	d = append(d, bson.E{Key: "cursor", Value: bson.D{
+		{Key: "cursorId", Value: c.id},
+		{Key: "createdDate", Value: c.created},
+		{Key: "lastAccessDate", Value: c.origin.lastAccess},
+		{Key: "nDocsReturned", Value: c.origin.docs},
+		{Key: "nBatchesReturned", Value: c.origin.batches},
+		{Key: "noCursorTimeout", Value: false},
+		{Key: "tailable", Value: false},
+		{Key: "awaitData", Value: false},
+		{Key: "originatingCommand", Value: c.origin.command},
+	}})
+	if c.shape != nil {
+		if tracked := s.sim.cursorTracked(c.id); tracked > 0 {
+			d = append(d, bson.E{Key: "inUseTrackedMemBytes", Value: tracked},
+				bson.E{Key: "peakTrackedMemBytes", Value: max(tracked, c.origin.peakTrackedBytes)})
+		}
+	}
+	return d
 }
 
 func (s *Server) cmdCurrentOp(r *request) (bson.D, error) {

@@ -365,6 +365,27 @@ func (sim *simulation) getMoreWork(q model.QueryShape, docs int, last bool) mode
 
 func (sim *simulation) scale(*Server) float64 { return sim.scaleValue }
 
+// cursorTracked is the tracked memory a modelled idle cursor's buffer
+// holds.
+func (sim *simulation) cursorTracked(id int64) int64 {
+	if sim == nil {
+		return 0
+	}
+	sim.mu.Lock()
+	defer sim.mu.Unlock()
+	return sim.node.CursorBytes(id)
+}
+
+// peakTracked is a finished model operation's tracked-memory peak.
+func (sim *simulation) peakTracked(op *model.Op) int64 {
+	if sim == nil {
+		return 0
+	}
+	sim.mu.Lock()
+	defer sim.mu.Unlock()
+	return op.PeakTracked()
+}
+
 // killCursor frees a modelled cursor's buffer.
 func (sim *simulation) killCursor(id int64) {
 	if sim == nil {

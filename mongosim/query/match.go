@@ -202,6 +202,17 @@ var typeAliases = map[string]bson.Type{
 	"minKey": bson.TypeMinKey, "maxKey": bson.TypeMaxKey,
 }
 
+// TypeName is a BSON type's name as mongod's error messages spell it
+// (the $type alias).
+func TypeName(t bson.Type) string {
+	for name, a := range typeAliases {
+		if a == t {
+			return name
+		}
+	}
+	return t.String()
+}
+
 func compileType(arg bson.RawValue) (func(bson.RawValue) bool, error) {
 	var wants []bson.RawValue
 	if arr, ok := arg.ArrayOK(); ok {
