@@ -1,7 +1,6 @@
 package metric
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	ms "github.com/aclements/go-moremath/stats"
 
+	"github.com/qmlsab/qmlsab/internal/trendtest"
 	"github.com/qmlsab/qmlsab/store"
 )
 
@@ -49,7 +49,7 @@ func TestTrendTestWidensForAutocorrelatedErrors(t *testing.T) {
 	for range 200 {
 		pts := stormPoints(ar1Queue(r, 150, 0, 0, 0.7, 10, 0))
 		tr, _ := TrendTest(pts)
-		ratios = append(ratios, tr.SE/olsSlopeSE(pts))
+		ratios = append(ratios, tr.SE/olsSE(pts))
 	}
 	if m := Median(ratios); m < 1.6 || m > 2.6 {
 		t.Errorf("median HAC/OLS standard error ratio %.2f at φ = 0.7, want about 2 (1.6 – 2.6)", m)
@@ -122,7 +122,7 @@ func TestQueueGrowthTestFalseAlarmsAndPower(t *testing.T) {
 				if g.Growing {
 					*counts[0]++
 				}
-				if oldGrowthFlag(y) {
+				if trendtest.RetiredFlag(stormPoints(y), float64(len(y))) {
 					*counts[1]++
 				}
 				if fixedBandwidthFlag(g) {
@@ -131,18 +131,18 @@ func TestQueueGrowthTestFalseAlarmsAndPower(t *testing.T) {
 			}
 		}
 		t.Logf("%-4.1f %-3.0f %-4d | %-21s %-21s %-21s | %-21s %-21s %-21s", c.phi, c.sd, c.fill,
-			share(fa, reps), share(faFixed, reps), share(faOld, reps), share(power, reps), share(powerFixed, reps), share(powerOld, reps))
+			trendtest.Share(fa, reps), trendtest.Share(faFixed, reps), trendtest.Share(faOld, reps), trendtest.Share(power, reps), trendtest.Share(powerFixed, reps), trendtest.Share(powerOld, reps))
 		if c.held {
 			pooledFA, pooledPower, pooledN = pooledFA+fa, pooledPower+power, pooledN+reps
-			if _, hi := wilson(fa, reps); hi > 0.05 {
-				t.Errorf("φ %.1f sd %.0f fill %d s: false alarms %s, want at most 5 %%", c.phi, c.sd, c.fill, share(fa, reps))
+			if _, hi := trendtest.Wilson(fa, reps); hi > 0.05 {
+				t.Errorf("φ %.1f sd %.0f fill %d s: false alarms %s, want at most 5 %%", c.phi, c.sd, c.fill, trendtest.Share(fa, reps))
 			}
-			if lo, _ := wilson(power, reps); lo < 0.80 {
-				t.Errorf("φ %.1f sd %.0f fill %d s: power at +1/s %s, want at least 80 %%", c.phi, c.sd, c.fill, share(power, reps))
+			if lo, _ := trendtest.Wilson(power, reps); lo < 0.80 {
+				t.Errorf("φ %.1f sd %.0f fill %d s: power at +1/s %s, want at least 80 %%", c.phi, c.sd, c.fill, trendtest.Share(power, reps))
 			}
 		}
 	}
-	t.Logf("φ = 0.7, all fills and scales: false alarms %s, power at +1/s %s", share(pooledFA, pooledN), share(pooledPower, pooledN))
+	t.Logf("φ = 0.7, all fills and scales: false alarms %s, power at +1/s %s", trendtest.Share(pooledFA, pooledN), trendtest.Share(pooledPower, pooledN))
 }
 
 // The registry's flag, on storms whose queue fills and then only
@@ -167,6 +167,13 @@ func TestQueueGrowthFlagIgnoresTheFillAndAutocorrelation(t *testing.T) {
 	if rising < 95 {
 		t.Errorf("%d of %d storms whose queue grew by 1 op/s flagged as sustained growth, want at least 95", rising, n)
 	}
+}
+
+// olsSE is least squares' standard error of pts' slope with independent
+// errors.
+func olsSE(pts [][2]float64) float64 {
+	_, se, _ := trendtest.OLS(pts)
+	return se
 }
 
 // stormPoints are y's points at one a second from the storm's start.
@@ -244,63 +251,6 @@ func fixedBandwidthFlag(g Growth) bool {
 	se := math.Sqrt(bartlettLongRunSum(scores, lags+1)*float64(n)/float64(n-2)) / sxx
 	p := 1 - ms.TDist{V: float64(n - 2)}.CDF(g.Slope/se)
 	return g.Slope > 0 && p < GrowthLevel && g.Added >= GrowthMinOps
-}
-
-// oldGrowthFlag is the retired lowpri_queue_growth of the same series:
-// ordinary least squares over every storm sample, fill included, one-sided
-// p < 0.01 by the t test with independent errors, and ≥ 10 ops over the
-// storm.
-func oldGrowthFlag(y []float64) bool {
-	pts := stormPoints(y)
-	slope, se := olsSlope(pts), olsSlopeSE(pts)
-	p := 1 - ms.TDist{V: float64(len(y) - 2)}.CDF(slope/se)
-	return p < 0.01 && slope*float64(len(y)) >= 10
-}
-
-func olsSlope(pts [][2]float64) float64 {
-	mx, my := 0.0, 0.0
-	for _, q := range pts {
-		mx, my = mx+q[0]/float64(len(pts)), my+q[1]/float64(len(pts))
-	}
-	var sxx, sxy float64
-	for _, q := range pts {
-		sxx += (q[0] - mx) * (q[0] - mx)
-		sxy += (q[0] - mx) * (q[1] - my)
-	}
-	return sxy / sxx
-}
-
-// olsSlopeSE is ordinary least squares' standard error of the slope,
-// which takes the errors to be independent.
-func olsSlopeSE(pts [][2]float64) float64 {
-	n := float64(len(pts))
-	mx, my := 0.0, 0.0
-	for _, q := range pts {
-		mx, my = mx+q[0]/n, my+q[1]/n
-	}
-	b := olsSlope(pts)
-	var sxx, sse float64
-	for _, q := range pts {
-		sxx += (q[0] - mx) * (q[0] - mx)
-		r := q[1] - my - b*(q[0]-mx)
-		sse += r * r
-	}
-	return math.Sqrt(sse / (n - 2) / sxx)
-}
-
-// wilson is the Wilson score 95 % interval of k successes in n trials.
-func wilson(k, n int) (lo, hi float64) {
-	const z = 1.959964
-	p, fn := float64(k)/float64(n), float64(n)
-	centre := (p + z*z/(2*fn)) / (1 + z*z/fn)
-	half := z / (1 + z*z/fn) * math.Sqrt(p*(1-p)/fn+z*z/(4*fn*fn))
-	return math.Max(0, centre-half), math.Min(1, centre+half)
-}
-
-// share is k of n as a percentage with its Wilson 95 % interval.
-func share(k, n int) string {
-	lo, hi := wilson(k, n)
-	return fmt.Sprintf("%5.1f %% (%4.1f–%5.1f)", 100*float64(k)/float64(n), 100*lo, 100*hi)
 }
 
 // The queue's old slope and flag are retired, not redefined: an older

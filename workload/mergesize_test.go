@@ -96,7 +96,7 @@ func TestMergeTrialAtItsLargestFinishesAndACancelStopsIt(t *testing.T) {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { _, err := d.Run(runCtx); done <- err }()
-	if err, ended := waitForMergeOp(t, ctx, rs, done); ended {
+	if ended, err := waitForMergeOp(t, ctx, rs, done); ended {
 		t.Fatalf("the second trial ended (%v) before its op showed in currentOp", err)
 	}
 	stop()
@@ -122,12 +122,12 @@ func TestMergeTrialAtItsLargestFinishesAndACancelStopsIt(t *testing.T) {
 // aggregate, or until the trial ends first (ended, with its error): a
 // trial that failed at once must not leave the test polling until its
 // deadline.
-func waitForMergeOp(t *testing.T, ctx context.Context, rs *mongosim.ReplicaSet, done <-chan error) (err error, ended bool) {
+func waitForMergeOp(t *testing.T, ctx context.Context, rs *mongosim.ReplicaSet, done <-chan error) (ended bool, err error) {
 	t.Helper()
 	for ctx.Err() == nil {
 		select {
 		case err := <-done:
-			return err, true
+			return true, err
 		default:
 		}
 		for _, h := range rs.Hosts() {
@@ -142,11 +142,11 @@ func waitForMergeOp(t *testing.T, ctx context.Context, rs *mongosim.ReplicaSet, 
 				t.Fatal(err)
 			}
 			if ops, _ := res.Lookup("inprog").Array().Values(); len(ops) > 0 {
-				return nil, false
+				return false, nil
 			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatal("the merge op never showed in currentOp")
-	return nil, false
+	return false, nil
 }

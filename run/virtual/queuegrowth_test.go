@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	ms "github.com/aclements/go-moremath/stats"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/internal/trendtest"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/store"
 )
@@ -109,20 +109,20 @@ func TestQueueGrowthTestOnModelSeries(t *testing.T) {
 	for _, name := range names {
 		if c := byArm[name]; c != nil {
 			t.Logf("%s: %d trials × %d block resamples: false alarms %s, power at +1/s %s",
-				name, c.trials, resamples, share(c.alarms, c.n), share(c.hits, c.n))
+				name, c.trials, resamples, trendtest.Share(c.alarms, c.n), trendtest.Share(c.hits, c.n))
 		}
 	}
-	t.Logf("all: %d trials: false alarms %s, power at +1/s %s", all.trials, share(all.alarms, all.n), share(all.hits, all.n))
-	if _, hi := wilson(all.alarms, all.n); hi > 0.05 {
-		t.Errorf("false alarms on the model's fluctuations %s, want at most 5 %%", share(all.alarms, all.n))
+	t.Logf("all: %d trials: false alarms %s, power at +1/s %s", all.trials, trendtest.Share(all.alarms, all.n), trendtest.Share(all.hits, all.n))
+	if _, hi := trendtest.Wilson(all.alarms, all.n); hi > 0.05 {
+		t.Errorf("false alarms on the model's fluctuations %s, want at most 5 %%", trendtest.Share(all.alarms, all.n))
 	}
 	if held.trials == 0 {
 		t.Logf("no trial's residuals are within sd %d: power at +1/s is reported, not held", maxPowerSD)
 		return
 	}
-	t.Logf("residual sd ≤ %d: %d trials: power at +1/s %s", maxPowerSD, held.trials, share(held.hits, held.n))
-	if lo, _ := wilson(held.hits, held.n); lo < 0.80 {
-		t.Errorf("power at +1/s on the model's fluctuations of sd ≤ %d: %s, want at least 80 %%", maxPowerSD, share(held.hits, held.n))
+	t.Logf("residual sd ≤ %d: %d trials: power at +1/s %s", maxPowerSD, held.trials, trendtest.Share(held.hits, held.n))
+	if lo, _ := trendtest.Wilson(held.hits, held.n); lo < 0.80 {
+		t.Errorf("power at +1/s on the model's fluctuations of sd ≤ %d: %s, want at least 80 %%", maxPowerSD, trendtest.Share(held.hits, held.n))
 	}
 }
 
@@ -244,7 +244,7 @@ func checkFlags(t *testing.T, arm string, seeds []uint64, trials []store.Records
 			flagged++
 		}
 		stormSecs := r.PhaseStarts[store.PhaseRecovery].Sub(r.PhaseStarts[store.PhaseStorm]).Seconds()
-		if retiredFlag(stormQueue(r), stormSecs) {
+		if trendtest.RetiredFlag(stormQueue(r), stormSecs) {
 			old++
 		}
 		rise := quarterRise(g.Window)
@@ -353,38 +353,6 @@ func stormQueue(r store.Records) [][2]float64 {
 	return pts
 }
 
-// retiredFlag is the retired lowpri_queue_growth of a storm of
-// stormSecs: least squares over the whole storm, fill included, one-sided
-// p < 0.01 by the t test with independent errors, and at least 10 ops
-// over the storm.
-func retiredFlag(pts [][2]float64, stormSecs float64) bool {
-	n := float64(len(pts))
-	if n < 3 {
-		return false
-	}
-	var mx, my, sxx, sxy, sse float64
-	for _, q := range pts {
-		mx, my = mx+q[0]/n, my+q[1]/n
-	}
-	for _, q := range pts {
-		sxx += (q[0] - mx) * (q[0] - mx)
-		sxy += (q[0] - mx) * (q[1] - my)
-	}
-	if sxx == 0 {
-		return false
-	}
-	b := sxy / sxx
-	for _, q := range pts {
-		r := q[1] - my - b*(q[0]-mx)
-		sse += r * r
-	}
-	p := 0.0
-	if se := math.Sqrt(sse / (n - 2) / sxx); se > 0 {
-		p = 1 - ms.TDist{V: n - 2}.CDF(b/se)
-	}
-	return b > 0 && p < 0.01 && b*stormSecs >= 10
-}
-
 // quarterRise is how fast the window's queue rose from its first quarter
 // to its last: the difference of their medians over the time between
 // their middles.
@@ -431,19 +399,4 @@ func lag1(v []float64) float64 {
 		return 0
 	}
 	return num / den
-}
-
-// wilson is the Wilson score 95 % interval of k successes in n trials.
-func wilson(k, n int) (lo, hi float64) {
-	const z = 1.959964
-	p, fn := float64(k)/float64(n), float64(n)
-	centre := (p + z*z/(2*fn)) / (1 + z*z/fn)
-	half := z / (1 + z*z/fn) * math.Sqrt(p*(1-p)/fn+z*z/(4*fn*fn))
-	return math.Max(0, centre-half), math.Min(1, centre+half)
-}
-
-// share is k of n as a percentage with its Wilson 95 % interval.
-func share(k, n int) string {
-	lo, hi := wilson(k, n)
-	return fmt.Sprintf("%.1f %% (95 %% CI %.1f–%.1f)", 100*float64(k)/float64(n), 100*lo, 100*hi)
 }
