@@ -62,8 +62,10 @@ func DefaultSpace() []Dim {
 	}
 }
 
-// HostSpace is the host model's unknowns (docs/model-host.md says why
-// each range), added to the space by calibrate --fit --host.
+// HostSpace is the host model's unknowns with their documented ranges
+// (docs/model-host.md says why each). They are not in DefaultSpace: the
+// joint fit keeps the host's defaults unless a space names them, and
+// ParseSpace gives a named one its reason from here.
 func HostSpace() []Dim {
 	const mib, gib = 1 << 20, 1 << 30
 	return []Dim{
@@ -75,6 +77,29 @@ func HostSpace() []Dim {
 		{Knob: mustKnob("host.untrackedPerCursorBytes"), Lo: 32 << 10, Hi: 1 * mib, Log: true, Why: "ClientCursor, plan executor, storage session"},
 		{Knob: mustKnob("host.dirtyRatio"), Lo: 10, Hi: 60, Why: "vm.dirty_ratio (background ratio = half); Linux 20, Atlas's not known"},
 	}
+}
+
+// ParseSpace reads a fit's space, exactly the unknowns given (each as
+// ParseDim reads it; the others keep the base setting's values), each
+// with the reason DefaultSpace or HostSpace documents for it. A name
+// given twice is an error.
+func ParseSpace(texts []string) ([]Dim, error) {
+	known := append(DefaultSpace(), HostSpace()...)
+	var dims []Dim
+	for _, text := range texts {
+		d, err := ParseDim(text)
+		if err != nil {
+			return nil, err
+		}
+		if slices.ContainsFunc(dims, func(x Dim) bool { return x.Knob.Name == d.Knob.Name }) {
+			return nil, fmt.Errorf("%s: %s is given twice", text, d.Knob.Name)
+		}
+		if i := slices.IndexFunc(known, func(x Dim) bool { return x.Knob.Name == d.Knob.Name }); i >= 0 {
+			d.Why = known[i].Why
+		}
+		dims = append(dims, d)
+	}
+	return dims, nil
 }
 
 func mustKnob(name string) Knob {

@@ -571,3 +571,27 @@ func TestByteKnobsLabelSizesAsEveryPageDoes(t *testing.T) {
 		t.Errorf("Label(1 GiB/s) = %q", got)
 	}
 }
+
+// A fit's space is exactly the unknowns given, each with the reason the
+// package documents for it, a host unknown's included; a name given
+// twice is refused.
+func TestParseSpaceKeepsEachUnknownsReason(t *testing.T) {
+	dims, err := ParseSpace([]string{"workload.stormRate=150:330", "host.dirtyRatio=10:60"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dims) != 2 || dims[0].Knob.Name != "workload.stormRate" || dims[1].Knob.Name != "host.dirtyRatio" {
+		t.Fatalf("space %+v, want the two unknowns given, in order", dims)
+	}
+	for _, d := range dims {
+		if d.Why == "" {
+			t.Errorf("%s: no reason, though the package documents one", d.Knob.Name)
+		}
+	}
+	if dims[1].Lo != 10 || dims[1].Hi != 60 {
+		t.Errorf("host.dirtyRatio range %v–%v, want the given 10–60", dims[1].Lo, dims[1].Hi)
+	}
+	if _, err := ParseSpace([]string{"host.dirtyRatio=10:60", "host.dirtyRatio=20:30"}); err == nil || !strings.Contains(err.Error(), "given twice") {
+		t.Errorf("a name given twice: %v, want refused", err)
+	}
+}

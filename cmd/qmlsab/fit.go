@@ -171,21 +171,9 @@ func ensembleSpec(c *cli.Context, fail func(string, ...any) error) (sweep.Ensemb
 	}
 	space := sweep.DefaultSpace()
 	if given := repeatedFlag(c, "space"); len(given) > 0 {
-		// The space is exactly the given unknowns (the others keep the
-		// base setting's values).
-		var dims []sweep.Dim
-		for _, text := range given {
-			d, err := sweep.ParseDim(text)
-			if err != nil {
-				return sweep.EnsembleSpec{}, fail("--space %v%s", err, knobsHint(err))
-			}
-			if slices.ContainsFunc(dims, func(x sweep.Dim) bool { return x.Knob.Name == d.Knob.Name }) {
-				return sweep.EnsembleSpec{}, fail("--space %s: %s is given twice", text, d.Knob.Name)
-			}
-			if i := slices.IndexFunc(space, func(x sweep.Dim) bool { return x.Knob.Name == d.Knob.Name }); i >= 0 {
-				d.Why = space[i].Why
-			}
-			dims = append(dims, d)
+		dims, err := sweep.ParseSpace(given)
+		if err != nil {
+			return sweep.EnsembleSpec{}, fail("--space %v%s", err, knobsHint(err))
 		}
 		space = dims
 	}
