@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 )
 
 // Schema versions the plan's canonical form (what its digest hashes).
@@ -174,6 +175,17 @@ type Shard struct {
 }
 
 func (s Shard) String() string { return strconv.Itoa(s.Index) + "/" + strconv.Itoa(s.Count) }
+
+// ParseShard reads a shard written as String writes it, "i/N".
+func ParseShard(text string) (Shard, error) {
+	i, n, ok := strings.Cut(text, "/")
+	a, err1 := strconv.Atoi(strings.TrimSpace(i))
+	b, err2 := strconv.Atoi(strings.TrimSpace(n))
+	if s := (Shard{Index: a, Count: b}); ok && err1 == nil && err2 == nil && s.Valid() {
+		return s, nil
+	}
+	return Shard{}, fmt.Errorf("%q: want i/N with 1 ≤ i ≤ N", text)
+}
 
 // Valid reports whether s names a shard: 1 ≤ Index ≤ Count.
 func (s Shard) Valid() bool { return s.Count >= 1 && s.Index >= 1 && s.Index <= s.Count }

@@ -113,3 +113,20 @@ func TestShardsPartitionThePlan(t *testing.T) {
 		}
 	}
 }
+
+// A shard reads back as String writes it, and anything else is refused.
+func TestParseShard(t *testing.T) {
+	for _, s := range []Shard{{1, 1}, {2, 3}, {7, 7}} {
+		if got, err := ParseShard(s.String()); err != nil || got != s {
+			t.Errorf("ParseShard(%q) = %v, %v", s.String(), got, err)
+		}
+	}
+	if got, err := ParseShard(" 2 / 3 "); err != nil || got != (Shard{2, 3}) {
+		t.Errorf("spaces around the numbers: %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "3", "0/3", "4/3", "1/0", "-1/2", "a/b", "1/2/3"} {
+		if _, err := ParseShard(bad); err == nil {
+			t.Errorf("ParseShard(%q): no error", bad)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/qmlsab/qmlsab/arms/killop"
 	"github.com/qmlsab/qmlsab/investigation"
 	"github.com/qmlsab/qmlsab/metric"
+	"github.com/qmlsab/qmlsab/plan"
 	"github.com/qmlsab/qmlsab/run/virtual"
 	"github.com/qmlsab/qmlsab/store"
 )
@@ -300,7 +301,7 @@ func TestShardedEnsembleIsTheOneHosts(t *testing.T) {
 	}
 	var searches []SearchFile
 	for i := 1; i <= 2; i++ {
-		s, err := spec.RunSearch(context.Background(), &ShardOf{Index: i, Count: 2}, 0, nil)
+		s, err := spec.RunSearch(context.Background(), &plan.Shard{Index: i, Count: 2}, 0, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -315,7 +316,7 @@ func TestShardedEnsembleIsTheOneHosts(t *testing.T) {
 	}
 	var preds []PredictFile
 	for i := 1; i <= 2; i++ {
-		p, err := merged.RunPredict(context.Background(), ShardOf{Index: i, Count: 2}, 0, nil)
+		p, err := merged.RunPredict(context.Background(), plan.Shard{Index: i, Count: 2}, 0, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/qmlsab/qmlsab/internal/field"
 	"github.com/qmlsab/qmlsab/investigation"
 	"github.com/qmlsab/qmlsab/mongosim/model"
+	"github.com/qmlsab/qmlsab/plan"
 	"github.com/qmlsab/qmlsab/run/virtual"
 	"github.com/qmlsab/qmlsab/workload"
 )
@@ -343,18 +344,6 @@ func (c *EnsembleConfig) points(specs []PointSpec) ([]EnsemblePoint, error) {
 	return out, nil
 }
 
-// ShardOf is one shard of N (Index 1-based).
-type ShardOf struct {
-	Index int `json:"index"`
-	Count int `json:"count"`
-}
-
-func (s ShardOf) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
-
-// Holds reports whether item k (a chain, a trial) is the shard's: k mod
-// Count = Index − 1.
-func (s ShardOf) Holds(k int) bool { return k%s.Count == s.Index-1 }
-
 // SearchFile is stage 1's output: one shard's chains, or every chain
 // (a merge, or one host).
 type SearchFile struct {
@@ -362,7 +351,7 @@ type SearchFile struct {
 	Digest string       `json:"digest"`
 	Spec   EnsembleSpec `json:"spec"`
 	// Shard is the shard's place; nil for every chain.
-	Shard *ShardOf `json:"shard,omitempty"`
+	Shard *plan.Shard `json:"shard,omitempty"`
 	// Shards is how many shards a merge put together.
 	Shards      int         `json:"shards,omitempty"`
 	Points      []PointSpec `json:"points"`
@@ -381,7 +370,7 @@ type PredictFile struct {
 	SearchTrials int          `json:"search_trials"`
 	// SearchWallSeconds is the search's wall time (its longest shard's).
 	SearchWallSeconds float64      `json:"search_wall_seconds"`
-	Shard             ShardOf      `json:"shard"`
+	Shard             plan.Shard   `json:"shard"`
 	Figures           []JobFigures `json:"figures"`
 	Trials            int          `json:"trials"`
 	WallSeconds       float64      `json:"wall_seconds"`
@@ -406,9 +395,9 @@ func (pl Plan) Digest() string {
 }
 
 // CheckShard refuses a shard a search of starts chains cannot have.
-func CheckShard(s ShardOf, starts int) error {
+func CheckShard(s plan.Shard, starts int) error {
 	switch {
-	case s.Count < 1 || s.Index < 1 || s.Index > s.Count:
+	case !s.Valid():
 		return fmt.Errorf("shard %s: want i/N with 1 ≤ i ≤ N", s)
 	case s.Count > starts:
 		return field.Errorf("", nil, "shard %s: the search has %d chains (%v), so at most %d shards", s, starts, field.Ref(FieldStarts), starts)
@@ -418,7 +407,7 @@ func CheckShard(s ShardOf, starts int) error {
 
 // RunSearch runs stage 1 for one shard's chains (every chain when shard
 // is nil). parallel and progress are as EnsembleConfig's.
-func (s EnsembleSpec) RunSearch(ctx context.Context, shard *ShardOf, parallel int, progress func(stage string, done, total int)) (SearchFile, error) {
+func (s EnsembleSpec) RunSearch(ctx context.Context, shard *plan.Shard, parallel int, progress func(stage string, done, total int)) (SearchFile, error) {
 	start := time.Now()
 	c, err := s.Config()
 	if err != nil {
@@ -430,7 +419,7 @@ func (s EnsembleSpec) RunSearch(ctx context.Context, shard *ShardOf, parallel in
 		if err := CheckShard(*shard, c.Starts); err != nil {
 			return SearchFile{}, err
 		}
-		mine = shard.Holds
+		mine = shard.Has
 	}
 	pts, ev, err := c.Search(ctx, mine)
 	if err != nil {
@@ -505,7 +494,7 @@ func shortDigest(d string) string {
 
 // checkShards refuses a set of shards that is not exactly 1…N of one
 // ensemble: names are the files, for the messages.
-func checkShards(names []string, digests []string, shards []*ShardOf) error {
+func checkShards(names []string, digests []string, shards []*plan.Shard) error {
 	if len(names) == 0 {
 		return errors.New("no shard given")
 	}
@@ -542,7 +531,7 @@ func checkShards(names []string, digests []string, shards []*ShardOf) error {
 // ensemble, once.
 func MergeSearch(names []string, files []SearchFile) (SearchFile, error) {
 	var digests []string
-	var shards []*ShardOf
+	var shards []*plan.Shard
 	for _, f := range files {
 		digests, shards = append(digests, f.Digest), append(shards, f.Shard)
 	}
@@ -561,7 +550,7 @@ func MergeSearch(names []string, files []SearchFile) (SearchFile, error) {
 			return SearchFile{}, fmt.Errorf("%s: %w", names[i], err)
 		}
 		for _, p := range pts {
-			if !f.Shard.Holds(p.Chain) {
+			if !f.Shard.Has(p.Chain) {
 				return SearchFile{}, fmt.Errorf("%s: a point of chain %d, which shard %s does not run", names[i], p.Chain, f.Shard)
 			}
 		}
@@ -575,7 +564,7 @@ func MergeSearch(names []string, files []SearchFile) (SearchFile, error) {
 
 // RunPredict runs one shard's trials of stage 2 from a merged (or
 // one-host) search.
-func (search SearchFile) RunPredict(ctx context.Context, shard ShardOf, parallel int, progress func(stage string, done, total int)) (PredictFile, error) {
+func (search SearchFile) RunPredict(ctx context.Context, shard plan.Shard, parallel int, progress func(stage string, done, total int)) (PredictFile, error) {
 	start := time.Now()
 	if search.Shard != nil {
 		return PredictFile{}, fmt.Errorf("the search is shard %s; merge the search's shards first", search.Shard)
@@ -596,7 +585,7 @@ func (search SearchFile) RunPredict(ctx context.Context, shard ShardOf, parallel
 	if shard.Count > max(len(pl.Jobs), 1) {
 		return PredictFile{}, fmt.Errorf("shard %s: stage 2 has %d trials, so at most %d shards", shard, len(pl.Jobs), max(len(pl.Jobs), 1))
 	}
-	figs, n, err := c.RunPlan(ctx, pl, shard.Holds)
+	figs, n, err := c.RunPlan(ctx, pl, shard.Has)
 	if err != nil {
 		return PredictFile{}, err
 	}
@@ -617,7 +606,7 @@ func (s EnsembleSpec) RunOne(ctx context.Context, parallel int, progress func(st
 	if err != nil {
 		return nil, err
 	}
-	pred, err := search.RunPredict(ctx, ShardOf{Index: 1, Count: 1}, parallel, progress)
+	pred, err := search.RunPredict(ctx, plan.Shard{Index: 1, Count: 1}, parallel, progress)
 	if err != nil {
 		return nil, err
 	}
@@ -628,7 +617,7 @@ func (s EnsembleSpec) RunOne(ctx context.Context, parallel int, progress func(st
 // MergePredict puts stage 2's shards together into the ensemble.
 func MergePredict(names []string, files []PredictFile) (*Ensemble, EnsembleSpec, error) {
 	var digests []string
-	var shards []*ShardOf
+	var shards []*plan.Shard
 	for i := range files {
 		digests, shards = append(digests, files[i].Digest), append(shards, &files[i].Shard)
 	}
@@ -659,7 +648,7 @@ func MergePredict(names []string, files []PredictFile) (*Ensemble, EnsembleSpec,
 	for i, f := range files {
 		wall = max(wall, f.WallSeconds)
 		for _, jf := range f.Figures {
-			if jf.Job < 0 || jf.Job >= len(pl.Jobs) || !f.Shard.Holds(jf.Job) {
+			if jf.Job < 0 || jf.Job >= len(pl.Jobs) || !f.Shard.Has(jf.Job) {
 				return nil, EnsembleSpec{}, fmt.Errorf("%s: trial %d is not one of shard %s's", names[i], jf.Job+1, f.Shard)
 			}
 			figs[jf.Job] = jf.Metrics

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/internal/outputfile"
+	"github.com/qmlsab/qmlsab/plan"
 	"github.com/qmlsab/qmlsab/run"
 	"github.com/qmlsab/qmlsab/run/virtual"
 	"github.com/qmlsab/qmlsab/store"
@@ -71,9 +71,9 @@ func fitAction(c *cli.Context) error {
 	defer done()
 	progress := fitProgress(c.App.ErrWriter)
 	if c.IsSet("shard") {
-		shard, err := parseFitShard(c.String("shard"))
+		shard, err := plan.ParseShard(c.String("shard"))
 		if err != nil {
-			return fail("--shard %v", err)
+			return fail("--shard %v, as in --shard 2/3", err)
 		}
 		if err := sweep.CheckShard(shard, spec.Starts); err != nil {
 			return fail("--shard: %v", err)
@@ -202,9 +202,9 @@ func fitPredictShard(c *cli.Context, fail func(string, ...any) error) error {
 	if !c.IsSet("shard") {
 		return fail("--from: give the shard to run (--shard i/N)")
 	}
-	shard, err := parseFitShard(c.String("shard"))
+	shard, err := plan.ParseShard(c.String("shard"))
 	if err != nil {
-		return fail("--shard %v", err)
+		return fail("--shard %v, as in --shard 2/3", err)
 	}
 	path := filepath.Join(c.String("from"), sweep.SearchFileName)
 	b, err := readFitFile(path)
@@ -421,22 +421,11 @@ func fitFailed(ctx context.Context, fail func(string, ...any) error, err error) 
 	return fail("%v", err)
 }
 
-// parseFitShard reads i/N.
-func parseFitShard(text string) (sweep.ShardOf, error) {
-	i, n, ok := strings.Cut(text, "/")
-	a, err1 := strconv.Atoi(strings.TrimSpace(i))
-	b, err2 := strconv.Atoi(strings.TrimSpace(n))
-	if !ok || errors.Join(err1, err2) != nil || b < 1 || a < 1 || a > b {
-		return sweep.ShardOf{}, fmt.Errorf("%q: want i/N with 1 ≤ i ≤ N, as in --shard 2/3", text)
-	}
-	return sweep.ShardOf{Index: a, Count: b}, nil
-}
-
 // chainsOf lists the chains a search shard runs.
-func chainsOf(s sweep.ShardOf, starts int) string {
+func chainsOf(s plan.Shard, starts int) string {
 	var ids []string
 	for k := range starts {
-		if s.Holds(k) {
+		if s.Has(k) {
 			ids = append(ids, strconv.Itoa(k+1))
 		}
 	}

@@ -220,13 +220,11 @@ func shardFlags(c *cli.Context) (plan.Shard, error) {
 	case c.IsSet("shard") && c.IsSet("shards"):
 		return plan.Shard{}, fmt.Errorf("--shard and --shards: give one (--shards takes the index from $%s)", jobIndexEnv)
 	case c.IsSet("shard"):
-		i, n, ok := strings.Cut(c.String("shard"), "/")
-		si, err1 := strconv.Atoi(strings.TrimSpace(i))
-		sn, err2 := strconv.Atoi(strings.TrimSpace(n))
-		if !ok || err1 != nil || err2 != nil || sn < 1 || si < 1 || si > sn {
-			return plan.Shard{}, fmt.Errorf("--shard %q: want i/N with 1 ≤ i ≤ N, as in --shard 2/3", c.String("shard"))
+		s, err := plan.ParseShard(c.String("shard"))
+		if err != nil {
+			return plan.Shard{}, fmt.Errorf("--shard %v, as in --shard 2/3", err)
 		}
-		return plan.Shard{Index: si, Count: sn}, nil
+		return s, nil
 	case c.IsSet("shards"):
 		n := c.Int("shards")
 		if n < 1 {
