@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -49,23 +50,48 @@ func TestKillOpActorKillsOnlyItsAppIncludingQueuedOps(t *testing.T) {
 		return KillOp(ctx, actorClient, cfg, report)
 	})
 
+	// The workload's queries (24 at a time, for 4 tickets, so most wait
+	// queued) and another application's, until the events the test is
+	// about have happened (or the deadline): a kill of a queued storm op,
+	// a storm query that came back Interrupted, and the other
+	// application's query completed. A fixed number of queries is not
+	// enough on a busy machine: a kill can land after the op it listed
+	// has finished, and the killOp finds nothing to interrupt.
+	qctx, stopQueries := context.WithCancel(ctx)
 	other := connect("reporting").Database("storm").Collection("events")
 	var wg sync.WaitGroup
-	var otherErr error
-	wg.Add(1)
-	go func() { defer wg.Done(); otherErr = stormtest.Query(ctx, other, 10) }()
-	var stormErrs []error
+	var otherErrs, stormErrs []error
 	var emu sync.Mutex
-	for range 24 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := stormtest.Query(ctx, coll, 10)
+	run := func(c *mongo.Collection, into *[]error) {
+		defer wg.Done()
+		for qctx.Err() == nil {
+			err := stormtest.Query(qctx, c, 10)
+			if qctx.Err() != nil {
+				return // stopped, not failed
+			}
 			emu.Lock()
-			stormErrs = append(stormErrs, err)
+			*into = append(*into, err)
 			emu.Unlock()
-		}()
+		}
 	}
+	wg.Add(25)
+	go run(other, &otherErrs)
+	for range 24 {
+		go run(coll, &stormErrs)
+	}
+	seen := func() bool {
+		queuedKill := slices.ContainsFunc(act.Kills(), func(k store.Kill) bool { return k.Queued })
+		emu.Lock()
+		defer emu.Unlock()
+		return queuedKill && stormtest.Interrupted(stormErrs) > 0 && len(otherErrs) > 0
+	}
+	for ctx.Err() == nil && !seen() {
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
+	stopQueries()
 	wg.Wait()
 	events := act.Stop(t)
 	if len(events) == 0 {
@@ -86,14 +112,19 @@ func TestKillOpActorKillsOnlyItsAppIncludingQueuedOps(t *testing.T) {
 	if queued == 0 {
 		t.Errorf("none of %d kills hit a queued op; the actor must reach ops waiting for a ticket", len(events))
 	}
-	if otherErr != nil {
-		t.Fatalf("the other application's query failed: %v", otherErr)
+	for _, err := range otherErrs {
+		if err != nil {
+			t.Fatalf("the other application's query failed: %v", err)
+		}
+	}
+	if len(otherErrs) == 0 {
+		t.Errorf("the other application's query never completed while the actor ran (%d kills)", len(events))
 	}
 	interrupted := stormtest.Interrupted(stormErrs)
 	if interrupted == 0 {
-		t.Errorf("no storm query saw Interrupted (%d kills)", len(events))
+		t.Errorf("no storm query saw Interrupted (%d kills, %d queries)", len(events), len(stormErrs))
 	}
-	t.Logf("%d kills (%d of queued ops), %d storm queries interrupted, the other app's query completed", len(events), queued, interrupted)
+	t.Logf("%d kills (%d of queued ops), %d of %d storm queries interrupted, %d queries of the other app completed", len(events), queued, interrupted, len(stormErrs), len(otherErrs))
 }
 
 func TestExecActorGetsTheURIInItsEnvironmentOnly(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -202,6 +203,13 @@ func StartActor(ctx context.Context, act func(ctx context.Context, report func(s
 
 // FirstKill is closed when the actor reports its first kill.
 func (a *Actor) FirstKill() <-chan struct{} { return a.first }
+
+// Kills are the kills reported so far.
+func (a *Actor) Kills() []store.Kill {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.kills)
+}
 
 // Stop ends the actor, fails the test if it returned an error, and
 // returns the kills it reported.
