@@ -17,7 +17,7 @@ import (
 )
 
 // buildQmlsab is this command as a binary, built once for the package.
-func buildQmlsab(t *testing.T) string {
+func buildQmlsab(t testing.TB) string {
 	t.Helper()
 	return qmlsabBinary(t)
 }

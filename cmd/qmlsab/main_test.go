@@ -27,7 +27,7 @@ func testFile(t *testing.T, name, content string) string {
 	return p
 }
 
-func qmlsab(t *testing.T, args ...string) (string, int) {
+func qmlsab(t testing.TB, args ...string) (string, int) {
 	t.Helper()
 	app := newApp()
 	var out bytes.Buffer

@@ -61,7 +61,7 @@ func TestMain(m *testing.M) {
 }
 
 // qmlsabBinary is this command built into a temporary folder, once.
-func qmlsabBinary(t *testing.T) string {
+func qmlsabBinary(t testing.TB) string {
 	t.Helper()
 	binaryOnce.Do(func() {
 		if binaryDir, binaryErr = os.MkdirTemp("", "qmlsab-bin"); binaryErr != nil {
