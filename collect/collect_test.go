@@ -263,10 +263,7 @@ func TestCensusPipelineRunsOnMongosim(t *testing.T) {
 	defer c.Disconnect(context.Background())
 	coll := c.Database("storm").Collection("events")
 	stormtest.LoadData(t, ctx, coll)
-	cur, err := coll.Aggregate(ctx, mongo.Pipeline{{{Key: "$setWindowFields", Value: bson.D{
-		{Key: "partitionBy", Value: "$p"}, {Key: "sortBy", Value: bson.D{{Key: "_id", Value: 1}}},
-		{Key: "output", Value: bson.D{{Key: "s", Value: bson.D{{Key: "$sum", Value: "$v"}}}}}}}}},
-		options.Aggregate().SetAllowDiskUse(true).SetBatchSize(5))
+	cur, err := stormtest.Open(ctx, coll, 5)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/qmlsab/qmlsab/internal/stormtest"
 	"github.com/qmlsab/qmlsab/mongosim"
@@ -128,10 +127,7 @@ func TestIdleStormCursorShowsItsTrackedMemory(t *testing.T) {
 	defer cancel()
 	coll := client.Database("storm").Collection("events")
 	stormtest.LoadData(t, ctx, coll)
-	cur, err := coll.Aggregate(ctx, mongo.Pipeline{{{Key: "$setWindowFields", Value: bson.D{
-		{Key: "partitionBy", Value: "$p"}, {Key: "sortBy", Value: bson.D{{Key: "_id", Value: 1}}},
-		{Key: "output", Value: bson.D{{Key: "s", Value: bson.D{{Key: "$sum", Value: "$v"}}}}}}}}},
-		options.Aggregate().SetAllowDiskUse(true).SetBatchSize(5))
+	cur, err := stormtest.Open(ctx, coll, 5)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -57,42 +56,14 @@ func TestKillOpActorKillsOnlyItsAppIncludingQueuedOps(t *testing.T) {
 	// application's query completed. A fixed number of queries is not
 	// enough on a busy machine: a kill can land after the op it listed
 	// has finished, and the killOp finds nothing to interrupt.
-	qctx, stopQueries := context.WithCancel(ctx)
-	other := connect("reporting").Database("storm").Collection("events")
-	var wg sync.WaitGroup
-	var otherErrs, stormErrs []error
-	var emu sync.Mutex
-	run := func(c *mongo.Collection, into *[]error) {
-		defer wg.Done()
-		for qctx.Err() == nil {
-			err := stormtest.Query(qctx, c, 10)
-			if qctx.Err() != nil {
-				return // stopped, not failed
-			}
-			emu.Lock()
-			*into = append(*into, err)
-			emu.Unlock()
-		}
-	}
-	wg.Add(25)
-	go run(other, &otherErrs)
-	for range 24 {
-		go run(coll, &stormErrs)
-	}
+	others := stormtest.StartQueries(ctx, connect("reporting").Database("storm").Collection("events"), 1)
+	storms := stormtest.StartQueries(ctx, coll, 24)
 	seen := func() bool {
-		queuedKill := slices.ContainsFunc(act.Kills(), func(k store.Kill) bool { return k.Queued })
-		emu.Lock()
-		defer emu.Unlock()
-		return queuedKill && stormtest.Interrupted(stormErrs) > 0 && len(otherErrs) > 0
+		return slices.ContainsFunc(act.Kills(), func(k store.Kill) bool { return k.Queued }) &&
+			stormtest.Interrupted(storms.Results()) > 0 && len(others.Results()) > 0
 	}
-	for ctx.Err() == nil && !seen() {
-		select {
-		case <-time.After(20 * time.Millisecond):
-		case <-ctx.Done():
-		}
-	}
-	stopQueries()
-	wg.Wait()
+	stormtest.WaitFor(ctx, seen)
+	otherErrs, stormErrs := others.Stop(), storms.Stop()
 	events := act.Stop(t)
 	if len(events) == 0 {
 		t.Fatal("the actor killed nothing")

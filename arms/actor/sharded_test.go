@@ -2,7 +2,6 @@ package actor_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -57,50 +56,22 @@ func TestKillOpPerShardKillsTheWorkloadOnItsShardOnly(t *testing.T) {
 
 	// The workload's queries and another application's, on sh1 alike,
 	// until the actor has killed some (or the deadline).
-	qctx, stopQueries := context.WithCancel(ctx)
-	other := connect("reporting").Database("storm").Collection("events")
-	var wg sync.WaitGroup
-	var otherErrs, stormErrs []error
-	var emu sync.Mutex
-	run := func(c *mongo.Collection, into *[]error) {
-		defer wg.Done()
-		for qctx.Err() == nil {
-			err := stormtest.Query(qctx, c, 10)
-			if qctx.Err() != nil {
-				return // stopped, not failed
-			}
-			emu.Lock()
-			*into = append(*into, err)
-			emu.Unlock()
-		}
-	}
-	wg.Add(5)
-	go run(other, &otherErrs)
-	for range 4 {
-		go run(coll, &stormErrs)
-	}
+	others := stormtest.StartQueries(ctx, connect("reporting").Database("storm").Collection("events"), 1)
+	storms := stormtest.StartQueries(ctx, coll, 4)
 	// Until the events the test is about have happened (or the
 	// deadline): a kill, a storm query that came back Interrupted through
 	// the router, and the other application's query completed while the
 	// actors ran. A fixed wait after the first kill lost the killed
 	// query's answer on a busy machine.
 	seen := func() bool {
-		emu.Lock()
-		defer emu.Unlock()
-		return stormtest.Interrupted(stormErrs) > 0 && len(otherErrs) > 0
+		return stormtest.Interrupted(storms.Results()) > 0 && len(others.Results()) > 0
 	}
 	select {
 	case <-actors.FirstKill():
 	case <-ctx.Done():
 	}
-	for ctx.Err() == nil && !seen() {
-		select {
-		case <-time.After(20 * time.Millisecond):
-		case <-ctx.Done():
-		}
-	}
-	stopQueries()
-	wg.Wait()
+	stormtest.WaitFor(ctx, seen)
+	otherErrs, stormErrs := others.Stop(), storms.Stop()
 	kills := actors.Stop(t)
 	if len(kills) == 0 {
 		t.Fatal("no shard's actor killed anything")

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -72,13 +73,19 @@ func LoadData(t testing.TB, ctx context.Context, coll *mongo.Collection) {
 	}
 }
 
-// Query runs one storm query to the end: a $setWindowFields over the
-// partitions, drained by getMores of batch documents.
-func Query(ctx context.Context, coll *mongo.Collection, batch int32) error {
-	cur, err := coll.Aggregate(ctx, mongo.Pipeline{{{Key: "$setWindowFields", Value: bson.D{
+// Open starts one storm query, a $setWindowFields over the partitions
+// read in batches of batch documents, and returns its cursor: between
+// getMores it is an idle cursor holding the stage's buffer.
+func Open(ctx context.Context, coll *mongo.Collection, batch int32) (*mongo.Cursor, error) {
+	return coll.Aggregate(ctx, mongo.Pipeline{{{Key: "$setWindowFields", Value: bson.D{
 		{Key: "partitionBy", Value: "$p"}, {Key: "sortBy", Value: bson.D{{Key: "_id", Value: 1}}},
 		{Key: "output", Value: bson.D{{Key: "s", Value: bson.D{{Key: "$sum", Value: "$v"}}}}}}}}},
 		options.Aggregate().SetAllowDiskUse(true).SetBatchSize(batch))
+}
+
+// Query runs one storm query to the end (Open, drained by getMores).
+func Query(ctx context.Context, coll *mongo.Collection, batch int32) error {
+	cur, err := Open(ctx, coll, batch)
 	if err != nil {
 		return err
 	}
@@ -86,6 +93,69 @@ func Query(ctx context.Context, coll *mongo.Collection, batch int32) error {
 	for cur.Next(ctx) {
 	}
 	return cur.Err()
+}
+
+// Queries are storm queries run one after another, on a few clients at
+// once, until Stop: a test waits for the events it is about (a kill, an
+// interrupted query) instead of for a fixed number of queries.
+type Queries struct {
+	mu   sync.Mutex
+	errs []error
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+}
+
+// StartQueries runs Query on coll in batches of 10 documents, n at once,
+// until Stop or the end of ctx.
+func StartQueries(ctx context.Context, coll *mongo.Collection, n int) *Queries {
+	q := &Queries{}
+	qctx, stop := context.WithCancel(ctx)
+	q.stop = stop
+	q.wg.Add(n)
+	for range n {
+		go func() {
+			defer q.wg.Done()
+			for qctx.Err() == nil {
+				err := Query(qctx, coll, 10)
+				if qctx.Err() != nil {
+					return // stopped, not failed
+				}
+				q.mu.Lock()
+				q.errs = append(q.errs, err)
+				q.mu.Unlock()
+			}
+		}()
+	}
+	return q
+}
+
+// Results are the ends of the queries finished so far: nil for one that
+// completed, else its error.
+func (q *Queries) Results() []error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return slices.Clone(q.errs)
+}
+
+// Stop ends the queries and returns how each finished one ended.
+func (q *Queries) Stop() []error {
+	q.stop()
+	q.wg.Wait()
+	return q.Results()
+}
+
+// WaitFor polls cond every 20 ms until it holds or ctx ends, and reports
+// whether it held: a test waits for an event, bounded by its deadline,
+// never for a fixed time.
+func WaitFor(ctx context.Context, cond func() bool) bool {
+	for !cond() {
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			return cond()
+		}
+	}
+	return true
 }
 
 // Interrupted counts the errors that are the server's Interrupted (code
