@@ -12,13 +12,12 @@ import (
 	"github.com/qmlsab/qmlsab/mongosim"
 )
 
-func TestDriverRunsTheStormAndCanariesOverTheWire(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real-time workload")
-	}
+// shortStormOnF is an in-process replica set running arm F's parameters
+// and a spill_to_disk spec of a 3 s storm between 1 s phases, for a test
+// to set its rates on.
+func shortStormOnF(t *testing.T, ctx context.Context) (*mongosim.ReplicaSet, SpillToDisk) {
+	t.Helper()
 	f, _ := arms.Lookup("F")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	rs, err := mongosim.StartReplicaSet(ctx, mongosim.ReplicaSetOptions{Parameters: f.SetParameters, MemLimitMB: 4096,
 		Sim: mongosim.SimOptions{CPUs: 4, BaselineMB: 512, ScanScale: 100}})
 	if err != nil {
@@ -27,6 +26,16 @@ func TestDriverRunsTheStormAndCanariesOverTheWire(t *testing.T) {
 	t.Cleanup(rs.Close)
 	spec := DefaultSpillToDisk()
 	spec.Phases = Phases{Warmup: time.Second, Storm: 3 * time.Second, Recovery: time.Second}
+	return rs, spec
+}
+
+func TestDriverRunsTheStormAndCanariesOverTheWire(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time workload")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rs, spec := shortStormOnF(t, ctx)
 	spec.StormRate, spec.CanaryRate = 20, 20
 	spec.ServerSelectionTimeout = 10 * time.Second
 	d := &Driver{Spec: spec, URI: rs.URI()}
@@ -87,17 +96,9 @@ func TestDriverUsesTheSpecsPoolAndTimeout(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-time workload")
 	}
-	f, _ := arms.Lookup("F")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	rs, err := mongosim.StartReplicaSet(ctx, mongosim.ReplicaSetOptions{Parameters: f.SetParameters, MemLimitMB: 4096,
-		Sim: mongosim.SimOptions{CPUs: 4, BaselineMB: 512, ScanScale: 100}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rs.Close)
-	spec := DefaultSpillToDisk()
-	spec.Phases = Phases{Warmup: time.Second, Storm: 3 * time.Second, Recovery: time.Second}
+	rs, spec := shortStormOnF(t, ctx)
 	spec.StormRate, spec.CanaryRate = 40, 5
 	spec.ServerSelectionTimeout = 10 * time.Second
 	spec.MaxPoolSize, spec.Timeout = 1, 50*time.Millisecond

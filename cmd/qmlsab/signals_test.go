@@ -264,6 +264,32 @@ func membersUnder(t *testing.T, dir string) []string {
 	return found
 }
 
+// localArmRun writes an arms file of one arm L on a local target
+// (cmd/mongosim member processes) and a workload file of workload, and
+// names the run folder a test's run of them writes; no member process
+// under it outlives the test, whatever its outcome.
+func localArmRun(t *testing.T, workload string) (armsFile, wl, dir string) {
+	t.Helper()
+	tmp := t.TempDir()
+	armsFile, wl, dir = filepath.Join(tmp, "arms.yaml"), filepath.Join(tmp, "workload.yaml"), filepath.Join(tmp, "run")
+	for name, doc := range map[string]string{
+		armsFile: "arms:\n  - name: L\n    target: local\n    mongod: " + localMongosim(t) + "\n    setParameters: {}\n",
+		wl:       workload,
+	} {
+		if err := os.WriteFile(name, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, m := range membersUnder(t, dir) {
+			var pid int
+			fmt.Sscanf(m, "%d:", &pid)
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	return armsFile, wl, dir
+}
+
 // SIGHUP in the storm of a trial on a local target (cmd/mongosim member
 // processes): the members are stopped before qmlsab exits 130, the lock
 // is released, the trial marked interrupted, and --resume completes it.
@@ -272,26 +298,7 @@ func TestRunOnALocalTargetStopsItsMembersOnSIGHUP(t *testing.T) {
 		t.Skip("a short wall-clock trial on local cmd/mongosim processes")
 	}
 	bin := qmlsabBinary(t)
-	tmp := t.TempDir()
-	armsFile := filepath.Join(tmp, "arms.yaml")
-	wl := filepath.Join(tmp, "short.yaml")
-	for name, doc := range map[string]string{
-		armsFile: "arms:\n  - name: L\n    target: local\n    mongod: " + localMongosim(t) + "\n    setParameters: {}\n",
-		wl:       "name: short\nkind: spill_to_disk\nspill_to_disk:\n  stormRate: 20\n  phases: {warmup: 1s, storm: 4s, recovery: 1s}\n",
-	} {
-		if err := os.WriteFile(name, []byte(doc), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dir := filepath.Join(tmp, "run")
-	t.Cleanup(func() {
-		// Nothing is left running, whatever the outcome.
-		for _, m := range membersUnder(t, dir) {
-			var pid int
-			fmt.Sscanf(m, "%d:", &pid)
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
+	armsFile, wl, dir := localArmRun(t, "name: short\nkind: spill_to_disk\nspill_to_disk:\n  stormRate: 20\n  phases: {warmup: 1s, storm: 4s, recovery: 1s}\n")
 	p := startQmlsab(t, bin, "run", "--arms", "L", "--arms-file", armsFile, "--workload", wl, "--n", "1",
 		"--clock", "wall", "--parallel", "1", "--out", dir)
 	p.waitFor(t, "trial L#1: storm")
@@ -446,25 +453,7 @@ func TestRunOnALocalTargetExitsPromptlyOnSIGHUPDespiteALongServerSelectionTimeou
 		t.Skip("a wall-clock trial on local cmd/mongosim processes")
 	}
 	bin := qmlsabBinary(t)
-	tmp := t.TempDir()
-	armsFile := filepath.Join(tmp, "arms.yaml")
-	wl := filepath.Join(tmp, "patient.yaml")
-	for name, doc := range map[string]string{
-		armsFile: "arms:\n  - name: L\n    target: local\n    mongod: " + localMongosim(t) + "\n    setParameters: {}\n",
-		wl:       "name: patient\nkind: spill_to_disk\nspill_to_disk:\n  stormRate: 20\n  serverSelectionTimeout: 10m\n  phases: {warmup: 1s, storm: 10m, recovery: 1s}\n",
-	} {
-		if err := os.WriteFile(name, []byte(doc), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dir := filepath.Join(tmp, "run")
-	t.Cleanup(func() {
-		for _, m := range membersUnder(t, dir) {
-			var pid int
-			fmt.Sscanf(m, "%d:", &pid)
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
+	armsFile, wl, dir := localArmRun(t, "name: patient\nkind: spill_to_disk\nspill_to_disk:\n  stormRate: 20\n  serverSelectionTimeout: 10m\n  phases: {warmup: 1s, storm: 10m, recovery: 1s}\n")
 	cmd := exec.Command(bin, "run", "--arms", "L", "--arms-file", armsFile, "--workload", wl, "--n", "1",
 		"--clock", "wall", "--parallel", "1", "--out", dir)
 	var stdout, stderr stormtest.SyncBuffer
