@@ -27,6 +27,14 @@ check(agg.length === 2 && agg[0].total === 15, 'aggregate $group');
 const win = c.aggregate([{$setWindowFields: {sortBy: {_id: 1}, output: {run: {$sum: '$v', window: {documents: ['unbounded', 'current']}}}}}]).toArray();
 check(win.map(d => d.run).join(',') === '10,15,22', 'aggregate $setWindowFields running sum');
 
+const opened = db.getSiblingDB('shcheck').runCommand({find: 'events', batchSize: 1});
+const idle = db.getSiblingDB('admin').aggregate([{$currentOp: {idleCursors: true}},
+  {$match: {type: 'idleCursor', ns: 'shcheck.events'}}]).toArray();
+check(idle.length === 1 && idle[0].cursor.cursorId.toString() === opened.cursor.id.toString() &&
+  idle[0].cursor.nDocsReturned.toString() === '1' && idle[0].cursor.originatingCommand.find === 'events',
+  '$currentOp with idleCursors lists the open find cursor (' + opened.cursor.id + ')');
+db.getSiblingDB('shcheck').runCommand({killCursors: 'events', cursors: [opened.cursor.id]});
+
 let sleeper = [];
 for (let i = 0; i < 100 && sleeper.length === 0; i++) {
   sleeper = db.currentOp({appName: 'mongosh-sleeper', 'command.sleep': {$exists: true}}).inprog;
