@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Drives a 3-process mongosim replica set with mongosh, a real MongoDB client
 # nobody here wrote: rs.initiate, rs.status, serverStatus, CRUD, aggregate,
-# idleCursors, currentOp and killOp must all work without errors; then a sharded mongosim
+# $currentOp with idleCursors, currentOp and killOp must all work without
+# errors; then a sharded mongosim
 # cluster with sh.status, sh.enableSharding, sh.shardCollection and a $merge
 # through the router (MONGOSH_CHECK_PART=sharded runs only that part).
 # mongosh comes from the npm registry into .tools/ (pinned); without npm the
