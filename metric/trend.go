@@ -199,22 +199,28 @@ func FillEnd(values []float64) int {
 // pts are (seconds since the storm's start, queue length) in time order.
 // It leaves out the queue's fill (the points before FillEnd: a queue that
 // starts empty and fills to its level would otherwise read as growth)
-// and tests the rest with TrendTest. ok is false when fewer than three
+// and tests the rest with WindowGrowth. ok is false when fewer than three
 // points remain, or all at one time.
 func QueueGrowth(pts [][2]float64) (g Growth, ok bool) {
 	values := make([]float64, len(pts))
 	for i, q := range pts {
 		values[i] = q[1]
 	}
-	k := FillEnd(values)
-	g.Window = pts[k:]
-	if len(g.Window) > 0 {
-		g.FillSeconds = g.Window[0][0]
+	return WindowGrowth(pts[FillEnd(values):])
+}
+
+// WindowGrowth is the growth verdict on the points of window, all of
+// them kept: TrendTest's trend, what it adds over the window, and
+// Growing. (QueueGrowth chooses the window; a test may try another.)
+func WindowGrowth(window [][2]float64) (g Growth, ok bool) {
+	g.Window = window
+	if len(window) > 0 {
+		g.FillSeconds = window[0][0]
 	}
-	if g.Trend, ok = TrendTest(g.Window); !ok {
+	if g.Trend, ok = TrendTest(window); !ok {
 		return g, false
 	}
-	g.Added = g.Slope * (g.Window[len(g.Window)-1][0] - g.Window[0][0])
+	g.Added = g.Slope * (window[len(window)-1][0] - window[0][0])
 	g.Growing = g.Slope > 0 && g.P < GrowthLevel && g.Added >= GrowthMinOps
 	return g, true
 }

@@ -44,16 +44,16 @@ func newCursorTable() *cursorTable { return &cursorTable{m: map[int64]*cursor{}}
 type cursorOrigin struct {
 	command            bson.Raw // the originating command, as sent
 	lsid               bson.RawValue
-	lastAccess         time.Time
-	docs, batches      int64 // returned so far, first batch included
-	peakTrackedBytes   int64 // the query's tracked-memory peak so far
-	collectionlessPipe bool  // no plan over a collection (no planSummary)
+	lastAccess         time.Time // the reply that opened the cursor, then its last getMore
+	docs, batches      int64     // returned so far, first batch included
+	peakTrackedBytes   int64     // the query's tracked-memory peak so far
+	collectionlessPipe bool      // no plan over a collection (no planSummary)
 }
 
 // originOf starts a cursor's history at the reply to r that returned
 // first documents.
 func originOf(r *request, first int) cursorOrigin {
-	o := cursorOrigin{command: slices.Clone(r.body), lastAccess: time.Now(), docs: int64(first), batches: 1}
+	o := cursorOrigin{command: slices.Clone(r.body), docs: int64(first), batches: 1}
 	if v := r.body.Lookup("lsid"); v.Type != 0 {
 		o.lsid = bson.RawValue{Type: v.Type, Value: slices.Clone(v.Value)}
 	}
@@ -87,6 +87,7 @@ func (t *cursorTable) newID() int64 {
 // it (idle) until a getMore takes it.
 func (t *cursorTable) add(c *cursor) *cursor {
 	c.created = time.Now()
+	c.origin.lastAccess = c.created // opening it is its first access
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.m[c.id] = c

@@ -214,17 +214,12 @@ func logProfile(t *testing.T, name string, trials []store.Records, binSecs float
 	}
 }
 
-// laterHalfGrows is the growth verdict (metric.GrowthLevel,
-// metric.GrowthMinOps) on the storm's later half instead of the samples
-// after the fill: a variant measured for docs/statistics.md, not the test.
+// laterHalfGrows is the growth verdict on the storm's later half instead
+// of the samples after the fill: a variant measured for
+// docs/statistics.md, not the test.
 func laterHalfGrows(pts [][2]float64) bool {
-	w := pts[len(pts)/2:]
-	tr, ok := metric.TrendTest(w)
-	if !ok {
-		return false
-	}
-	added := tr.Slope * (w[len(w)-1][0] - w[0][0])
-	return tr.Slope > 0 && tr.P < metric.GrowthLevel && added >= metric.GrowthMinOps
+	g, ok := metric.WindowGrowth(pts[len(pts)/2:])
+	return ok && g.Growing
 }
 
 // checkFlags logs the test of each of arm's trials (run at seeds), fails a
