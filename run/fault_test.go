@@ -221,6 +221,7 @@ func TestFaultsOnTheEmbeddedSet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-time trials")
 	}
+	onlyUnderRace(t)
 	d, _ := arms.Lookup("D")
 	cfg := faultConfig(t, d,
 		Fault{Name: "slow primary (300 ms per find/insert/aggregate)", At: 3 * time.Second, Do: func(ctx context.Context, dep target.Deployment) error {
@@ -269,6 +270,7 @@ func TestKillOpActorSurvivesADroppedConnection(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-time trials")
 	}
+	onlyUnderRace(t)
 	d, _ := arms.Lookup("D")
 	d.Actors[0].KillOp.RSSHighPercent = 1                 // kill whatever runs, so kills are certain
 	d.Actors[0].KillOp.Policy = killop.PolicyLargestFirst // running ops too: D's default waits for queued ones

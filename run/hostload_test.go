@@ -69,3 +69,14 @@ func reachedRSS(limitMB int64, share float64, armNames ...string) func(r *store.
 		return ""
 	}
 }
+
+// onlyUnderRace skips a real-time test of the orchestrator's concurrency
+// unless the race detector is on: `make race` runs it there (the Makefile
+// names it), and a second run without the detector would repeat the same
+// trials for nothing.
+func onlyUnderRace(t *testing.T) {
+	t.Helper()
+	if !raceEnabled {
+		t.Skip("runs under the race detector (make race names it): without it the same trials would only be repeated")
+	}
+}

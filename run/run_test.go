@@ -37,6 +37,7 @@ func TestRunWritesInterleavedValidTrials(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-time trials")
 	}
+	onlyUnderRace(t)
 	dir := filepath.Join(t.TempDir(), "run")
 	var buf stormtest.SyncBuffer
 	cfg := quickConfig(t, dir, 2)

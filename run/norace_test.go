@@ -1,0 +1,5 @@
+//go:build !race
+
+package run
+
+const raceEnabled = false
