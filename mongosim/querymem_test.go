@@ -86,6 +86,9 @@ func setParameter(t *testing.T, ctx context.Context, c *mongo.Client, name strin
 // ~1 MB document is 10,000 documents of ~1 MB. mongod streams them; a
 // blocking stage after the $unwind hits its 100 MiB limit.
 func TestUnwindOfALargeDocumentStreamsWithinLimits(t *testing.T) {
+	if raceEnabled {
+		t.Skip("under the race detector: one query's memory accounting, in one goroutine")
+	}
 	srv := startStandalone(t)
 	client := connect(t, "mongodb://"+srv.Addr()+"/?directConnection=true")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -148,6 +151,9 @@ func TestUnwindOfALargeDocumentStreamsWithinLimits(t *testing.T) {
 // window of 8 MB of documents gives every output document the partition's
 // 8 MB array. mongod computes it once and streams the documents out.
 func TestWindowPushOverAnUnboundedWindowStreams(t *testing.T) {
+	if raceEnabled {
+		t.Skip("under the race detector: one query's memory accounting, in one goroutine")
+	}
 	srv := startStandalone(t)
 	client := connect(t, "mongodb://"+srv.Addr()+"/?directConnection=true")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

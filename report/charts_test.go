@@ -96,6 +96,9 @@ func checkReportCharts(t *testing.T, page []byte, length float64) map[string]cha
 // along: E crash-loops, and a second without a primary has no primary
 // figures to draw.
 func TestReportChartsHoldEveryTrialSecond(t *testing.T) {
+	if raceEnabled {
+		t.Skip("under the race detector: a run of its own; the fixture's tests load series concurrently under the detector")
+	}
 	dir := filepath.Join(t.TempDir(), "run")
 	sel, err := arms.Select([]string{"D", "M"}, nil)
 	if err != nil {

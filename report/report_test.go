@@ -243,6 +243,9 @@ func TestBenchTxtShape(t *testing.T) {
 }
 
 func TestLoadRefusesMixedAndCorruptRuns(t *testing.T) {
+	if raceEnabled {
+		t.Skip("under the race detector: loading refusals; the fixture's tests load series concurrently under the detector")
+	}
 	dir := fixture(t)
 	// A run of another workload setting.
 	other := filepath.Join(t.TempDir(), "other")

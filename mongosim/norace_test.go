@@ -1,0 +1,5 @@
+//go:build !race
+
+package mongosim_test
+
+const raceEnabled = false
