@@ -4,7 +4,7 @@ BIN     := bin
 PKGS    := ./...
 # Packages with goroutines that must stay race-clean.
 RACE_PKGS := ./mongosim/... ./target/... ./arms/... ./collect/... ./progress/... ./store/... ./report/... ./workload/... ./run/virtual/... ./ftdc/... ./changepoint/... ./history/... ./sweep/...
-# Fuzz runs are bounded by executions, not time (about 8 s each here): a
+# Fuzz runs are bounded by executions, not time (about 6 s each here): a
 # run ended by a -fuzztime deadline can report "context deadline exceeded"
 # as a failure when a worker is mid-way, with no crasher found.
 FUZZMINIMIZE ?= 100x
@@ -31,20 +31,22 @@ tidy-check:
 race:
 	$(GO) test -race -short -count=1 -timeout 30m $(RACE_PKGS)
 	# The orchestrator runs trials, faults and actors concurrently: real-time
-	# runs under -race, faults included.
+	# runs under -race, faults included. The three real-time tests run only
+	# here (run's onlyUnderRace): without the detector they would repeat
+	# the same trials.
 	$(GO) test -race -count=1 -timeout 30m -run '^(TestRunWritesInterleavedValidTrials|TestFaultsOnTheEmbeddedSet|TestKillOpActorSurvivesADroppedConnection|TestVirtualTrialRecordsWhatTheModelDid)$$' ./run/
 
 # Short fuzz runs of every fuzz target (seed corpora live in testdata/fuzz).
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 150000x -fuzzminimizetime $(FUZZMINIMIZE) ./mongosim/wire
-	$(GO) test -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime 200000x -fuzzminimizetime $(FUZZMINIMIZE) ./mongosim/query
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 100000x -fuzzminimizetime $(FUZZMINIMIZE) ./mongosim/wire
+	$(GO) test -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime 120000x -fuzzminimizetime $(FUZZMINIMIZE) ./mongosim/query
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 50000x -fuzzminimizetime $(FUZZMINIMIZE) ./arms
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 40000x -fuzzminimizetime $(FUZZMINIMIZE) ./workload
 	$(GO) test -run '^$$' -fuzz '^FuzzParseGates$$' -fuzztime 12000x -fuzzminimizetime $(FUZZMINIMIZE) ./report
-	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime 8000x -fuzzminimizetime $(FUZZMINIMIZE) ./store
+	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime 4000x -fuzzminimizetime $(FUZZMINIMIZE) ./store
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 60000x -fuzzminimizetime $(FUZZMINIMIZE) ./ftdc
 	$(GO) test -run '^$$' -fuzz '^FuzzServerReplies$$' -fuzztime 25000x -fuzzminimizetime $(FUZZMINIMIZE) ./collect
-	$(GO) test -run '^$$' -fuzz '^FuzzDetect$$' -fuzztime 120000x -fuzzminimizetime $(FUZZMINIMIZE) ./changepoint
+	$(GO) test -run '^$$' -fuzz '^FuzzDetect$$' -fuzztime 60000x -fuzzminimizetime $(FUZZMINIMIZE) ./changepoint
 
 # A real client nobody here wrote: mongosh against a 3-process mongosim set.
 mongosh-check: build
