@@ -9,7 +9,7 @@ RACE_PKGS := ./mongosim/... ./target/... ./arms/... ./collect/... ./progress/...
 # as a failure when a worker is mid-way, with no crasher found.
 FUZZMINIMIZE ?= 100x
 
-.PHONY: all build test vet fmt-check tidy-check race fuzz mongosh-check chromium-check peer-check run calibrate bench clean
+.PHONY: all build test vet static fmt-check tidy-check race fuzz tools mongosh chromium mongosh-check chromium-check peer-check run calibrate bench clean
 
 all: build
 
@@ -23,6 +23,13 @@ fmt-check:
 
 vet:
 	$(GO) vet $(PKGS)
+
+# The checks that need no test run, one after another.
+static:
+	$(MAKE) fmt-check
+	$(MAKE) tidy-check
+	$(MAKE) vet
+	$(MAKE) build
 
 # go.mod lists what the code imports, direct dependencies unmarked.
 tidy-check:
@@ -52,12 +59,23 @@ fuzz:
 mongosh-check: build
 	bash scripts/mongosh-check.sh
 
-# The HTML report in a real browser: Debian's chromium, installed when
-# missing, opens a report of a real run with name resolution disabled.
-chromium-check:
+# The programs the checks drive, installed when missing: mongosh from the
+# npm registry into .tools/, Debian's chromium. make test installs them
+# beside the static checks' compile (downloads wait on the network).
+tools: mongosh chromium
+
+mongosh:
+	MONGOSH_CHECK_PART=install bash scripts/mongosh-check.sh
+
+chromium:
 	@command -v chromium >/dev/null 2>&1 || { echo "installing chromium (Debian package)"; \
 	  $$(command -v sudo) apt-get update -qq && $$(command -v sudo) apt-get install -y -qq chromium >/dev/null; }
-	QMLSAB_CHROMIUM=$$(command -v chromium) $(GO) test -count=1 -run '^(TestReportDrawsInChromium|TestReportFirstScreenInChromium|TestTrendDrawsInChromium|TestSweepDrawsInChromium)$$' ./cmd/qmlsab/
+
+# The HTML pages in a real browser: Debian's chromium opens reports, trend
+# and sweep pages with name resolution disabled. Every Test…InChromium runs
+# here, and only here (QMLSAB_CHROMIUM).
+chromium-check: chromium
+	QMLSAB_CHROMIUM=$$(command -v chromium) $(GO) test -count=1 -run '^Test.*InChromium$$' ./cmd/qmlsab/
 
 # FerretDB v1.24.2, an independent wire-protocol server, as a test-only
 # peer: a nested module (peers/ferretdb/README.md), so FerretDB never
@@ -70,16 +88,21 @@ peer-check: build
 	cd peers/ferretdb && $(GO) test -count=1 -timeout 20m ./...
 	cd peers/benchstat && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
 
-# Go's own summary comes last so it closes the output CI reads. Packages
-# of real-time trials take minutes, more on a busy machine: -timeout 30m
+# make test in steps that share the 2-core machine well: the compile of
+# the static checks beside the downloads of tools; the fuzz runs (CPU)
+# beside the mongosh and browser checks (which mostly wait on processes);
+# then the race detector and the peers; last the packages' own tests,
+# three packages at once (-p 3), since the two of real-time trials (run,
+# cmd/qmlsab) mostly wait on their trials and leave a core to the others.
+# Each step's output comes whole when it ends (--output-sync), and Go's
+# own summary comes last so it closes the output CI reads. -timeout 30m
 # is a hang guard, not a speed target (go test's default is 10 minutes).
-test: fmt-check tidy-check vet build
-	$(MAKE) mongosh-check
-	$(MAKE) chromium-check
-	$(MAKE) fuzz
+test:
+	$(MAKE) -j3 --output-sync=target static tools
+	$(MAKE) -j3 --output-sync=target mongosh-check chromium-check fuzz
 	$(MAKE) race
 	$(MAKE) peer-check
-	$(GO) test -count=1 -timeout 30m $(PKGS)
+	$(GO) test -count=1 -p 3 -timeout 30m $(PKGS)
 
 bench: build
 	bash scripts/bench.sh

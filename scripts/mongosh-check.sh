@@ -4,7 +4,8 @@
 # $currentOp with idleCursors, currentOp and killOp must all work without
 # errors; then a sharded mongosim
 # cluster with sh.status, sh.enableSharding, sh.shardCollection and a $merge
-# through the router (MONGOSH_CHECK_PART=sharded runs only that part).
+# through the router (MONGOSH_CHECK_PART=sharded runs only that part;
+# MONGOSH_CHECK_PART=install only installs mongosh).
 # mongosh comes from the npm registry into .tools/ (pinned); without npm the
 # check is skipped with a message, never silently.
 set -euo pipefail
@@ -21,6 +22,10 @@ if [ ! -x "$MONGOSH" ] || [ "$("$MONGOSH" --version 2>/dev/null)" != "$MONGOSH_V
   echo "mongosh-check: installing mongosh@$MONGOSH_VERSION into $TOOLS"
   mkdir -p "$TOOLS"
   npm install --no-audit --no-fund --silent --prefix "$TOOLS" "mongosh@$MONGOSH_VERSION" >/dev/null
+fi
+# MONGOSH_CHECK_PART=install only installs (make tools).
+if [ "${MONGOSH_CHECK_PART:-}" = install ]; then
+  exit 0
 fi
 
 work=$(mktemp -d)
