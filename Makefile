@@ -4,7 +4,7 @@ BIN     := bin
 PKGS    := ./...
 # Packages with goroutines that must stay race-clean.
 RACE_PKGS := ./mongosim/... ./target/... ./arms/... ./collect/... ./progress/... ./store/... ./report/... ./workload/... ./run/virtual/... ./ftdc/... ./changepoint/... ./history/... ./sweep/...
-# Fuzz runs are bounded by executions, not time (about 6 s each here): a
+# Fuzz runs are bounded by executions, not time (a few seconds each here): a
 # run ended by a -fuzztime deadline can report "context deadline exceeded"
 # as a failure when a worker is mid-way, with no crasher found.
 FUZZMINIMIZE ?= 100x
@@ -45,15 +45,15 @@ race:
 
 # Short fuzz runs of every fuzz target (seed corpora live in testdata/fuzz).
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 100000x -fuzzminimizetime $(FUZZMINIMIZE) ./mongosim/wire
-	$(GO) test -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime 120000x -fuzzminimizetime $(FUZZMINIMIZE) ./mongosim/query
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 60000x -fuzzminimizetime $(FUZZMINIMIZE) ./mongosim/wire
+	$(GO) test -run '^$$' -fuzz '^FuzzCompile$$' -fuzztime 80000x -fuzzminimizetime $(FUZZMINIMIZE) ./mongosim/query
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 50000x -fuzzminimizetime $(FUZZMINIMIZE) ./arms
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime 40000x -fuzzminimizetime $(FUZZMINIMIZE) ./workload
 	$(GO) test -run '^$$' -fuzz '^FuzzParseGates$$' -fuzztime 12000x -fuzzminimizetime $(FUZZMINIMIZE) ./report
-	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime 4000x -fuzzminimizetime $(FUZZMINIMIZE) ./store
+	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime 2500x -fuzzminimizetime $(FUZZMINIMIZE) ./store
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime 60000x -fuzzminimizetime $(FUZZMINIMIZE) ./ftdc
 	$(GO) test -run '^$$' -fuzz '^FuzzServerReplies$$' -fuzztime 25000x -fuzzminimizetime $(FUZZMINIMIZE) ./collect
-	$(GO) test -run '^$$' -fuzz '^FuzzDetect$$' -fuzztime 60000x -fuzzminimizetime $(FUZZMINIMIZE) ./changepoint
+	$(GO) test -run '^$$' -fuzz '^FuzzDetect$$' -fuzztime 40000x -fuzzminimizetime $(FUZZMINIMIZE) ./changepoint
 
 # A real client nobody here wrote: mongosh against a 3-process mongosim set.
 mongosh-check: build
@@ -89,9 +89,11 @@ peer-check: build
 	cd peers/benchstat && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m ./...
 
 # make test in steps that share the 2-core machine well: the compile of
-# the static checks beside the downloads of tools; the fuzz runs (CPU)
-# beside the mongosh and browser checks (which mostly wait on processes);
-# then the race detector and the peers; last the packages' own tests,
+# the static checks beside the downloads of tools; the fuzz runs and the
+# peers' build (CPU) beside the mongosh and browser checks (which mostly
+# wait on processes and a browser; all four wait for events under generous
+# bounds, never for intervals); then the race detector; last the packages'
+# own tests,
 # three packages at once (-p 3), since the two of real-time trials (run,
 # cmd/qmlsab) mostly wait on their trials and leave a core to the others.
 # Each step's output comes whole when it ends (--output-sync), and Go's
@@ -99,9 +101,8 @@ peer-check: build
 # is a hang guard, not a speed target (go test's default is 10 minutes).
 test:
 	$(MAKE) -j3 --output-sync=target static tools
-	$(MAKE) -j3 --output-sync=target mongosh-check chromium-check fuzz
+	$(MAKE) -j4 --output-sync=target mongosh-check chromium-check fuzz peer-check
 	$(MAKE) race
-	$(MAKE) peer-check
 	$(GO) test -count=1 -p 3 -timeout 30m $(PKGS)
 
 bench: build

@@ -112,6 +112,9 @@ func TestWorstAcceptedCornerRunsUnderTheBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two virtual trials of 36 model minutes")
 	}
+	// Model time in a child process whose peak memory is its own: it runs
+	// beside TestTheREADMEsNightlyRecipe once the real-time tests are done.
+	t.Parallel()
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		t.Skip("no /proc/self/status to read the peak resident memory from")
 	}

@@ -175,6 +175,10 @@ func TestTheREADMEsNightlyRecipe(t *testing.T) {
 	if testing.Short() {
 		t.Skip("nine nights of the model")
 	}
+	// Model time on the CPU: it runs beside the other test of its kind
+	// (TestWorstAcceptedCornerRunsUnderTheBudget) once the package's
+	// real-time tests are done.
+	t.Parallel()
 	r := newRecipeRunner(t)
 	all := []string{"run", "report", "detect"}
 	seeds := map[uint64]string{}
