@@ -45,10 +45,8 @@ func localMongosim(t *testing.T) string {
 
 // The acceptance test of importing diagnostic data: a D-vs-E run on two
 // local sets of cmd/mongosim processes (one per trial, each writing
-// diagnostic.data in its dbpath), one trial an arm of 16 s (2 s warmup,
-// 10 s storm, 4 s recovery; 32 s of wall-clock trials in all, 1 Hz
-// sampler). One trial an arm is enough: each trial's figures are compared,
-// and a second trial would only add its median.
+// diagnostic.data in its dbpath), n = 2, trials of 16 s (2 s warmup, 10 s
+// storm, 4 s recovery; 64 s of wall-clock trials in all, 1 Hz sampler).
 //
 //  1. Round trip: every member's diagnostic data decodes to the values
 //     the sampler saw at the same instants (for the fields both have).
@@ -59,7 +57,7 @@ func localMongosim(t *testing.T) string {
 //     file they are present and match too.
 func TestFTDCOfARunRoundTripsAndImportsToTheSameReport(t *testing.T) {
 	if testing.Short() {
-		t.Skip("32 s of wall-clock trials on local mongosim sets")
+		t.Skip("64 s of wall-clock trials on local mongosim sets")
 	}
 	bin := localMongosim(t)
 	root := t.TempDir()
@@ -78,7 +76,7 @@ func TestFTDCOfARunRoundTripsAndImportsToTheSameReport(t *testing.T) {
 	w.Phases = workload.Phases{Warmup: 2 * time.Second, Storm: 10 * time.Second, Recovery: 4 * time.Second}
 	w.ServerSelectionTimeout = 10 * time.Second
 	spec.SpillToDisk = &w
-	e, err := run.NewExperiment(run.Spec{Arms: sel, N: 1, Workload: spec, Seed: 1, Clock: store.ClockWall})
+	e, err := run.NewExperiment(run.Spec{Arms: sel, N: 2, Workload: spec, Seed: 1, Clock: store.ClockWall})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +175,7 @@ func TestFTDCOfARunRoundTripsAndImportsToTheSameReport(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if m.Manifest.Imported == nil || m.Manifest.Imported.From != "ftdc" || !m.Manifest.Simulated || len(m.Manifest.Trials) != len(r.Manifest.Trials) {
+			if m.Manifest.Imported == nil || m.Manifest.Imported.From != "ftdc" || !m.Manifest.Simulated || len(m.Manifest.Trials) != 4 {
 				t.Errorf("manifest: imported %+v simulated %v, %d trials", m.Manifest.Imported, m.Manifest.Simulated, len(m.Manifest.Trials))
 			}
 			imp := reportMedians(t, out)
