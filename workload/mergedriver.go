@@ -154,11 +154,12 @@ func (d *MergeDriver) failpoints(ctx context.Context, mode string) error {
 }
 
 // countWritten counts the documents of coll on the primary with the count
-// command: the harness's own measurement, which must not be shed. The
-// driver's CountDocuments is an aggregation ($group), which the
-// workload's forced shedding (queryMemoryLoadSheddingAlwaysShed) sheds
-// like the $merge it measures; a count holds no tracked memory, so no
-// shedder touches it.
+// command: the harness's own measurement (what an op wrote, what $out left
+// behind), which must not be shed. The driver's CountDocuments is an
+// aggregation ($group) holding tracked memory, which the failpoint and the
+// pressure override the workload arms may shed like the $merge it
+// measures; a count holds no tracked memory, so no shedder touches it. On
+// a sharded cluster the router fans it out to the shards.
 func countWritten(ctx context.Context, db *mongo.Database, coll string) (int64, error) {
 	var reply struct {
 		N int64 `bson:"n"`
