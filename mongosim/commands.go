@@ -28,8 +28,10 @@ type request struct {
 	name        string
 	db          string
 	op          *Op
-	// writeBatch is the $merge/$out write batch the model is running.
+	// writeBatch is the $merge/$out write batch the model is running
+	// (meaningful when writing).
 	writeBatch int
+	writing    bool
 }
 
 // str returns a string field of the command body.

@@ -499,7 +499,7 @@ func (e *pipelineEnv) modelWriteBatch(k, docs int) error {
 		op.Work = e.modelOp.Work
 		op.Work.WriteDocs, op.Work.Exhausts, op.Work.HoldBytes = scaled, true, 0
 	}
-	e.r.writeBatch = k
+	e.r.writeBatch, e.r.writing = k, true
 	return e.s.enter(e.r, op)
 }
 

@@ -157,7 +157,7 @@ func (s *Server) enter(r *request, op *model.Op) error {
 	op.Done = func(o model.Outcome) { done <- o }
 	_, op.AppName = r.conn.metadata()
 	sim.mu.Lock()
-	s.syncFailPointsLocked(r)
+	s.syncFailPointsLocked(r, op)
 	sim.node.Submit(op)
 	if r.op != nil {
 		sim.byOp[r.op.ID] = op
@@ -192,17 +192,21 @@ func (s *Server) enter(r *request, op *model.Op) error {
 	return outcomeError(o)
 }
 
-// syncFailPointsLocked applies the model's failpoints for request r:
-// queryMemoryLoadSheddingAlwaysShed (with mongosim's optional data field
-// writeBatchesBeforeShed: N, which arms it only from a $merge/$out's N-th
-// write batch on, standing for a failpoint between writer flushes) and
+// syncFailPointsLocked applies the model's failpoints for request r and
+// its model op: queryMemoryLoadSheddingAlwaysShed, for every op, or with
+// mongosim's optional data field writeBatchesBeforeShed: N only for an op
+// of a $merge/$out from its N-th write batch on (standing for a failpoint
+// between writer flushes; other ops are not forced), and
 // queryMemoryPressureOverride {usagePercent}.
-func (s *Server) syncFailPointsLocked(r *request) {
+func (s *Server) syncFailPointsLocked(r *request, op *model.Op) {
 	n := s.sim.node
 	n.AlwaysShed = false
 	if data, ok := s.fail.active("queryMemoryLoadSheddingAlwaysShed"); ok {
-		after, _ := data.Lookup("writeBatchesBeforeShed").AsInt64OK()
-		n.AlwaysShed = r == nil || int64(r.writeBatch) >= after
+		if after, ok := data.Lookup("writeBatchesBeforeShed").AsInt64OK(); ok {
+			op.ForceShed = r.writing && int64(r.writeBatch) >= after
+		} else {
+			n.AlwaysShed = true
+		}
 	}
 	n.PressureOverride = -1
 	if data, ok := s.fail.active("queryMemoryPressureOverride"); ok {

@@ -260,6 +260,37 @@ func TestWriteStartedLatchClosesTheForwardedWriteHole(t *testing.T) {
 	}
 }
 
+// A failpoint armed for one op (its data condition met, Op.ForceShed)
+// sheds that op at its next check and no other: a read running beside it
+// above the low mark is left to the shedding formula, which at a pressure
+// just over the low mark spares it. Node.AlwaysShed (the failpoint with no
+// condition) sheds both.
+func TestForcedShedArmsOnlyItsOp(t *testing.T) {
+	for _, global := range []bool{false, true} {
+		p := params(t, map[string]string{"queryMemoryLoadSheddingLowMarkPercent": "30", "queryMemoryLoadSheddingHighMarkPercent": "85"})
+		n := NewNode(DefaultHardware(), p, 1)
+		n.PressureOverride = 31
+		outcomes := map[string]*Outcome{}
+		submit := func(name string, force bool) {
+			op := &Op{Kind: KindAggregate, Eligible: true, ForceShed: force,
+				Work: Work{ScanDocs: 1 << 30, CPUPerDoc: time.Microsecond, BufferBytesPerDoc: 1, HoldBytes: 64 << 10}}
+			op.Done = func(o Outcome) { outcomes[name] = &o }
+			n.Submit(op)
+		}
+		submit("forced", true)
+		submit("beside", false)
+		n.AlwaysShed = global
+		n.AdvanceTo(200 * time.Millisecond)
+		shed := func(name string) bool { o := outcomes[name]; return o != nil && o.Code == CodeQueryMemoryLimitExceeded }
+		if !shed("forced") {
+			t.Errorf("AlwaysShed %v: the forced op was not shed (%+v)", global, outcomes["forced"])
+		}
+		if shed("beside") != global {
+			t.Errorf("AlwaysShed %v: the op beside it shed=%v, want %v", global, shed("beside"), global)
+		}
+	}
+}
+
 func TestSpillAtStageLimitCountsMetrics(t *testing.T) {
 	p := params(t, map[string]string{"internalQueryMaxBlockingSortMemoryUsageBytes": "10485760"})
 	n := NewNode(DefaultHardware(), p, 1)

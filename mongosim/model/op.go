@@ -85,6 +85,11 @@ type Op struct {
 	// ForwardsWrites is a $merge/$out on a secondary: its writes go to the
 	// primary, so this op never takes a global IX (the partial-write investigation).
 	ForwardsWrites bool
+	// ForceShed is queryMemoryLoadSheddingAlwaysShed armed for this op
+	// alone (a failpoint whose data condition this op meets): every check
+	// sheds it, as Node.AlwaysShed does every op. A condition is evaluated
+	// by the op that reaches the failpoint, so it never arms another op.
+	ForceShed bool
 
 	// What a running op's every tick reads and writes, together after the
 	// Work it reads: a tick walks every running op, so the fewer cache

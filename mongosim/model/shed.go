@@ -143,7 +143,7 @@ func (n *Node) inlineShed(op *Op) bool {
 		op.primed = false
 		return false
 	}
-	if n.AlwaysShed {
+	if n.AlwaysShed || op.ForceShed {
 		return true
 	}
 	if !op.primed {
@@ -172,7 +172,7 @@ func (n *Node) sweep() {
 				if !n.sheddable(op) {
 					continue
 				}
-				if n.AlwaysShed || n.shedDraw(pr, op.tracked, n.p.RSSMonitorInterval) {
+				if n.AlwaysShed || op.ForceShed || n.shedDraw(pr, op.tracked, n.p.RSSMonitorInterval) {
 					victims = append(victims, op)
 				}
 			}
