@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/qmlsab/qmlsab/internal/race"
 )
 
 func fill(n int, v float64) []float64 {
@@ -234,7 +236,7 @@ func TestFalsePositives(t *testing.T) {
 // exchangeability, so the rate should be 5/101 ≈ 4.95 %; the bound allows
 // three standard errors.
 func TestFalsePositiveRate(t *testing.T) {
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		t.Skip("4000 detections, statistics only")
 	}
 	for _, perNight := range []int{5, 1} {

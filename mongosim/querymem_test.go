@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/qmlsab/qmlsab/internal/race"
 	"github.com/qmlsab/qmlsab/mongosim"
 )
 
@@ -86,7 +87,7 @@ func setParameter(t *testing.T, ctx context.Context, c *mongo.Client, name strin
 // ~1 MB document is 10,000 documents of ~1 MB. mongod streams them; a
 // blocking stage after the $unwind hits its 100 MiB limit.
 func TestUnwindOfALargeDocumentStreamsWithinLimits(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("under the race detector: one query's memory accounting, in one goroutine")
 	}
 	srv := startStandalone(t)
@@ -151,7 +152,7 @@ func TestUnwindOfALargeDocumentStreamsWithinLimits(t *testing.T) {
 // window of 8 MB of documents gives every output document the partition's
 // 8 MB array. mongod computes it once and streams the documents out.
 func TestWindowPushOverAnUnboundedWindowStreams(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("under the race detector: one query's memory accounting, in one goroutine")
 	}
 	srv := startStandalone(t)

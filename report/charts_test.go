@@ -13,6 +13,7 @@ import (
 
 	"github.com/qmlsab/qmlsab/arms"
 	"github.com/qmlsab/qmlsab/internal/chartcheck"
+	"github.com/qmlsab/qmlsab/internal/race"
 	"github.com/qmlsab/qmlsab/mongosim"
 	"github.com/qmlsab/qmlsab/run"
 	"github.com/qmlsab/qmlsab/store"
@@ -96,7 +97,7 @@ func checkReportCharts(t *testing.T, page []byte, length float64) map[string]cha
 // along: E crash-loops, and a second without a primary has no primary
 // figures to draw.
 func TestReportChartsHoldEveryTrialSecond(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("under the race detector: a run of its own; the fixture's tests load series concurrently under the detector")
 	}
 	dir := filepath.Join(t.TempDir(), "run")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/qmlsab/qmlsab/arms"
+	"github.com/qmlsab/qmlsab/internal/race"
 	"github.com/qmlsab/qmlsab/mongosim"
 	"github.com/qmlsab/qmlsab/run"
 	"github.com/qmlsab/qmlsab/store"
@@ -243,7 +244,7 @@ func TestBenchTxtShape(t *testing.T) {
 }
 
 func TestLoadRefusesMixedAndCorruptRuns(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("under the race detector: loading refusals; the fixture's tests load series concurrently under the detector")
 	}
 	dir := fixture(t)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/qmlsab/qmlsab/internal/race"
 	"github.com/qmlsab/qmlsab/internal/stormtest"
 	"github.com/qmlsab/qmlsab/metric"
 	"github.com/qmlsab/qmlsab/store"
@@ -76,7 +77,7 @@ func reachedRSS(limitMB int64, share float64, armNames ...string) func(r *store.
 // trials for nothing.
 func onlyUnderRace(t *testing.T) {
 	t.Helper()
-	if !raceEnabled {
+	if !race.Enabled {
 		t.Skip("runs under the race detector (make race names it): without it the same trials would only be repeated")
 	}
 }

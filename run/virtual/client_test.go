@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/qmlsab/qmlsab/internal/race"
 	"github.com/qmlsab/qmlsab/mongosim/model"
 	"github.com/qmlsab/qmlsab/store"
 	"github.com/qmlsab/qmlsab/workload"
@@ -30,7 +31,7 @@ import (
 // the election reached the new primary in the same instant (~2,800 for
 // E's default trial).
 func TestNewPrimaryReceivesWhatThePoolAllows(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("under the race detector: the virtual clock's model steps in one goroutine")
 	}
 	cfg := crashLoops(1)

@@ -1,5 +1,0 @@
-//go:build !race
-
-package changepoint
-
-const raceEnabled = false

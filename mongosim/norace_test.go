@@ -1,5 +1,0 @@
-//go:build !race
-
-package mongosim_test
-
-const raceEnabled = false

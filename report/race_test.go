@@ -1,8 +1,0 @@
-//go:build race
-
-package report
-
-// raceEnabled lets a test whose subject is computation in one goroutine
-// skip under the race detector, where it takes several times longer and
-// exercises no concurrency that other tests of the package do not.
-const raceEnabled = true

@@ -1,5 +1,0 @@
-//go:build !race
-
-package run
-
-const raceEnabled = false

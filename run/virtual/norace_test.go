@@ -1,5 +1,0 @@
-//go:build !race
-
-package virtual
-
-const raceEnabled = false
