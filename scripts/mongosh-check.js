@@ -4,7 +4,7 @@ function check(cond, what) {
   print('ok - ' + what);
 }
 let primary = null;
-for (let i = 0; i < 100 && !primary; i++) {
+for (const until = Date.now() + 120 * 1000; !primary && Date.now() < until;) {
   const st = rs.status();
   const p = st.members.filter(m => m.stateStr === 'PRIMARY');
   if (p.length === 1) { primary = p[0].name; } else { sleep(100); }
@@ -35,8 +35,12 @@ check(idle.length === 1 && idle[0].cursor.cursorId.toString() === opened.cursor.
   '$currentOp with idleCursors lists the open find cursor (' + opened.cursor.id + ')');
 db.getSiblingDB('shcheck').runCommand({killCursors: 'events', cursors: [opened.cursor.id]});
 
+// The other mongosh starts beside this one and waits for a primary
+// before it sends its sleep: on a loaded machine that takes a while, so
+// the wait is for the event, bounded well inside the sleep's own length.
 let sleeper = [];
-for (let i = 0; i < 100 && sleeper.length === 0; i++) {
+const until = Date.now() + 180 * 1000;
+while (sleeper.length === 0 && Date.now() < until) {
   sleeper = db.currentOp({appName: 'mongosh-sleeper', 'command.sleep': {$exists: true}}).inprog;
   if (sleeper.length === 0) { sleep(100); }
 }

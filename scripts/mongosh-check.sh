@@ -55,7 +55,9 @@ start_member() {
     mkdir -p "$work/db$p"
     bin/mongosim "$@" --port "$p" --bind_ip 127.0.0.1 --logpath "$work/m$p.log" &
     local pid=$!; disown $pid
-    for _ in $(seq 50); do
+    # Until it listens (up to 60 s: a loaded machine starts it slowly), or
+    # exits (its port was taken: another port is tried).
+    for _ in $(seq 1200); do
       if ! kill -0 "$pid" 2>/dev/null; then break; fi
       if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then pids+=("$pid"); printf -v "$var" %s "$p"; return 0; fi
       sleep 0.05
@@ -147,7 +149,7 @@ for i in 0 1 2; do
     bin/mongosim --replSet rs0 --port "$p" --bind_ip 127.0.0.1 --dbpath "$work/db$p" --logpath "$work/m$p.log" &
     pid=$!; disown $pid
     up=""
-    for _ in $(seq 50); do
+    for _ in $(seq 1200); do # as start_member waits
       if ! kill -0 "$pid" 2>/dev/null; then break; fi
       if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then up=1; break; fi
       sleep 0.05
@@ -166,9 +168,10 @@ rs.initiate({_id: 'rs0', settings: {electionTimeoutMillis: 2000}, members: [
 
 uri="mongodb://127.0.0.1:$p1/?replicaSet=rs0"
 # A second mongosh runs a long sleep for the first one to find and kill.
-sh "$uri&appName=mongosh-sleeper" --eval 'try { db.adminCommand({sleep: 1, secs: 60}); print("returned") } catch (e) { print("error code=" + e.code + " codeName=" + e.codeName); quit(3) }' >"$work/sleeper.out" 2>&1 &
+# Its sleep outlasts the first one's wait for it (180 s) whatever the load.
+sh "$uri&appName=mongosh-sleeper" --eval 'try { db.adminCommand({sleep: 1, secs: 600}); print("returned") } catch (e) { print("error code=" + e.code + " codeName=" + e.codeName); quit(3) }' >"$work/sleeper.out" 2>&1 &
 sleeper=$!
-out=$(sh "$uri" --file scripts/mongosh-check.js 2>&1) || { echo "$out"; echo "mongosh-check: FAILED"; exit 1; }
+out=$(sh "$uri" --file scripts/mongosh-check.js 2>&1) || { echo "$out"; echo "the other mongosh said: $(cat "$work/sleeper.out")"; echo "mongosh-check: FAILED"; exit 1; }
 echo "$out"
 echo "$out" | grep -q '^mongosh-check: all good$' || { echo "mongosh-check: FAILED"; exit 1; }
 if wait "$sleeper"; then echo "mongosh-check: FAILED: the killed sleep returned normally"; exit 1; fi
