@@ -133,6 +133,10 @@ func (n *Node) sheddable(op *Op) bool {
 	return n.SheddingEnabled() && op.Eligible && !op.latched && op.tracked > 0 && op.killCode == 0
 }
 
+// forcedShed is queryMemoryLoadSheddingAlwaysShed in force for op: for
+// every op of the node, or for op alone (its data condition met).
+func (n *Node) forcedShed(op *Op) bool { return n.AlwaysShed || op.ForceShed }
+
 // inlineShed is queryMemoryCheckLoadShedding at a checkpoint of a running op.
 func (n *Node) inlineShed(op *Op) bool {
 	if !n.sheddable(op) {
@@ -143,7 +147,7 @@ func (n *Node) inlineShed(op *Op) bool {
 		op.primed = false
 		return false
 	}
-	if n.AlwaysShed || op.ForceShed {
+	if n.forcedShed(op) {
 		return true
 	}
 	if !op.primed {
@@ -172,7 +176,7 @@ func (n *Node) sweep() {
 				if !n.sheddable(op) {
 					continue
 				}
-				if n.AlwaysShed || op.ForceShed || n.shedDraw(pr, op.tracked, n.p.RSSMonitorInterval) {
+				if n.forcedShed(op) || n.shedDraw(pr, op.tracked, n.p.RSSMonitorInterval) {
 					victims = append(victims, op)
 				}
 			}
