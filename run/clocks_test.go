@@ -18,11 +18,11 @@ import (
 	"github.com/qmlsab/qmlsab/workload"
 )
 
-// runOne runs one trial of arm on a clock and returns its records' folder
-// contents: the trial and its storm ops. On the wall clock a trial the
+// runOne runs one trial of arm on a clock and returns the trial, its
+// storm ops and its folder. On the wall clock a trial the
 // busy host starved (saturated, or not pressured as the test needs) is
 // run again (executeWhileTheHostKeepsUp).
-func runOne(t *testing.T, cfg trialRun, pressured func(*store.Run) string) (store.Trial, []store.StormOp) {
+func runOne(t *testing.T, cfg trialRun, pressured func(*store.Run) string) (store.Trial, []store.StormOp, string) {
 	t.Helper()
 	cfg.N, cfg.ToolVersion = 1, "test"
 	var r *store.Run
@@ -44,7 +44,7 @@ func runOne(t *testing.T, cfg trialRun, pressured func(*store.Run) string) (stor
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r.Trials[name][0], storm
+	return r.Trials[name][0], storm, store.TrialDir(cfg.Dir, name, 1)
 }
 
 func stageShares(ops []store.StormOp) map[string]float64 {
@@ -58,7 +58,8 @@ func stageShares(ops []store.StormOp) map[string]float64 {
 // One spec, one meaning: the same workload runs as the same queries on
 // both clocks — the same stage mix and, through the shape each storm
 // query carries to mongosim, the same sizes — so arm D's killOp actor
-// finds victims of the same tracked size and memory peaks alike.
+// finds victims of the same tracked size, stage by stage, and memory
+// peaks alike.
 func TestOneWorkloadSpecOnBothClocks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a real-time trial")
@@ -83,8 +84,8 @@ func TestOneWorkloadSpecOnBothClocks(t *testing.T) {
 	// busy host never let memory climb that far, or starved the actor (it
 	// runs on this machine too) so that it killed nothing, has no victims
 	// to compare. That the actor kills is TestArmContrastOnBothClocks'.
-	vt, vops := runOne(t, virt, nil)
-	wt, wops := runOne(t, wall, func(r *store.Run) string {
+	vt, vops, vdir := runOne(t, virt, nil)
+	wt, wops, wdir := runOne(t, wall, func(r *store.Run) string {
 		if why := reachedRSS(base.SimMemLimitMB, 0.7, "D")(r); why != "" {
 			return why
 		}
@@ -102,15 +103,38 @@ func TestOneWorkloadSpecOnBothClocks(t *testing.T) {
 			t.Errorf("%s share: virtual %.3f, wall %.3f", m.Stage, vs[m.Stage], ws[m.Stage])
 		}
 	}
-	for _, c := range []struct {
-		name  string
-		ratio float64
-	}{{metric.VictimTrackedP50, 2}, {metric.RSSPeakBytes, 1.25}} {
-		v, w := vt.Metrics[c.name], wt.Metrics[c.name]
-		if v <= 0 || w <= 0 || math.Max(v/w, w/v) > c.ratio {
-			t.Errorf("%s: virtual %.3g, wall %.3g; want within ×%v", c.name, v, w, c.ratio)
+	if v, w := vt.Metrics[metric.RSSPeakBytes], wt.Metrics[metric.RSSPeakBytes]; v <= 0 || w <= 0 || math.Max(v/w, w/v) > 1.25 {
+		t.Errorf("%s: virtual %.3g, wall %.3g; want within ×1.25", metric.RSSPeakBytes, v, w)
+	}
+	// The victims' sizes, stage by stage: which stages the actor catches
+	// is timing (a busy host keeps more $group ops alive on the wall
+	// clock, and their larger tables moved the all-stage median from 8 to
+	// 20 MB in one CI run), but a query of a stage holds the same tracked
+	// memory on both clocks. Every stage with at least 10 victims on both
+	// is compared; there must be one.
+	vk, wk := stormKillSizes(t, vdir), stormKillSizes(t, wdir)
+	compared := 0
+	for stage, v := range vk {
+		w := wk[stage]
+		if len(v) < 10 || len(w) < 10 {
+			continue
+		}
+		compared++
+		if mv, mw := metric.Median(v), metric.Median(w); math.Max(mv/mw, mw/mv) > 2 {
+			t.Errorf("%s victims' tracked bytes p50: virtual %.3g (%d), wall %.3g (%d); want within ×2", stage, mv, len(v), mw, len(w))
 		}
 	}
+	if compared == 0 {
+		t.Errorf("no stage with 10 victims on both clocks: virtual %v, wall %v", counts(vk), counts(wk))
+	}
+}
+
+func counts(m map[string][]float64) map[string]int {
+	out := map[string]int{}
+	for k, v := range m {
+		out[k] = len(v)
+	}
+	return out
 }
 
 // A parameter is parsed by its declared type on both clocks: a
@@ -185,7 +209,7 @@ func TestZeroConfigIsTheDocumentedDefault(t *testing.T) {
 	spec.SpillToDisk = &w
 	d, _ := arms.Lookup("D")
 	cfg := trialRun{Spec: Spec{Arms: []arms.Arm{d}, N: 1, Workload: spec}, Dir: filepath.Join(t.TempDir(), "run")}
-	tr, _ := runOne(t, cfg, nil)
+	tr, _, _ := runOne(t, cfg, nil)
 	if _, ok := tr.Metrics[metric.Availability]; tr.Metrics[metric.Restarts] != 0 || !ok {
 		t.Errorf("a zero Spec's 20 s trial: %v; want no restart and an availability", tr.Metrics)
 	}
@@ -193,4 +217,25 @@ func TestZeroConfigIsTheDocumentedDefault(t *testing.T) {
 	if hw.MemLimitBytes != 32<<30 || hw.CPUs != 8 || hw.Host == nil || *hw.Host != model.DefaultHost() {
 		t.Errorf("zero Spec's hardware %+v; want the M50 (8 CPUs, 32 GiB, its default host)", hw)
 	}
+}
+
+// stormKillSizes are the tracked bytes of the actor's kills during the
+// storm phase of the trial in dir, by the victim's stage.
+func stormKillSizes(t *testing.T, dir string) map[string][]float64 {
+	t.Helper()
+	events, err := store.ReadJSONLinesGz[store.Event](filepath.Join(dir, store.EventsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]float64{}
+	var phase store.Phase
+	for _, ev := range events {
+		switch {
+		case ev.Kind == store.EventPhase:
+			phase = ev.Phase
+		case ev.Kind == store.EventKill && ev.Kill != nil && phase == store.PhaseStorm && ev.Kill.TrackedBytes > 0:
+			out[ev.Kill.Stage] = append(out[ev.Kill.Stage], float64(ev.Kill.TrackedBytes))
+		}
+	}
+	return out
 }
