@@ -89,7 +89,7 @@ func (d *Driver) Load(ctx context.Context) error {
 	}
 	defer mongoclient.Disconnect(c)
 	coll := c.Database(d.DB).Collection("events", options.Collection().SetWriteConcern(writeconcern.Majority()))
-	n, err := coll.CountDocuments(ctx, bson.D{})
+	n, err := harnessCount(ctx, coll.Database(), coll.Name())
 	if err != nil {
 		return fmt.Errorf("loading: counting: %w", err)
 	}

@@ -88,7 +88,7 @@ func (d *MergeDriver) Run(ctx context.Context) (store.MergeRun, error) {
 		res.Outcome, res.Code = Classify(err)
 		// Writes from a secondary's $merge go through the primary: count
 		// there, with majority read so nothing acknowledged is missed.
-		res.Written, err = countWritten(ctx, db, target)
+		res.Written, err = harnessCount(ctx, db, target)
 		if err != nil {
 			return run, fmt.Errorf("op %d: counting what it wrote: %w", i, err)
 		}
@@ -112,7 +112,7 @@ func (d *MergeDriver) load(ctx context.Context, c *mongo.Client) error {
 		}
 	}
 	coll := c.Database(d.db()).Collection("merge_source", options.Collection().SetWriteConcern(wc))
-	if n, err := coll.CountDocuments(ctx, bson.D{}); err == nil && n == int64(d.Spec.SourceDocs) {
+	if n, err := harnessCount(ctx, coll.Database(), coll.Name()); err == nil && n == int64(d.Spec.SourceDocs) {
 		return nil
 	}
 	if err := coll.Drop(ctx); err != nil {
@@ -151,19 +151,4 @@ func (d *MergeDriver) failpoints(ctx context.Context, mode string) error {
 		_ = mongoclient.Disconnect(c)
 	}
 	return errors.Join(errs...)
-}
-
-// countWritten counts the documents of coll on the primary with the count
-// command: the harness's own measurement (what an op wrote, what $out left
-// behind), which must not be shed. The driver's CountDocuments is an
-// aggregation ($group) holding tracked memory, which the failpoint and the
-// pressure override the workload arms may shed like the $merge it
-// measures; a count holds no tracked memory, so no shedder touches it. On
-// a sharded cluster the router fans it out to the shards.
-func countWritten(ctx context.Context, db *mongo.Database, coll string) (int64, error) {
-	var reply struct {
-		N int64 `bson:"n"`
-	}
-	err := db.RunCommand(ctx, bson.D{{Key: "count", Value: coll}}, options.RunCmd().SetReadPreference(readpref.Primary())).Decode(&reply)
-	return reply.N, err
 }

@@ -79,7 +79,7 @@ func (d *MergeDriver) runSharded(ctx context.Context, c *mongo.Client, run store
 		kase := store.MergeCases[i%len(store.MergeCases)]
 		target := "merge_" + stamp + "_op" + strconv.Itoa(i)
 		var out bson.D
-		count := func() (int64, error) { return countWritten(ctx, db, target) }
+		count := func() (int64, error) { return harnessCount(ctx, db, target) }
 		var outTemp func() (int64, error) // $out's temporary leftovers of this op
 		switch kase {
 		case store.MergeCaseShardedTarget:
@@ -90,7 +90,7 @@ func (d *MergeDriver) runSharded(ctx context.Context, c *mongo.Client, run store
 			out = bson.D{{Key: "$merge", Value: bson.D{{Key: "into", Value: target}}}}
 		case store.MergeCaseOtherShard:
 			out = bson.D{{Key: "$merge", Value: bson.D{{Key: "into", Value: bson.D{{Key: "db", Value: d.otherDB()}, {Key: "coll", Value: target}}}}}}
-			count = func() (int64, error) { return countWritten(ctx, c.Database(d.otherDB()), target) }
+			count = func() (int64, error) { return harnessCount(ctx, c.Database(d.otherDB()), target) }
 		case store.MergeCaseSameShard:
 			out = bson.D{{Key: "$merge", Value: bson.D{{Key: "into", Value: target}}}}
 		case store.MergeCaseOut:
@@ -206,7 +206,7 @@ func (d *MergeDriver) tempOutDocs(ctx context.Context, shard string) (int64, err
 		var n int64
 		for _, name := range names {
 			if strings.HasPrefix(name, "tmp.agg_out.") {
-				k, err := countWritten(ctx, c.Database(d.db()), name)
+				k, err := harnessCount(ctx, c.Database(d.db()), name)
 				if err != nil {
 					return 0, fmt.Errorf("%s: counting %s: %w", h, name, err)
 				}
