@@ -168,8 +168,8 @@ func (r *recipeRunner) runFolder(stamp string) (string, store.Manifest) {
 // its folder, manifest and history night; then a night whose arms file
 // moves D's killOp actor from 70 % to 95 % RSS exits 4 at history detect,
 // naming the change. (Issue 38 named 80 %: how often the job finds that
-// change is BenchmarkNightlyRecipeFindsD's measurement, 9 histories in
-// 10, and these nights' sixth is one it misses.)
+// change is BenchmarkNightlyRecipeFindsD's measurement, in docs/nightly.md,
+// and these nights' sixth is one of the histories it misses.)
 // Then it fails closed: a night whose run never started, one whose D
 // measured nothing, and one whose run died part-way never pass.
 func TestTheREADMEsNightlyRecipe(t *testing.T) {
@@ -210,7 +210,7 @@ func TestTheREADMEsNightlyRecipe(t *testing.T) {
 	}
 
 	// Night 6: D's actor acts only above 95 % RSS. (At 80 %, the change
-	// issue 38 named, these nights are the one history in ten that
+	// issue 38 named, these nights are among the histories that
 	// BenchmarkNightlyRecipeFindsD measured the job to miss: detect exits
 	// 0 on them. Other dates are not picked to make 80 % pass.)
 	r.armsAt(95)
