@@ -289,11 +289,12 @@ var (
 // and a larger study keeps the smaller one's histories. Reported: the
 // share of histories whose sixth night's detect exits 4 (found), and the
 // share of unchanged nights 2–5 whose detect does not exit 0 (false
-// alarms). About 50 s a history at n=10 on 2 idle cores, twice that at
-// n=20; docs/nightly.md has the figures:
+// alarms). A history took 19 s at n=5, 34 s at n=10 and 65 s at n=20
+// on 2 cores; docs/nightly.md has the figures of the second command (24
+// histories, 46 minutes):
 //
 //	go test -run '^$' -bench BenchmarkNightlyRecipeFindsD -benchtime 1x -timeout 90m ./cmd/qmlsab
-//	go test -run '^$' -bench BenchmarkNightlyRecipeFindsD -benchtime 1x -timeout 300m ./cmd/qmlsab -recipe.n 10,20 -recipe.histories 36
+//	go test -run '^$' -bench BenchmarkNightlyRecipeFindsD -benchtime 1x -timeout 300m ./cmd/qmlsab -recipe.n 5,10,20 -recipe.histories 24
 func BenchmarkNightlyRecipeFindsD(b *testing.B) {
 	for _, n := range strings.Split(*recipeTrials, ",") {
 		b.Run("n="+n, func(b *testing.B) {
