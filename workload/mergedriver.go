@@ -87,7 +87,7 @@ func (d *MergeDriver) Run(ctx context.Context) (store.MergeRun, error) {
 		res := store.MergeOp{Op: i, ReadPreference: rpName, Scheduled: start, Latency: time.Since(start)}
 		res.Outcome, res.Code = Classify(err)
 		// Writes from a secondary's $merge go through the primary: count
-		// there, with majority read so nothing acknowledged is missed.
+		// there, where every write the op had acknowledged is applied.
 		res.Written, err = harnessCount(ctx, db, target)
 		if err != nil {
 			return run, fmt.Errorf("op %d: counting what it wrote: %w", i, err)

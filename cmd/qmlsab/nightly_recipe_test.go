@@ -291,7 +291,7 @@ var (
 // share of unchanged nights 2–5 whose detect does not exit 0 (false
 // alarms). A history took 19 s at n=5, 34 s at n=10 and 65 s at n=20
 // on 2 cores; docs/nightly.md has the figures of the second command (24
-// histories, 46 minutes):
+// histories, 47 minutes):
 //
 //	go test -run '^$' -bench BenchmarkNightlyRecipeFindsD -benchtime 1x -timeout 90m ./cmd/qmlsab
 //	go test -run '^$' -bench BenchmarkNightlyRecipeFindsD -benchtime 1x -timeout 300m ./cmd/qmlsab -recipe.n 5,10,20 -recipe.histories 24

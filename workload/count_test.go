@@ -16,14 +16,14 @@ import (
 
 // The harness's own reads (the load step's check that the collection is
 // there, what a merge op wrote, what $out left behind) are measurements,
-// not workload: harnessCount uses the count
-// command, which holds no tracked memory, so no shedder takes it. Where the
-// pressure pins the chance of a shed to 1 (master's hazard at the high
-// mark) and each real document stands for 200, as in a run, a count by
-// aggregation (the driver's CountDocuments, a $group) is shed; harnessCount
-// is not, and the storm's and the merge's load steps find their loaded
-// collections there without reloading them. The sharded path once counted by aggregation, and the shed of
-// that count turned a valid trial of arm G invalid in CI.
+// not workload: harnessCount uses the count command, which holds no
+// tracked memory, so no shedder takes it. Where the pressure pins the
+// chance of a shed to 1 (master's hazard at the high mark) and each real
+// document stands for 200, as in a run, a count by aggregation (the
+// driver's CountDocuments, a $group) is shed; harnessCount is not, and the
+// storm's and the merge's load steps find their loaded collections there
+// without reloading them. The sharded path once counted by aggregation,
+// and the shed of that count turned a valid trial of arm G invalid in CI.
 func TestHarnessCountsAreNotShed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
